@@ -1,0 +1,28 @@
+#!/bin/sh
+# Install the Debian packages hcomm needs to build and test itself.
+# Idempotent: does nothing (and needs no network) when all are present.
+set -eu
+
+PKGS="build-essential pkg-config cpio kmod xz-utils bc flex bison
+libelf-dev libssl-dev python3 sparse liburing-dev libdrm-dev
+qemu-system-x86 busybox-static
+linux-source-6.12
+linux-image-amd64 linux-headers-amd64
+linux-image-6.12-amd64 linux-headers-6.12-amd64"
+
+missing=""
+for p in $PKGS; do
+	st=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+	[ "$st" = installed ] || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "install-deps: need root to install:$missing" >&2
+	exit 1
+fi
+echo "install-deps: installing:$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+# No recommends: we do not want initramfs-tools or a boot loader hook.
+apt-get install -y -q --no-install-recommends $missing

@@ -1,0 +1,23 @@
+# Shared helpers for scripts/*.sh (sourced, not run).
+
+HCOMM_CACHE=${HCOMM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hcomm}
+mkdir -p "$HCOMM_CACHE"
+
+log() { echo "[hcomm] $*" >&2; }
+die() { echo "[hcomm] error: $*" >&2; exit 1; }
+
+# Extract Debian's linux-source-6.12 once into the cache; print its path.
+hcomm_kernel_source() {
+	_ver=$(dpkg-query -W -f='${Version}' linux-source-6.12 2>/dev/null) ||
+		die "linux-source-6.12 is not installed"
+	_dir="$HCOMM_CACHE/linux-source-$_ver"
+	if [ ! -f "$_dir/.hcomm-extracted" ]; then
+		log "extracting linux-source-6.12 $_ver"
+		rm -rf "$_dir" "$_dir.tmp"
+		mkdir -p "$_dir.tmp"
+		tar -C "$_dir.tmp" --strip-components=1 -xf /usr/src/linux-source-6.12.tar.xz
+		touch "$_dir.tmp/.hcomm-extracted"
+		mv "$_dir.tmp" "$_dir"
+	fi
+	echo "$_dir"
+}
