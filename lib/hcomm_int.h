@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: MIT */
+/* libhcomm internals; exposed (hidden visibility) for the unit tests. */
+#ifndef LIBHCOMM_INT_H
+#define LIBHCOMM_INT_H
+
+#include <liburing.h>
+#include "hcomm.h"
+
+#define HCOMM_EXPORT	__attribute__((visibility("default")))
+#define HCOMM_HIDDEN	__attribute__((visibility("hidden")))
+
+/* Fill sqe with an IORING_OP_URING_CMD for cmd_op carrying arg/size. */
+HCOMM_HIDDEN void hcomm__prep_cmd(struct io_uring_sqe *sqe, int fd,
+				  uint32_t cmd_op, void *arg, uint32_t size);
+/*
+ * Positive enum hcomm_err for a positive errno; cmd_op is the HCOMM_CMD_x
+ * that failed, or 0 for open() of the device.
+ */
+HCOMM_HIDDEN int hcomm__err_code(uint32_t cmd_op, int err);
+
+#endif /* LIBHCOMM_INT_H */

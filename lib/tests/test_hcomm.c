@@ -1,0 +1,319 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Host unit tests of libhcomm; need no module.  TAP on stdout, then
+ * "lib: N passed, N failed".  Usage: test_hcomm [path/to/libhcomm.so]
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hcomm_int.h"
+
+static int n_pass, n_fail;
+
+__attribute__((format(printf, 2, 3)))
+static void ok(int cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%s %d - ", cond ? "ok" : "not ok", n_pass + n_fail + 1);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	if (cond)
+		n_pass++;
+	else
+		n_fail++;
+}
+
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n - 1;	/* the DIR's own fd */
+}
+
+static void test_strerror(void)
+{
+	int i, j, good = 1, distinct = 1;
+
+	for (i = 0; i < HCOMM_ERR__MAX; i++) {
+		const char *s = hcomm_strerror(-i);
+
+		if (!s || !*s || s != hcomm_strerror(i)) {
+			good = 0;
+			printf("# code %d: bad message\n", i);
+		}
+		for (j = 0; j < i; j++)
+			if (!strcmp(s, hcomm_strerror(j))) {
+				distinct = 0;
+				printf("# codes %d and %d share \"%s\"\n", i, j, s);
+			}
+	}
+	ok(good, "strerror: every code has a message");
+	ok(distinct, "strerror: messages are distinct");
+	ok(*hcomm_strerror(-HCOMM_ERR__MAX) && *hcomm_strerror(-1000) &&
+	   strcmp(hcomm_strerror(1000), hcomm_strerror(HCOMM_ERR_IO)),
+	   "strerror: unknown codes get a message of their own");
+	ok(strstr(hcomm_strerror(-HCOMM_ERR_MMAP), "ulimit -l") &&
+	   strstr(hcomm_strerror(-HCOMM_ERR_MMAP), "RLIMIT_MEMLOCK") &&
+	   strstr(hcomm_strerror(-HCOMM_ERR_MMAP), "CAP_IPC_LOCK"),
+	   "strerror: MMAP names ulimit -l, RLIMIT_MEMLOCK, CAP_IPC_LOCK");
+	ok(strstr(hcomm_strerror(-HCOMM_ERR_NODEV), "modprobe hcomm") &&
+	   strstr(hcomm_strerror(-HCOMM_ERR_NODEV), "insmod"),
+	   "strerror: NODEV names modprobe hcomm and insmod");
+	ok(HCOMM_TIMEOUT == HCOMM_ERR_TIMEOUT, "HCOMM_TIMEOUT alias");
+}
+
+static void test_errno_map(void)
+{
+	static const struct { uint32_t op; int err, code; } t[] = {
+		{ 0, 0, HCOMM_OK },
+		{ 0, ENOENT, HCOMM_ERR_NODEV },
+		{ 0, ENODEV, HCOMM_ERR_NODEV },
+		{ 0, ENXIO, HCOMM_ERR_NODEV },
+		{ 0, ENOTDIR, HCOMM_ERR_NODEV },
+		{ 0, EACCES, HCOMM_ERR_ACCESS },
+		{ 0, EPERM, HCOMM_ERR_ACCESS },
+		{ 0, EROFS, HCOMM_ERR_ACCESS },
+		{ 0, EISDIR, HCOMM_ERR_NOTHCOMM },
+		{ 0, EMFILE, HCOMM_ERR_LIMIT },
+		{ 0, ENFILE, HCOMM_ERR_LIMIT },
+		{ 0, EBUSY, HCOMM_ERR_BUSY },
+		{ HCOMM_CMD_GET_INFO, ENOTTY, HCOMM_ERR_NOTHCOMM },
+		{ HCOMM_CMD_GET_INFO, EINVAL, HCOMM_ERR_INVAL },
+		{ HCOMM_CMD_REG_MEM, ENOMEM, HCOMM_ERR_MMAP },
+		{ HCOMM_CMD_REG_MEM, EFAULT, HCOMM_ERR_ACCESS },
+		{ HCOMM_CMD_REG_MEM, EPERM, HCOMM_ERR_ACCESS },
+		{ HCOMM_CMD_REG_MEM, EINVAL, HCOMM_ERR_INVAL },
+		{ HCOMM_CMD_REG_MEM, EOVERFLOW, HCOMM_ERR_INVAL },
+		{ HCOMM_CMD_REG_MEM, ENOSPC, HCOMM_ERR_LIMIT },
+		{ HCOMM_CMD_REG_MEM, E2BIG, HCOMM_ERR_LIMIT },
+		{ HCOMM_CMD_REG_MEM, EINTR, HCOMM_ERR_BUSY },
+		{ HCOMM_CMD_REG_MEM, EAGAIN, HCOMM_ERR_BUSY },
+		{ HCOMM_CMD_REG_MEM, ENOTTY, HCOMM_ERR_ABI },
+		{ HCOMM_CMD_REG_DMABUF, ENOMEM, HCOMM_ERR_NOMEM },
+		{ HCOMM_CMD_REG_DMABUF, EBADF, HCOMM_ERR_INVAL },
+		{ HCOMM_CMD_REG_DMABUF, EOPNOTSUPP, HCOMM_ERR_NOTSUP },
+		{ HCOMM_CMD_REG_DMABUF, ENOSYS, HCOMM_ERR_NOTSUP },
+		{ HCOMM_CMD_REG_DMABUF, EIO, HCOMM_ERR_IO },
+		{ HCOMM_CMD_DEREG, ENOENT, HCOMM_ERR_NOENT },
+		{ HCOMM_CMD_DEREG, EBUSY, HCOMM_ERR_BUSY },
+		{ HCOMM_CMD_QUERY, ENOENT, HCOMM_ERR_NOENT },
+		{ HCOMM_CMD_QUERY, ENODEV, HCOMM_ERR_NODEV },
+		{ HCOMM_CMD_QUERY, ETIMEDOUT, HCOMM_ERR_TIMEOUT },
+		{ HCOMM_CMD_QUERY, ETIME, HCOMM_ERR_TIMEOUT },
+		{ HCOMM_CMD_QUERY, EHOSTDOWN, HCOMM_ERR_IO },
+	};
+	unsigned i;
+	int bad = 0;
+
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		int got = hcomm__err_code(t[i].op, t[i].err);
+
+		if (got != t[i].code) {
+			bad++;
+			printf("# op %#x %s: got %d want %d\n", t[i].op,
+			       strerrorname_np(t[i].err), got, t[i].code);
+		}
+	}
+	ok(!bad, "errno map: %u entries", i);
+}
+
+static void test_prep_cmd(void)
+{
+	unsigned char want[64] = { 0 }, got[64];
+	struct io_uring_sqe sqe;
+	uint64_t argp, addr;
+	char arg[56];
+	uint32_t op = HCOMM_CMD_REG_MEM, size = sizeof(arg);
+	int32_t fd = 0x1234567;
+
+	memset(&sqe, 0xa5, sizeof(sqe));
+	hcomm__prep_cmd(&sqe, fd, op, arg, size);
+	memcpy(got, &sqe, sizeof(got));
+
+	/* Offsets from the kernel's struct io_uring_sqe, not from headers. */
+	want[0] = 46;				/* IORING_OP_URING_CMD */
+	memcpy(want + 4, &fd, 4);		/* fd */
+	memcpy(want + 8, &op, 4);		/* cmd_op; __pad1 stays 0 */
+	argp = (uintptr_t)arg;
+	memcpy(want + 48, &argp, 8);		/* hcomm_uring_cmd.addr */
+	memcpy(want + 56, &size, 4);		/* .size; .flags = 0 */
+	ok(sizeof(sqe) == 64 && !memcmp(got, want, 64),
+	   "prep_cmd: SQE bytes exact");
+	ok(IORING_OP_URING_CMD == 46 && sqe.opcode == 46 && sqe.fd == fd &&
+	   sqe.cmd_op == op && sqe.off == op, "prep_cmd: opcode, fd, cmd_op");
+	memcpy(&addr, sqe.cmd, 8);
+	ok(addr == argp && !memcmp(sqe.cmd + 8, &size, 4) &&
+	   !sqe.flags && !sqe.user_data && !sqe.uring_cmd_flags,
+	   "prep_cmd: payload at sqe->cmd, other fields zero");
+}
+
+static void test_uapi_layout(void)
+{
+	ok(sizeof(struct hcomm_info) == 88 &&
+	   sizeof(struct hcomm_reg_mem) == 56 &&
+	   sizeof(struct hcomm_reg_dmabuf) == 56 &&
+	   sizeof(struct hcomm_dereg) == 24 &&
+	   sizeof(struct hcomm_query) == 88 &&
+	   sizeof(struct hcomm_extent) == 24 &&
+	   sizeof(struct hcomm_uring_cmd) == 16,
+	   "uapi: struct sizes (no implicit padding)");
+	ok(_IOC_SIZE(HCOMM_CMD_GET_INFO) == sizeof(struct hcomm_info) &&
+	   _IOC_SIZE(HCOMM_CMD_REG_MEM) == sizeof(struct hcomm_reg_mem) &&
+	   _IOC_SIZE(HCOMM_CMD_REG_DMABUF) == sizeof(struct hcomm_reg_dmabuf) &&
+	   _IOC_SIZE(HCOMM_CMD_DEREG) == sizeof(struct hcomm_dereg) &&
+	   _IOC_SIZE(HCOMM_CMD_QUERY) == sizeof(struct hcomm_query) &&
+	   _IOC_TYPE(HCOMM_CMD_QUERY) == HCOMM_IOC_MAGIC,
+	   "uapi: _IOC_SIZE of every command");
+}
+
+static int open_with(const char *dev, const char *no_uring, unsigned flags,
+		     int *fd_delta)
+{
+	struct hcomm_ctx *ctx = (struct hcomm_ctx *)1;
+	int before, ret;
+
+	setenv("HCOMM_DEVICE", dev, 1);
+	if (no_uring)
+		setenv("HCOMM_NO_URING", no_uring, 1);
+	else
+		unsetenv("HCOMM_NO_URING");
+	before = count_fds();
+	ret = hcomm_open(&ctx, flags);
+	*fd_delta = count_fds() - before;
+	if (!ret)
+		hcomm_close(ctx);
+	else if (ctx)
+		ret = -9999;	/* must be NULL on failure */
+	return ret;
+}
+
+static void test_open(void)
+{
+	int ret, d;
+
+	ret = open_with("/nonexistent", NULL, 0, &d);
+	ok(ret == -HCOMM_ERR_NODEV && hcomm_errno() == ENOENT && !d &&
+	   strstr(hcomm_errmsg(), "/nonexistent"),
+	   "open /nonexistent: -HCOMM_ERR_NODEV (%d, \"%s\")", ret,
+	   hcomm_errmsg());
+	ok(strstr(hcomm_strerror(ret), "modprobe hcomm") != NULL,
+	   "open /nonexistent: message: %s", hcomm_strerror(ret));
+
+	ret = open_with("/dev/null", NULL, 0, &d);
+	ok(ret == -HCOMM_ERR_NOTHCOMM && hcomm_errno() == ENOTTY,
+	   "open /dev/null: -HCOMM_ERR_NOTHCOMM (%d, \"%s\": %s)", ret,
+	   hcomm_errmsg(), hcomm_strerror(ret));
+	ok(d == 0, "open /dev/null: no fd leaked (delta %d)", d);
+	ret = open_with("/dev/null", "1", HCOMM_OPEN_NO_URING, &d);
+	ok(ret == -HCOMM_ERR_NOTHCOMM && !d,
+	   "open /dev/null, ioctl only: same error, no fd leaked");
+
+	ret = open_with("/proc", NULL, 0, &d);
+	ok(ret == -HCOMM_ERR_NOTHCOMM && !d, "open a directory: %d (%s)",
+	   ret, hcomm_errmsg());
+
+	ret = open_with("/dev/null", NULL, 0x80, &d);
+	ok(ret == -HCOMM_ERR_INVAL && !d, "open with unknown flags: -INVAL");
+	ok(hcomm_open(NULL, 0) == -HCOMM_ERR_INVAL, "open NULL ctx: -INVAL");
+	unsetenv("HCOMM_DEVICE");
+	unsetenv("HCOMM_NO_URING");
+}
+
+static void test_null_args(void)
+{
+	struct hcomm_info info;
+	struct hcomm_query q;
+	struct hcomm_mr *mr = (struct hcomm_mr *)1;
+
+	hcomm_close(NULL);
+	ok(hcomm_uses_uring(NULL) == 0 && hcomm_fd(NULL) == -1 &&
+	   hcomm_get_info(NULL, &info) == -HCOMM_ERR_INVAL &&
+	   hcomm_reg_mem(NULL, &info, 1, 0, &mr) == -HCOMM_ERR_INVAL &&
+	   hcomm_reg_dmabuf(NULL, 0, 0, 1, 0, &mr) == -HCOMM_ERR_INVAL &&
+	   hcomm_dereg(NULL) == -HCOMM_ERR_INVAL &&
+	   hcomm_query(NULL, &q, NULL, 0) == -HCOMM_ERR_INVAL,
+	   "NULL arguments give -HCOMM_ERR_INVAL");
+}
+
+static void *other_thread(void *p)
+{
+	(void)p;
+	setenv("HCOMM_DEVICE", "/nonexistent-thread", 1);
+	return (void *)(intptr_t)hcomm_open(&(struct hcomm_ctx *){ NULL }, 0);
+}
+
+static void test_thread_local(void)
+{
+	pthread_t t;
+	void *res;
+
+	hcomm_get_info(NULL, NULL);
+	pthread_create(&t, NULL, other_thread, NULL);
+	pthread_join(t, &res);
+	ok((intptr_t)res == -HCOMM_ERR_NODEV && hcomm_errno() == EINVAL &&
+	   !strstr(hcomm_errmsg(), "thread"),
+	   "hcomm_errno/hcomm_errmsg are per thread");
+	unsetenv("HCOMM_DEVICE");
+}
+
+static void test_exports(const char *so)
+{
+	static const char *const pub[] = {
+		"hcomm_open", "hcomm_close", "hcomm_uses_uring", "hcomm_fd",
+		"hcomm_get_info", "hcomm_reg_mem", "hcomm_reg_dmabuf",
+		"hcomm_dereg", "hcomm_query", "hcomm_strerror",
+		"hcomm_errno", "hcomm_errmsg",
+	};
+	static const char *const priv[] = {
+		"hcomm__prep_cmd", "hcomm__err_code", "fail", "hcomm_submit",
+	};
+	void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+	unsigned i, miss = 0, leak = 0;
+
+	if (!h) {
+		ok(0, "dlopen %s: %s", so, dlerror());
+		return;
+	}
+	for (i = 0; i < sizeof(pub) / sizeof(pub[0]); i++)
+		if (!dlsym(h, pub[i]) && ++miss)
+			printf("# %s not exported\n", pub[i]);
+	for (i = 0; i < sizeof(priv) / sizeof(priv[0]); i++)
+		if (dlsym(h, priv[i]) && ++leak)
+			printf("# %s exported\n", priv[i]);
+	ok(!miss, "shared library exports the public API");
+	ok(!leak, "shared library hides internals");
+	dlclose(h);
+}
+
+int main(int argc, char **argv)
+{
+	test_strerror();
+	test_errno_map();
+	test_prep_cmd();
+	test_uapi_layout();
+	test_open();
+	test_null_args();
+	test_thread_local();
+	if (argc > 1)
+		test_exports(argv[1]);
+	printf("1..%d\n", n_pass + n_fail);
+	printf("lib: %d passed, %d failed\n", n_pass, n_fail);
+	return n_fail ? 1 : 0;
+}
