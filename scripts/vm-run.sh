@@ -1,0 +1,295 @@
+#!/bin/bash
+# Boot a kernel under qemu (TCG) with the host root shared read-only over 9p,
+# run one command inside it and hand back the command's exit status.
+#
+#   scripts/vm-run.sh --kernel <bzImage> [--kver <modules version|none|auto>]
+#                     [--log <file>] [--timeout <s>] [--env VAR=value]...
+#                     [--cwd <dir>] [--mem 4G] [--smp 2] [--append <args>]
+#                     [--live] [--no-scan] -- <command> [args...]
+#
+# Guest: a tiny busybox initramfs loads the 9p module chain (stock kernels;
+# --kver auto takes the version from /boot/vmlinuz-<ver>, anything else means
+# everything is built in), mounts the host root at /mnt, mounts proc, sysfs,
+# devtmpfs (+devpts, /dev/shm), debugfs, tracefs, configfs and tmpfs /tmp and
+# /run inside it, then PID 1 *execs* chroot /mnt into a generated run script
+# (so request_module() works). The command runs with cwd = the repo (or
+# --cwd), stdin /dev/null, as root; host env vars HCOMM_* and --env are passed.
+# Its stdout/stderr go to the serial console (ttyS0 -> --log). A second serial
+# port (ttyS1 -> <log>.out, env HCOMM_OUT_TTY in the guest) is a clean channel
+# for machine-readable lines that kernel messages cannot interleave with.
+#
+# Exit status: the command's status; 124 on timeout (qemu killed); 125 when the
+# guest never reported one (crash, panic, init failure); 126 when the console
+# shows a kernel problem (BUG/WARNING/KASAN/lockdep/kmemleak/hung task/Call
+# Trace), even if the command succeeded. The console log is always kept.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/.." && pwd)
+. "$here/lib.sh"
+
+usage() { sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
+
+kernel= kver=auto log= timeout=900 mem=4G smp=2 append= live=0 scan=1
+cwd=$repo
+envs=()
+while [ $# -gt 0 ]; do
+	case $1 in
+	--kernel) kernel=$2; shift 2 ;;
+	--kver) kver=$2; shift 2 ;;
+	--log) log=$2; shift 2 ;;
+	--timeout) timeout=$2; shift 2 ;;
+	--env) envs+=("$2"); shift 2 ;;
+	--cwd) cwd=$2; shift 2 ;;
+	--mem) mem=$2; shift 2 ;;
+	--smp) smp=$2; shift 2 ;;
+	--append) append="$append $2"; shift 2 ;;
+	--live) live=1; shift ;;
+	--no-scan) scan=0; shift ;;
+	--) shift; break ;;
+	-h|--help) usage ;;
+	*) echo "vm-run: unknown option $1" >&2; usage ;;
+	esac
+done
+[ $# -gt 0 ] || { echo "vm-run: no command given" >&2; usage; }
+[ -n "$kernel" ] || { echo "vm-run: --kernel is required" >&2; usage; }
+[ -r "$kernel" ] || die "cannot read kernel image $kernel"
+kernel=$(realpath "$kernel")
+
+if [ "$kver" = auto ]; then
+	kver=none
+	case $(basename "$kernel") in
+	vmlinuz-*) kver=$(basename "$kernel"); kver=${kver#vmlinuz-} ;;
+	esac
+fi
+if [ "$kver" != none ] && [ ! -d "/lib/modules/$kver" ]; then
+	die "no /lib/modules/$kver for kernel $kernel (use --kver none for a kernel with 9p built in)"
+fi
+
+mkdir -p "$repo/build/logs"
+[ -n "$log" ] || log="$repo/build/logs/vm-$(date +%Y%m%d-%H%M%S)-$$.log"
+mkdir -p "$(dirname "$log")"
+log=$(realpath "$log")
+out="$log.out"
+
+# ---------------------------------------------------------------- initramfs
+# /init of the initramfs (busybox sh). Changing it changes the cache key.
+read -r -d '' INIT <<'EOF' || true
+#!/bin/sh
+export PATH=/bin
+fail() {
+	echo "HCOMM-INIT-FAIL: $*"
+	echo o > /proc/sysrq-trigger
+	sleep 2
+	poweroff -f
+}
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev 2>/dev/null
+if [ -f /modules.list ]; then
+	while read -r m; do
+		insmod "/lib/modules/$m" || echo "hcomm-init: insmod $m failed"
+	done < /modules.list
+fi
+run=
+for a in $(cat /proc/cmdline); do
+	case $a in hcomm_run=*) run=${a#hcomm_run=} ;; esac
+done
+[ -n "$run" ] || fail "no hcomm_run= on the kernel command line"
+mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=262144 hostroot /mnt ||
+	fail "cannot mount the host root over 9p"
+mount -t devtmpfs devtmpfs /mnt/dev || fail "devtmpfs"
+mkdir -p /mnt/dev/pts /mnt/dev/shm
+mount -t devpts -o gid=5,mode=620,ptmxmode=666 devpts /mnt/dev/pts
+mount -t tmpfs -o mode=1777 tmpfs /mnt/dev/shm
+mount -t proc proc /mnt/proc || fail "proc"
+mount -t sysfs sysfs /mnt/sys || fail "sysfs"
+mount -t debugfs debugfs /mnt/sys/kernel/debug || echo "hcomm-init: no debugfs"
+mount -t tracefs tracefs /mnt/sys/kernel/tracing 2>/dev/null
+mount -t configfs configfs /mnt/sys/kernel/config 2>/dev/null
+mount -t tmpfs -o mode=1777 tmpfs /mnt/tmp || fail "tmpfs /tmp"
+mount -t tmpfs -o mode=755 tmpfs /mnt/run || fail "tmpfs /run"
+[ -f "/mnt$run" ] || fail "run script $run not visible in the guest"
+exec chroot /mnt /bin/sh "$run"
+EOF
+
+initramfs_for() { # kver -> prints the path of the (cached) initramfs
+	local kv=$1 mods=() m key dst stage i n
+	if [ "$kv" != none ]; then
+		# -a: several modules (without it the rest are taken as parameters)
+		mapfile -t mods < <(modprobe -S "$kv" -a --show-depends \
+				virtio_pci 9pnet_virtio 9p |
+			awk '$1 == "insmod" && !seen[$2]++ { print $2 }')
+		[ ${#mods[@]} -gt 0 ] || die "no 9p module chain found for $kv"
+	fi
+	key=$( {
+		echo "$kv"; printf '%s\n' "$INIT"
+		sha256sum /bin/busybox
+		for m in "${mods[@]}"; do stat -L -c '%n %s %Y' "$m"; done
+	} | sha256sum | cut -c1-16)
+	dst="$HCOMM_CACHE/initramfs/$kv-$key.cpio.gz"
+	if [ -f "$dst" ]; then echo "$dst"; return; fi
+	log "building initramfs for $kv"
+	mkdir -p "$HCOMM_CACHE/initramfs"
+	stage=$(mktemp -d "$HCOMM_CACHE/initramfs/stage.XXXXXX")
+	mkdir -p "$stage"/{bin,dev,proc,sys,mnt,lib/modules}
+	cp /bin/busybox "$stage/bin/busybox"
+	for a in sh mount insmod mkdir cat echo sleep poweroff chroot; do
+		ln -s busybox "$stage/bin/$a"
+	done
+	if [ "$(id -u)" = 0 ]; then
+		mknod -m 600 "$stage/dev/console" c 5 1
+		mknod -m 666 "$stage/dev/null" c 1 3
+	else
+		log "not root: relying on the kernel's built-in /dev/console"
+	fi
+	i=0
+	for m in "${mods[@]}"; do
+		n=$(printf '%02d-%s' $i "$(basename "$m")")
+		case $m in
+		*.ko.xz) xz -dc "$m" > "$stage/lib/modules/${n%.xz}"; n=${n%.xz} ;;
+		*.ko.zst) zstd -qdc "$m" > "$stage/lib/modules/${n%.zst}"; n=${n%.zst} ;;
+		*.ko.gz) gzip -dc "$m" > "$stage/lib/modules/${n%.gz}"; n=${n%.gz} ;;
+		*) cp "$m" "$stage/lib/modules/$n" ;;
+		esac
+		echo "$n" >> "$stage/modules.list"
+		i=$((i + 1))
+	done
+	printf '%s\n' "$INIT" > "$stage/init"
+	chmod 755 "$stage/init"
+	(cd "$stage" && find . -mindepth 1 | LC_ALL=C sort |
+		cpio -o -H newc -R 0:0 --quiet) | gzip -1 > "$dst.tmp"
+	mv "$dst.tmp" "$dst"
+	rm -rf "$stage"
+	echo "$dst"
+}
+
+initrd=$(initramfs_for "$kver")
+
+# ---------------------------------------------------------------- run script
+# It must be visible in the guest at the same path: the build tree is shared
+# (the guest's /tmp and /run are its own tmpfs).
+mkdir -p "$repo/build/vm"
+rundir=$(mktemp -d "$repo/build/vm/run.XXXXXX")
+chmod 755 "$rundir"
+qpid=
+tailpid=
+cleanup() {
+	[ -n "$tailpid" ] && kill "$tailpid" 2>/dev/null
+	[ -n "$qpid" ] && kill -9 "$qpid" 2>/dev/null
+	rm -rf "$rundir"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+q() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
+{
+	echo '#!/bin/sh'
+	echo '# PID 1 of the guest, in the host root (generated by vm-run.sh)'
+	echo 'export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
+	echo 'export HOME=/root TERM=dumb LANG=C.UTF-8 HCOMM_IN_VM=1'
+	echo 'export HCOMM_OUT_TTY=/dev/ttyS1'
+	while IFS='=' read -r name value; do
+		echo "export $name=$(q "$value")"
+	done < <(env | grep -E '^HCOMM_[A-Za-z0-9_]*=' | grep -v '^HCOMM_OUT_TTY=' || true)
+	for e in "${envs[@]}"; do
+		echo "export ${e%%=*}=$(q "${e#*=}")"
+	done
+	echo 'up() { cut -d" " -f1 /proc/uptime; }'
+	echo "echo \"HCOMM-START: uptime=\$(up)\""
+	printf 'cd %s || { echo "HCOMM-EXIT: 125"; echo o > /proc/sysrq-trigger; }\n' "$(q "$cwd")"
+	printf '('
+	for a in "$@"; do printf ' %s' "$(q "$a")"; done
+	printf ' ) < /dev/null\n'
+	echo 'rc=$?'
+	echo 'printf "\nHCOMM-EXIT: %s uptime=%s\n" "$rc" "$(up)"'
+	echo 'printf "HCOMM-EXIT: %s\n" "$rc" > /dev/ttyS1 2>/dev/null'
+	echo 'echo o > /proc/sysrq-trigger'
+	echo 'sleep 5'
+	echo '/bin/busybox poweroff -f'
+	echo 'sleep 1000'
+} > "$rundir/run.sh"
+chmod 755 "$rundir/run.sh"
+
+# ---------------------------------------------------------------- qemu
+cmdline="console=ttyS0 printk.time=1 panic=-1 panic_on_warn=0"
+cmdline="$cmdline transparent_hugepage=madvise hcomm_run=$rundir/run.sh$append"
+: > "$log"
+: > "$out"
+log "vm: $(basename "$kernel") (modules: $kver) timeout ${timeout}s log $log"
+log "vm: command: $*"
+t0=$(date +%s.%N)
+qemu-system-x86_64 \
+	-m "$mem" -smp "$smp" -nographic -no-reboot -monitor none \
+	-cpu max -nic none \
+	-kernel "$kernel" -initrd "$initrd" -append "$cmdline" \
+	-serial "file:$log" -serial "file:$out" \
+	-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
+	< /dev/null > "$log.qemu" 2>&1 &
+qpid=$!
+if [ "$live" = 1 ]; then
+	tail -n +1 -F --pid="$qpid" "$log" 2>/dev/null | tr -d '\r' &
+	tailpid=$!
+fi
+# Watchdog: poll instead of `timeout` so the trap can always kill qemu.
+timed_out=0
+deadline=$(( $(date +%s) + timeout ))
+while kill -0 "$qpid" 2>/dev/null; do
+	if [ "$(date +%s)" -ge "$deadline" ]; then
+		timed_out=1
+		kill -9 "$qpid" 2>/dev/null || true
+		break
+	fi
+	sleep 0.2
+done
+qrc=0
+wait "$qpid" || qrc=$?
+qpid=
+if [ -n "$tailpid" ]; then
+	sleep 0.5; kill "$tailpid" 2>/dev/null || true; wait "$tailpid" 2>/dev/null || true
+	tailpid=
+fi
+wall=$(echo "$(date +%s.%N) - $t0" | bc)
+
+# Normalise line ends for humans and for the scan.
+tr -d '\r' < "$log" > "$log.tmp" && mv "$log.tmp" "$log"
+tr -d '\r' < "$out" > "$out.tmp" && mv "$out.tmp" "$out"
+[ -s "$log.qemu" ] && sed 's/^/vm: qemu: /' "$log.qemu" >&2
+rm -f "$log.qemu"
+
+marker=$(grep -ahoE '^HCOMM-EXIT: [0-9]+' "$out" | tail -n1 | awk '{print $2}' || true)
+[ -n "$marker" ] || marker=$(grep -aoE 'HCOMM-EXIT: [0-9]+' "$log" | tail -n1 | awk '{print $2}' || true)
+start=$(grep -aoE 'HCOMM-START: uptime=[0-9.]+' "$log" | head -n1 | sed 's/.*=//' || true)
+end=$(grep -aoE 'HCOMM-EXIT: [0-9]+ uptime=[0-9.]+' "$log" | tail -n1 | sed 's/.*=//' || true)
+
+if [ "$timed_out" = 1 ]; then
+	rc=124
+	log "vm: TIMEOUT after ${timeout}s (qemu killed)"
+elif [ -n "$marker" ]; then
+	rc=$marker
+else
+	rc=125
+	log "vm: no exit marker: the guest crashed, panicked or never started the command (qemu rc $qrc)"
+	grep -a 'HCOMM-INIT-FAIL' "$log" >&2 || true
+	tail -n 30 "$log" | sed 's/^/vm: console: /' >&2
+fi
+
+if [ "$scan" = 1 ]; then
+	# Kernel lines only (printk timestamp), so program output cannot trip it.
+	pat='BUG:|WARNING:|KASAN|possible circular locking|possible recursive locking'
+	pat="$pat|inconsistent lock state|lockdep|kmemleak: .* new suspected memory leaks"
+	pat="$pat|INFO: task .* blocked|Call Trace|Kernel panic|Oops|general protection fault"
+	pat="$pat|soft lockup|hard LOCKUP|RCU stall|rcu_sched self-detected stall|UBSAN:"
+	# Boot chatter of the debug kernel that merely names these facilities.
+	allow='Lock dependency validator|lockdep: |LOCKDEP|KernelAddressSanitizer'
+	allow="$allow|kasan: |per task-struct memory footprint|LOCK_DEP_SUBCLASSES"
+	bad=$(grep -aE '\[ *[0-9]+\.[0-9]+\] ' "$log" | grep -aE "$pat" |
+		grep -avE "$allow" || true)
+	if [ -n "$bad" ]; then
+		log "vm: KERNEL PROBLEM in $log (command status was $rc):"
+		printf '%s\n' "$bad" | head -n 40 | sed 's/^/vm:   /' >&2
+		rc=126
+	fi
+fi
+log "vm: rc=$rc wall=${wall}s boot-to-command=${start:-?}s guest-uptime-at-exit=${end:-?}s"
+exit "$rc"
