@@ -1,0 +1,189 @@
+#!/bin/sh
+# Runs INSIDE the test VM (as the command of scripts/vm-run.sh), as root.
+#
+#   scripts/guest-tests.sh <role> [hcomm.ko]      role: stock61 | stock612 | debug
+#
+# Parts, each ending with one line
+#   RESULT <part> passed=N failed=N skipped=N secs=S
+# (also written to $HCOMM_OUT_TTY, the clean channel vm-run.sh collects):
+#   load       insmod $HCOMM_KO, /dev/hcomm is a character device
+#   selftests  build/selftests/run_tests.sh (TAP; its summary line is parsed)
+#   kunit      debug only: insmod hcomm_kunit.ko, KTAP in debugfs kunit/*/results
+#   unload     stats gauges back to 0, rmmod hcomm, module gone
+#   kmemleak   debug only: scan after unload; any report is a failure
+# Exit status: 0 when every part passed, 1 otherwise.
+set -u
+
+role=${1:?usage: guest-tests.sh <stock61|stock612|debug> [hcomm.ko]}
+[ $# -ge 2 ] && HCOMM_KO=$2
+: "${HCOMM_KO:?set HCOMM_KO or pass the module path}"
+repo=$(cd "$(dirname "$0")/.." && pwd)
+kodir=$(dirname "$HCOMM_KO")
+kunit_ko=${HCOMM_KUNIT_KO:-$kodir/hcomm_kunit.ko}
+selftests=${HCOMM_SELFTESTS:-$repo/build/selftests/run_tests.sh}
+dbg=/sys/kernel/debug
+failures=0
+
+now() { cut -d' ' -f1 /proc/uptime; }
+emit() { # part passed failed skipped t0
+	line=$(printf 'RESULT %s passed=%d failed=%d skipped=%d secs=%s' \
+		"$1" "$2" "$3" "$4" "$(echo "$(now) $5" | awk '{printf "%.1f", $1 - $2}')")
+	echo "$line"
+	[ -n "${HCOMM_OUT_TTY:-}" ] && [ -w "${HCOMM_OUT_TTY}" ] &&
+		echo "$line" > "$HCOMM_OUT_TTY"
+	[ "$3" -eq 0 ] || failures=$((failures + $3))
+}
+say() { echo "guest-tests[$role]: $*"; }
+
+say "kernel $(uname -r), module $HCOMM_KO"
+if [ "$role" = debug ] && [ -w $dbg/kmemleak ]; then
+	# Forget what boot left behind; only what happens from here on counts.
+	echo clear > $dbg/kmemleak
+fi
+
+# ------------------------------------------------------------------ load
+t=$(now); p=0; f=0
+if [ ! -f "$HCOMM_KO" ]; then
+	say "FAIL: $HCOMM_KO does not exist"; f=1
+elif ! insmod "$HCOMM_KO"; then
+	say "FAIL: insmod $HCOMM_KO"; f=1
+else
+	i=0
+	while [ ! -c /dev/hcomm ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+	if [ -c /dev/hcomm ]; then
+		p=1; say "/dev/hcomm: $(ls -l /dev/hcomm)"
+	else
+		say "FAIL: /dev/hcomm is not there after insmod"; f=1
+	fi
+fi
+emit load $p $f 0 "$t"
+loaded=$p
+
+# ------------------------------------------------------------------ selftests
+t=$(now); p=0; f=0; s=0
+if [ "$loaded" != 1 ]; then
+	say "selftests not run: the module is not loaded"; f=1
+elif [ ! -x "$selftests" ]; then
+	say "FAIL: $selftests missing or not executable"; f=1
+else
+	st_out=/tmp/selftests.out
+	{ "$selftests" 2>&1; echo $? > /tmp/selftests.rc; } | tee "$st_out"
+	st_rc=$(cat /tmp/selftests.rc)
+	summary=$(grep -E '^selftests: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped' "$st_out" | tail -n1)
+	if [ -z "$summary" ]; then
+		say "FAIL: no 'selftests: N passed, N failed, N skipped' line"
+		p=$(grep -cE '^ok ' "$st_out"); f=$(grep -cE '^not ok ' "$st_out")
+		f=$((f + 1))
+	else
+		set -- $summary
+		p=$2; f=$4; s=$6
+		if [ "$st_rc" != 0 ] && [ "$f" -eq 0 ]; then
+			say "FAIL: run_tests.sh exited $st_rc"; f=1
+		fi
+	fi
+fi
+emit selftests $p $f $s "$t"
+
+# ------------------------------------------------------------------ kunit
+if [ "$role" = debug ]; then
+	t=$(now); p=0; f=0; s=0
+	before=$(ls $dbg/kunit 2>/dev/null)
+	if [ ! -d $dbg/kunit ]; then
+		say "FAIL: $dbg/kunit missing (kernel without CONFIG_KUNIT_DEBUGFS?)"; f=1
+	elif [ ! -f "$kunit_ko" ]; then
+		say "FAIL: $kunit_ko does not exist"; f=1
+	elif ! insmod "$kunit_ko"; then
+		say "FAIL: insmod $kunit_ko"; f=1
+	else
+		suites=""
+		for d in $(ls $dbg/kunit); do
+			case " $(echo $before) " in *" $d "*) continue ;; esac
+			suites="$suites $d"
+		done
+		[ -n "$suites" ] || suites=$(cd $dbg/kunit && ls -d hcomm* 2>/dev/null)
+		if [ -z "$suites" ]; then
+			say "FAIL: hcomm_kunit.ko loaded but registered no suite"; f=1
+		fi
+		for su in $suites; do
+			res=$dbg/kunit/$su/results
+			echo "# kunit suite $su"
+			cat "$res"
+			# Test cases are the first level of indentation inside the
+			# suite; deeper lines are parameters of one case.
+			set -- $(awk '
+				/^[ \t]*(not )?ok [0-9]+/ {
+					match($0, /^[ \t]*/); ind = RLENGTH
+					lines[NR] = $0; inds[NR] = ind
+					if (ind > 0 && (min == 0 || ind < min)) min = ind
+				}
+				END {
+					p = f = s = 0
+					for (i in lines) {
+						if (inds[i] != min) continue
+						l = lines[i]
+						if (l ~ /# *SKIP/) s++
+						else if (l ~ /^[ \t]*not ok/) f++
+						else p++
+					}
+					print p, f, s
+				}' "$res")
+			if [ "$1$2$3" = 000 ] && grep -qE '^[ \t]*not ok' "$res"; then
+				f=$((f + 1))
+			fi
+			p=$((p + $1)); f=$((f + $2)); s=$((s + $3))
+		done
+		rmmod hcomm_kunit 2>/dev/null || say "note: rmmod hcomm_kunit failed"
+	fi
+	emit kunit $p $f $s "$t"
+fi
+
+# ------------------------------------------------------------------ unload
+t=$(now); p=0; f=0
+if [ "$loaded" = 1 ]; then
+	stats=$dbg/hcomm/stats
+	if [ -r $stats ]; then
+		cat $stats
+		for g in contexts regions host_regions dmabuf_regions pinned_pages memlock_pages; do
+			v=$(awk -v g=$g '$1 == g { print $2 }' $stats)
+			if [ -n "$v" ] && [ "$v" != 0 ]; then
+				say "FAIL: stats gauge $g is $v with no context open"; f=$((f + 1))
+			fi
+		done
+	else
+		say "note: no $stats"
+	fi
+	if ! rmmod hcomm; then
+		say "FAIL: rmmod hcomm"; f=$((f + 1))
+	elif [ -e /sys/module/hcomm ] || [ -e /dev/hcomm ]; then
+		say "FAIL: hcomm still present after rmmod"; f=$((f + 1))
+	fi
+	[ $f -eq 0 ] && p=1
+else
+	f=1
+fi
+emit unload $p $f 0 "$t"
+
+# ------------------------------------------------------------------ kmemleak
+if [ "$role" = debug ]; then
+	t=$(now); p=0; f=0
+	km=$dbg/kmemleak
+	if [ ! -w $km ]; then
+		say "FAIL: $km missing"; f=1
+	else
+		# Objects younger than ~5 s are never reported: let them age.
+		sleep 6
+		echo scan > $km; sleep 2; echo scan > $km
+		leaks=$(cat $km)
+		if [ -n "$leaks" ]; then
+			say "FAIL: kmemleak reports:"
+			printf '%s\n' "$leaks" | head -n 200
+			f=1
+		else
+			p=1
+		fi
+	fi
+	emit kmemleak $p $f 0 "$t"
+fi
+
+say "done, $failures failure(s)"
+[ $failures -eq 0 ]
