@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "hcomm_int.h"
 
@@ -273,6 +275,203 @@ static void test_thread_local(void)
 	unsetenv("HCOMM_DEVICE");
 }
 
+/*
+ * A fake hcomm.ko behind ioctl(): the static library's ioctl() calls bind
+ * to this definition.  Active while fake.on; other ioctls pass through.
+ */
+static struct {
+	int on, abi, enomem, ioctls;
+	uint64_t features, memlock;
+	uint32_t next_region, live;
+	struct hcomm_reg_mem regs[8];
+} fake;
+
+static int fake_cmd(unsigned long req, void *arg)
+{
+	struct hcomm_reg_mem *rm = arg;
+	struct hcomm_reg_dmabuf *rd = arg;
+	struct hcomm_dereg *dr = arg;
+	struct hcomm_query *q = arg;
+	struct hcomm_info *in = arg;
+	unsigned i;
+
+	fake.ioctls++;
+	switch (req) {
+	case HCOMM_CMD_GET_INFO:
+		memset(in, 0, sizeof(*in));
+		in->abi_version = fake.abi;
+		in->features = fake.features;
+		in->max_regions = 8;
+		in->nr_regions = fake.live;
+		in->memlock_limit = fake.memlock;
+		return 0;
+	case HCOMM_CMD_REG_MEM:
+	case HCOMM_CMD_REG_DMABUF:
+		if (fake.enomem)
+			return -ENOMEM;
+		for (i = 0; i < 8 && fake.regs[i].region; i++)
+			;
+		if (i == 8)
+			return -ENOSPC;
+		if (req == HCOMM_CMD_REG_MEM) {
+			if (!rm->len || rm->flags || rm->region || rm->key)
+				return -EINVAL;
+			fake.regs[i] = *rm;
+			rm->region = ++fake.next_region;
+			rm->key = 0xfeed0000ULL + rm->region;
+		} else {
+			if (rd->fd < 0)
+				return -EBADF;
+			fake.regs[i].len = rd->len;
+			rd->region = ++fake.next_region;
+			rd->key = 0xfeed0000ULL + rd->region;
+		}
+		fake.regs[i].region = fake.next_region;
+		fake.live++;
+		return 0;
+	case HCOMM_CMD_DEREG:
+	case HCOMM_CMD_QUERY:
+		for (i = 0; i < 8; i++)
+			if (fake.regs[i].region && fake.regs[i].region ==
+			    (req == HCOMM_CMD_DEREG ? dr->region : q->region))
+				break;
+		if (i == 8)
+			return -ENOENT;
+		if (req == HCOMM_CMD_DEREG) {
+			fake.regs[i].region = 0;
+			fake.live--;
+			return 0;
+		}
+		q->type = HCOMM_REGION_HOST;
+		q->addr = fake.regs[i].addr;
+		q->len = fake.regs[i].len;
+		q->key = 0xfeed0000ULL + q->region;
+		q->offset = q->addr & 4095;
+		q->nr_pages = (q->offset + q->len + 4095) / 4096;
+		q->nr_extents = 1;
+		if (q->extents && q->max_extents) {
+			struct hcomm_extent e = { 0, q->nr_pages * 4096, 0 };
+
+			memcpy((void *)(uintptr_t)q->extents, &e, sizeof(e));
+		}
+		return 0;
+	}
+	return -ENOTTY;
+}
+
+int ioctl(int fd, unsigned long req, ...)
+{
+	va_list ap;
+	void *arg;
+	long ret;
+
+	va_start(ap, req);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	if (!fake.on || _IOC_TYPE(req) != HCOMM_IOC_MAGIC)
+		return syscall(SYS_ioctl, fd, req, arg);
+	ret = fake_cmd(req, arg);
+	if (ret < 0) {
+		errno = -ret;
+		return -1;
+	}
+	return ret;
+}
+
+static void fake_reset(uint64_t features)
+{
+	memset(&fake, 0, sizeof(fake));
+	fake.on = 1;
+	fake.abi = HCOMM_ABI_VERSION;
+	fake.features = features;
+	fake.memlock = ~0ULL;
+	setenv("HCOMM_DEVICE", "/dev/null", 1);
+	unsetenv("HCOMM_NO_URING");
+}
+
+static void test_fake(void)
+{
+	struct hcomm_mr *mr, *mr2;
+	struct hcomm_ctx *ctx;
+	struct hcomm_extent ext[2];
+	struct hcomm_query q;
+	struct hcomm_info info;
+	static char buf[8192];
+	int before = count_fds(), ret;
+
+	/* URING_CMD advertised, but /dev/null has no ->uring_cmd. */
+	fake_reset(HCOMM_FEAT_URING_CMD);
+	ret = hcomm_open(&ctx, 0);
+	ok(!ret && ctx && !hcomm_uses_uring(ctx) &&
+	   count_fds() == before + 1,
+	   "fake: uring_cmd refused by the file -> ioctl, ring fds closed");
+	if (ret)
+		return;
+	ok(!hcomm_get_info(ctx, &info) && info.abi_version == HCOMM_ABI_VERSION
+	   && info.max_regions == 8, "fake: get_info");
+
+	ret = hcomm_reg_mem(ctx, buf + 1, 4097, HCOMM_ACCESS_ALL, &mr);
+	ok(!ret && mr->ctx == ctx && mr->region == 1 &&
+	   mr->key == 0xfeed0001ULL && mr->addr == buf + 1 &&
+	   mr->len == 4097 && mr->access == HCOMM_ACCESS_ALL &&
+	   mr->type == HCOMM_REGION_HOST && mr->dmabuf_fd == -1,
+	   "fake: reg_mem fills the mr (%d)", ret);
+	if (ret)
+		return;
+	ret = hcomm_query(mr, &q, ext, 2);
+	ok(!ret && q.region == 1 && q.len == 4097 && q.nr_extents == 1 &&
+	   q.extents == (uintptr_t)ext && ext[0].len == q.nr_pages * 4096,
+	   "fake: query with extents");
+	ok(hcomm_query(mr, &q, NULL, 0) == 0 && !q.extents && !q.max_extents,
+	   "fake: query without extents");
+	ok(hcomm_query(mr, &q, NULL, 1) == -HCOMM_ERR_INVAL,
+	   "fake: query max_ext without array: -INVAL");
+
+	ok(hcomm_reg_dmabuf(ctx, 3, 0, 4096, 0, &mr2) == -HCOMM_ERR_NOTSUP &&
+	   !mr2, "fake: reg_dmabuf without HCOMM_FEAT_DMABUF: -NOTSUP");
+	ok(hcomm_reg_mem(ctx, buf, 0, 0, &mr2) == -HCOMM_ERR_INVAL &&
+	   hcomm_errno() == EINVAL && !mr2, "fake: kernel EINVAL: -INVAL");
+
+	fake.enomem = 1;
+	fake.memlock = 65536;
+	ret = hcomm_reg_mem(ctx, buf, 8192, 0, &mr2);
+	ok(ret == -HCOMM_ERR_MMAP && hcomm_errno() == ENOMEM &&
+	   strstr(hcomm_errmsg(), "memlock limit 65536"),
+	   "fake: ENOMEM under a memlock limit: -MMAP (%s)", hcomm_errmsg());
+	fake.memlock = ~0ULL;
+	ok(hcomm_reg_mem(ctx, buf, 8192, 0, &mr2) == -HCOMM_ERR_NOMEM,
+	   "fake: ENOMEM with unlimited memlock: -NOMEM");
+	fake.enomem = 0;
+
+	ok(!hcomm_dereg(mr) && !fake.live, "fake: dereg");
+	ret = hcomm_reg_mem(ctx, buf, 1, 0, &mr);
+	mr->region = 99;	/* make the kernel refuse it */
+	ok(!ret && hcomm_dereg(mr) == -HCOMM_ERR_NOENT && mr->region == 99,
+	   "fake: dereg of unknown region: -NOENT, mr kept");
+	ok(!hcomm_reg_mem(ctx, buf, 2, 0, &mr2), "fake: leave an mr registered");
+	hcomm_close(ctx);	/* frees both mrs (check with valgrind) */
+	ok(count_fds() == before, "fake: close releases every fd");
+
+	fake_reset(HCOMM_FEAT_DMABUF);
+	ok(!hcomm_open(&ctx, 0) && !hcomm_uses_uring(ctx) &&
+	   !hcomm_reg_dmabuf(ctx, 7, 4096, 8192, HCOMM_ACCESS_REMOTE_READ, &mr)
+	   && mr->type == HCOMM_REGION_DMABUF && mr->dmabuf_fd == 7 &&
+	   mr->offset == 4096 && mr->len == 8192 && !mr->addr &&
+	   !hcomm_dereg(mr), "fake: reg_dmabuf/dereg");
+	hcomm_close(ctx);
+
+	fake_reset(HCOMM_FEAT_URING_CMD);
+	fake.abi = HCOMM_ABI_VERSION + 1;
+	ctx = (struct hcomm_ctx *)1;
+	ret = hcomm_open(&ctx, 0);
+	ok(ret == -HCOMM_ERR_ABI && !ctx && count_fds() == before &&
+	   strstr(hcomm_errmsg(), "ABI version"),
+	   "fake: ABI mismatch refused, no fd leaked (%s)", hcomm_errmsg());
+
+	fake.on = 0;
+	unsetenv("HCOMM_DEVICE");
+}
+
 static void test_exports(const char *so)
 {
 	static const char *const pub[] = {
@@ -311,6 +510,7 @@ int main(int argc, char **argv)
 	test_open();
 	test_null_args();
 	test_thread_local();
+	test_fake();
 	if (argc > 1)
 		test_exports(argv[1]);
 	printf("1..%d\n", n_pass + n_fail);
