@@ -1,0 +1,282 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The command set and its two fronts: ioctl() and io_uring passthrough
+ * (file_operations.uring_cmd).
+ *
+ * Both fronts resolve the command number to one descriptor and call the same
+ * handler with a user pointer to the same argument struct, so the two paths
+ * cannot drift apart.  Handlers copy the argument in once, validate it
+ * completely, act, and copy the result out.  Commands that may sleep
+ * (pinning, dma-buf mapping, unpinning) answer -EAGAIN when io_uring issues
+ * them with IO_URING_F_NONBLOCK; io_uring then reissues them from a worker
+ * that may block, and they complete synchronously there.
+ */
+#include <linux/fs.h>
+#include <linux/mm.h>
+#include <linux/huge_mm.h>
+#include <linux/uaccess.h>
+#include <linux/capability.h>
+#include <linux/nospec.h>
+#include <linux/string.h>
+#include <linux/sched/signal.h>
+
+#include "hcomm.h"
+#include "hcomm_compat.h"
+
+/**
+ * struct hcomm_cmd_desc - one command of the set.
+ * @cmd:       full command number (type, nr, size, direction).
+ * @may_sleep: the handler may block; punted to a worker under io_uring.
+ * @fn:        handler; @uarg is the user's argument struct.
+ */
+struct hcomm_cmd_desc {
+	unsigned int cmd;
+	bool may_sleep;
+	int (*fn)(struct hcomm_ctx *ctx, void __user *uarg);
+};
+
+static u64 hcomm_memlock_limit(void)
+{
+	unsigned long lim = rlimit(RLIMIT_MEMLOCK);
+
+	if (lim == RLIM_INFINITY || capable(CAP_IPC_LOCK))
+		return ~0ULL;
+	return lim;
+}
+
+static int hcomm_cmd_get_info(struct hcomm_ctx *ctx, void __user *uarg)
+{
+	struct hcomm_region *r;
+	struct hcomm_info info;
+	unsigned long id;
+	u64 pinned = 0;
+	u32 nr = 0;
+
+	if (copy_from_user(&info, uarg, sizeof(info)))
+		return -EFAULT;
+	if (info.flags || memchr_inv(info.reserved, 0, sizeof(info.reserved)))
+		return -EINVAL;
+
+	xa_lock(&ctx->regions);
+	xa_for_each(&ctx->regions, id, r) {
+		nr++;
+		if (r->type == HCOMM_REGION_HOST)
+			pinned += r->nr_pages << PAGE_SHIFT;
+	}
+	xa_unlock(&ctx->regions);
+
+	memset(&info, 0, sizeof(info));
+	info.abi_version = HCOMM_ABI_VERSION;
+	info.features = HCOMM_FEAT_URING_CMD | HCOMM_FEAT_DMABUF |
+			HCOMM_FEAT_HUGE_EXTENTS;
+	if (IS_ENABLED(CONFIG_DMABUF_MOVE_NOTIFY))
+		info.features |= HCOMM_FEAT_DMABUF_MOVE_NOTIFY;
+	info.max_region_size = READ_ONCE(hcomm_max_region_size);
+	info.page_sizes = PAGE_SIZE;
+#ifdef CONFIG_TRANSPARENT_HUGEPAGE
+	if (has_transparent_hugepage())
+		info.page_sizes |= HPAGE_PMD_SIZE;
+#endif
+	info.max_regions = READ_ONCE(hcomm_max_regions);
+	info.nr_regions = nr;
+	info.memlock_limit = hcomm_memlock_limit();
+	info.pinned_bytes = pinned;
+	return copy_to_user(uarg, &info, sizeof(info)) ? -EFAULT : 0;
+}
+
+static int hcomm_cmd_reg_mem(struct hcomm_ctx *ctx, void __user *uarg)
+{
+	struct hcomm_reg_mem arg;
+	int ret;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	ret = hcomm_reg_mem(ctx, &arg);
+	if (ret)
+		return ret;
+	if (copy_to_user(uarg, &arg, sizeof(arg))) {
+		hcomm_dereg(ctx, arg.region);
+		return -EFAULT;
+	}
+	return 0;
+}
+
+static int hcomm_cmd_reg_dmabuf(struct hcomm_ctx *ctx, void __user *uarg)
+{
+	struct hcomm_reg_dmabuf arg;
+	int ret;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	ret = hcomm_reg_dmabuf(ctx, &arg);
+	if (ret)
+		return ret;
+	if (copy_to_user(uarg, &arg, sizeof(arg))) {
+		hcomm_dereg(ctx, arg.region);
+		return -EFAULT;
+	}
+	return 0;
+}
+
+static int hcomm_cmd_dereg(struct hcomm_ctx *ctx, void __user *uarg)
+{
+	struct hcomm_dereg arg;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	if (arg.flags || memchr_inv(arg.reserved, 0, sizeof(arg.reserved)))
+		return -EINVAL;
+	return hcomm_dereg(ctx, arg.region);
+}
+
+/* Copy up to @max extents of @r to @uext; physical addresses need root. */
+static int hcomm_query_extents(const struct hcomm_region *r,
+			       struct hcomm_extent __user *uext, u32 max)
+{
+	bool show_phys = capable(CAP_SYS_ADMIN);
+	u64 i, n = min_t(u64, max, r->vat.nr);
+
+	for (i = 0; i < n; i++) {
+		const struct hcomm_vat_extent *e = &r->vat.ext[i];
+		struct hcomm_extent out = {
+			.offset = e->pgoff << PAGE_SHIFT,
+			.len = e->npages << PAGE_SHIFT,
+			.phys = show_phys ? e->addr : 0,
+		};
+
+		if (copy_to_user(&uext[i], &out, sizeof(out)))
+			return -EFAULT;
+		if (!(i & 1023)) {
+			if (fatal_signal_pending(current))
+				return -EINTR;
+			cond_resched();
+		}
+	}
+	return 0;
+}
+
+static int hcomm_cmd_query(struct hcomm_ctx *ctx, void __user *uarg)
+{
+	struct hcomm_region *r;
+	struct hcomm_query q;
+	int ret = 0;
+
+	if (copy_from_user(&q, uarg, sizeof(q)))
+		return -EFAULT;
+	if (q.flags || memchr_inv(q.reserved, 0, sizeof(q.reserved)))
+		return -EINVAL;
+	r = hcomm_region_get(ctx, q.region);
+	if (!r)
+		return -ENOENT;
+
+	q.type = r->type;
+	q.addr = r->addr;
+	q.len = r->len;
+	q.key = r->key;
+	q.nr_pages = r->nr_pages;
+	q.nr_extents = min_t(u64, r->vat.nr, U32_MAX);
+	q.offset = r->offset;
+	q.access = r->access;
+	q.state = READ_ONCE(r->state);
+	if (q.extents && q.max_extents)
+		ret = hcomm_query_extents(r, u64_to_user_ptr(q.extents),
+					  q.max_extents);
+	hcomm_region_put(r);
+	if (ret)
+		return ret;
+	return copy_to_user(uarg, &q, sizeof(q)) ? -EFAULT : 0;
+}
+
+#define HCOMM_CMD(name, sleeps, handler) \
+	[_IOC_NR(name)] = { .cmd = name, .may_sleep = sleeps, .fn = handler }
+
+static const struct hcomm_cmd_desc hcomm_cmds[HCOMM_NR_CMDS] = {
+	HCOMM_CMD(HCOMM_CMD_GET_INFO, false, hcomm_cmd_get_info),
+	HCOMM_CMD(HCOMM_CMD_REG_MEM, true, hcomm_cmd_reg_mem),
+	HCOMM_CMD(HCOMM_CMD_REG_DMABUF, true, hcomm_cmd_reg_dmabuf),
+	HCOMM_CMD(HCOMM_CMD_DEREG, true, hcomm_cmd_dereg),
+	HCOMM_CMD(HCOMM_CMD_QUERY, true, hcomm_cmd_query),
+};
+
+/*
+ * Resolve @cmd: -ENOTTY when it is not an hcomm command at all, -EINVAL when
+ * the number is known but the size or direction bits disagree.
+ */
+static const struct hcomm_cmd_desc *hcomm_cmd_find(unsigned int cmd)
+{
+	unsigned int nr = _IOC_NR(cmd);
+
+	if (_IOC_TYPE(cmd) != HCOMM_IOC_MAGIC || nr >= HCOMM_NR_CMDS)
+		return ERR_PTR(-ENOTTY);
+	nr = array_index_nospec(nr, HCOMM_NR_CMDS);
+	if (cmd != hcomm_cmds[nr].cmd)
+		return ERR_PTR(-EINVAL);
+	return &hcomm_cmds[nr];
+}
+
+static int hcomm_cmd_run(struct hcomm_ctx *ctx,
+			 const struct hcomm_cmd_desc *desc, void __user *uarg)
+{
+	int ret = desc->fn(ctx, uarg);
+
+	atomic64_inc(&hcomm_stats.cmd[_IOC_NR(desc->cmd)]);
+	if (ret)
+		atomic64_inc(&hcomm_stats.cmd_errors);
+	return ret;
+}
+
+/**
+ * hcomm_ioctl() - the ioctl front.
+ * @file: an open /dev/hcomm.
+ * @cmd:  HCOMM_CMD_*.
+ * @arg:  user pointer to the command's argument struct.
+ *
+ * Return: 0 or -errno.
+ */
+long hcomm_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+{
+	const struct hcomm_cmd_desc *desc = hcomm_cmd_find(cmd);
+
+	atomic64_inc(&hcomm_stats.ioctls);
+	if (IS_ERR(desc)) {
+		atomic64_inc(&hcomm_stats.cmd_errors);
+		return PTR_ERR(desc);
+	}
+	return hcomm_cmd_run(file->private_data, desc, (void __user *)arg);
+}
+
+/**
+ * hcomm_uring_cmd() - the io_uring passthrough front.
+ * @ioucmd:      the command; its SQE payload is a struct hcomm_uring_cmd.
+ * @issue_flags: IO_URING_F_*.
+ *
+ * Every command completes synchronously: the return value becomes cqe->res.
+ *
+ * Return: 0, -errno, or -EAGAIN to be reissued from a blocking worker.
+ */
+int hcomm_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
+{
+	const struct hcomm_uring_cmd *pl = hcomm_uring_payload(ioucmd);
+	const struct hcomm_cmd_desc *desc = hcomm_cmd_find(ioucmd->cmd_op);
+	u64 addr;
+	u32 size, flags;
+
+	if (IS_ERR(desc)) {
+		atomic64_inc(&hcomm_stats.cmd_errors);
+		return PTR_ERR(desc);
+	}
+	if (desc->may_sleep && (issue_flags & IO_URING_F_NONBLOCK))
+		return -EAGAIN;
+
+	/* The SQE is shared with userspace: read each field exactly once. */
+	addr = READ_ONCE(pl->addr);
+	size = READ_ONCE(pl->size);
+	flags = READ_ONCE(pl->flags);
+	atomic64_inc(&hcomm_stats.uring_cmds);
+	if (flags || size != _IOC_SIZE(desc->cmd)) {
+		atomic64_inc(&hcomm_stats.cmd_errors);
+		return -EINVAL;
+	}
+	return hcomm_cmd_run(ioucmd->file->private_data, desc,
+			     u64_to_user_ptr(addr));
+}

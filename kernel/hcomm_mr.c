@@ -1,0 +1,513 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Memory registration: pinning host pages, importing dma-bufs, and the
+ * lifetime of the resulting regions.
+ *
+ * Host memory is charged to the owner's RLIMIT_MEMLOCK (mm->pinned_vm)
+ * before anything is pinned, pinned with FOLL_LONGTERM in batches of one
+ * page worth of page pointers, and recorded only in the VAT->PAT table:
+ * unpinning walks the extents.  Every function here may sleep.
+ */
+#include <linux/mm.h>
+#include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/dma-buf.h>
+#include <linux/dma-resv.h>
+#include <linux/dma-direction.h>
+#include <linux/scatterlist.h>
+#include <linux/capability.h>
+#include <linux/uaccess.h>
+
+#include "hcomm.h"
+
+static int hcomm_check_access(u32 access)
+{
+	if (access & ~HCOMM_ACCESS_ALL)
+		return -EINVAL;
+	if ((access & HCOMM_ACCESS_REMOTE_WRITE) &&
+	    !(access & HCOMM_ACCESS_LOCAL_WRITE))
+		return -EINVAL;
+	return 0;
+}
+
+static struct hcomm_region *hcomm_region_alloc(u32 type, u32 access)
+{
+	struct hcomm_region *r;
+
+	r = kzalloc(sizeof(*r), GFP_KERNEL_ACCOUNT);
+	if (!r)
+		return NULL;
+	kref_init(&r->ref);
+	INIT_HLIST_NODE(&r->key_node);
+	hcomm_vat_init(&r->vat);
+	r->type = type;
+	r->access = access;
+	r->state = HCOMM_STATE_ACTIVE;
+	r->key = hcomm_key_new();
+	return r;
+}
+
+static int hcomm_memlock_charge(struct mm_struct *mm, u64 npages)
+{
+	unsigned long limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
+	u64 pinned;
+
+	pinned = atomic64_add_return(npages, &mm->pinned_vm);
+	if (pinned > limit && !capable(CAP_IPC_LOCK)) {
+		atomic64_sub(npages, &mm->pinned_vm);
+		return -ENOMEM;
+	}
+	atomic64_add(npages, &hcomm_stats.memlock_pages);
+	return 0;
+}
+
+static void hcomm_memlock_uncharge(struct mm_struct *mm, u64 npages)
+{
+	atomic64_sub(npages, &mm->pinned_vm);
+	atomic64_sub(npages, &hcomm_stats.memlock_pages);
+}
+
+/* Unpin every page the VAT->PAT table records. */
+static void hcomm_mr_unpin(struct hcomm_region *r)
+{
+	bool dirty = r->access & HCOMM_ACCESS_LOCAL_WRITE;
+	u64 i;
+
+	for (i = 0; i < r->vat.nr; i++) {
+		const struct hcomm_vat_extent *e = &r->vat.ext[i];
+
+		unpin_user_page_range_dirty_lock(pfn_to_page(PHYS_PFN(e->addr)),
+						 e->npages, dirty);
+		cond_resched();
+	}
+	atomic64_sub(r->vat.npages, &hcomm_stats.pinned_pages);
+}
+
+/* Record @n freshly pinned pages, coalescing physically contiguous runs. */
+static int hcomm_mr_record(struct hcomm_region *r, struct page **pages, int n)
+{
+	int i = 0, j, ret;
+
+	while (i < n) {
+		unsigned long pfn = page_to_pfn(pages[i]);
+
+		for (j = i + 1; j < n; j++)
+			if (page_to_pfn(pages[j]) != pfn + (j - i))
+				break;
+		ret = hcomm_vat_append(&r->vat, PFN_PHYS(pfn), j - i);
+		if (ret) {
+			/* Pages before i are in the table; drop the rest. */
+			unpin_user_pages(pages + i, n - i);
+			atomic64_sub(n - i, &hcomm_stats.pinned_pages);
+			return ret;
+		}
+		i = j;
+	}
+	return 0;
+}
+
+/*
+ * Pin @npages pages from @start in batches.  On failure the pages pinned so
+ * far are in r->vat and the caller unpins them with hcomm_mr_unpin().
+ */
+static int hcomm_mr_pin(struct hcomm_region *r, u64 start, u64 npages)
+{
+	unsigned int gup_flags = FOLL_LONGTERM;
+	const int batch = PAGE_SIZE / sizeof(struct page *);
+	struct page **pages;
+	u64 done = 0;
+	int ret = 0;
+
+	if (r->access & HCOMM_ACCESS_LOCAL_WRITE)
+		gup_flags |= FOLL_WRITE;
+	pages = (struct page **)__get_free_page(GFP_KERNEL);
+	if (!pages)
+		return -ENOMEM;
+
+	while (done < npages) {
+		int n = min_t(u64, npages - done, batch);
+
+		ret = pin_user_pages_fast(start + done * PAGE_SIZE, n,
+					  gup_flags, pages);
+		if (ret <= 0) {
+			ret = ret ? ret : -EFAULT;
+			break;
+		}
+		atomic64_add(ret, &hcomm_stats.pinned_pages);
+		done += ret;
+		ret = hcomm_mr_record(r, pages, ret);
+		if (ret)
+			break;
+		if (fatal_signal_pending(current)) {
+			ret = -EINTR;
+			break;
+		}
+		cond_resched();
+	}
+	free_page((unsigned long)pages);
+	return ret;
+}
+
+/* Publish @r in @ctx; fills @id and @key for userspace. */
+static int hcomm_region_insert(struct hcomm_ctx *ctx, struct hcomm_region *r,
+			       u32 *id, u64 *key)
+{
+	int ret;
+
+	hcomm_key_publish(r);
+	/*
+	 * Read id and key before dropping the lock: from then on a DEREG
+	 * guessing the id may free @r.
+	 */
+	xa_lock(&ctx->regions);
+	ret = __xa_alloc(&ctx->regions, &r->id, r,
+			 XA_LIMIT(1, hcomm_max_regions), GFP_KERNEL_ACCOUNT);
+	if (!ret) {
+		*id = r->id;
+		*key = r->key;
+		atomic64_inc(&hcomm_stats.regions);
+		atomic64_inc(r->type == HCOMM_REGION_HOST ?
+			     &hcomm_stats.host_regions :
+			     &hcomm_stats.dmabuf_regions);
+	}
+	xa_unlock(&ctx->regions);
+	if (ret) {
+		hcomm_key_revoke(r);
+		return ret == -EBUSY ? -ENOSPC : ret;
+	}
+	return 0;
+}
+
+/**
+ * hcomm_reg_mem() - pin a user range and register it in @ctx.
+ * @ctx: the caller's context.
+ * @arg: validated copy of the user's argument; region and key are filled.
+ *
+ * Return: 0 or -errno (see uapi/linux/hcomm.h); on error nothing stays
+ * pinned or charged.
+ */
+int hcomm_reg_mem(struct hcomm_ctx *ctx, struct hcomm_reg_mem *arg)
+{
+	struct hcomm_region *r;
+	u64 first, npages;
+	u32 offset;
+	int ret;
+
+	if (arg->flags || arg->reserved0 || arg->reserved[0] ||
+	    arg->reserved[1])
+		return -EINVAL;
+	ret = hcomm_check_access(arg->access);
+	if (ret)
+		return ret;
+	ret = hcomm_range_check(arg->addr, arg->len, hcomm_max_region_size,
+				&first, &npages, &offset);
+	if (ret)
+		return ret;
+	if (!access_ok(u64_to_user_ptr(arg->addr), arg->len))
+		return -EFAULT;
+	if (current->mm != ctx->mm)
+		return -EPERM;
+
+	r = hcomm_region_alloc(HCOMM_REGION_HOST, arg->access);
+	if (!r)
+		return -ENOMEM;
+	r->addr = arg->addr;
+	r->len = arg->len;
+	r->offset = offset;
+	r->nr_pages = npages;
+
+	ret = hcomm_memlock_charge(ctx->mm, npages);
+	if (ret)
+		goto err_free;
+	mmgrab(ctx->mm);
+	r->mm = ctx->mm;
+
+	ret = hcomm_mr_pin(r, first, npages);
+	if (ret)
+		goto err_unpin;
+	ret = hcomm_region_insert(ctx, r, &arg->region, &arg->key);
+	if (ret)
+		goto err_unpin;
+	return 0;
+
+err_unpin:
+	hcomm_mr_unpin(r);
+	hcomm_memlock_uncharge(r->mm, npages);
+	mmdrop(r->mm);
+err_free:
+	hcomm_vat_free(&r->vat);
+	kfree(r);
+	return ret;
+}
+
+static void hcomm_dmabuf_invalidate(struct dma_buf_attachment *attach)
+{
+	struct hcomm_region *r = attach->importer_priv;
+
+	dma_resv_assert_held(attach->dmabuf->resv);
+	if (r->sgt) {
+		dma_buf_unmap_attachment(attach, r->sgt, DMA_BIDIRECTIONAL);
+		r->sgt = NULL;
+	}
+	WRITE_ONCE(r->state, HCOMM_STATE_INVALID);
+}
+
+static void hcomm_dmabuf_pinned_move(struct dma_buf_attachment *attach)
+{
+	/* A pinned attachment must never move; the exporter is broken. */
+	pr_warn_ratelimited("hcomm: exporter moved a pinned dma-buf\n");
+}
+
+/* Dynamic attachment: the exporter may move the buffer; we invalidate. */
+static const struct dma_buf_attach_ops hcomm_dmabuf_dynamic_ops = {
+	.allow_peer2peer = true,
+	.move_notify = hcomm_dmabuf_invalidate,
+};
+
+/* Pinned attachment, as RDMA's ib_umem_dmabuf_get_pinned() uses. */
+static const struct dma_buf_attach_ops hcomm_dmabuf_pinned_ops = {
+	.allow_peer2peer = true,
+	.move_notify = hcomm_dmabuf_pinned_move,
+};
+
+static bool hcomm_dmabuf_dynamic(void)
+{
+	return IS_ENABLED(CONFIG_DMABUF_MOVE_NOTIFY);
+}
+
+/* Build the table from the DMA segments covering [offset, offset + len). */
+static int hcomm_dmabuf_record(struct hcomm_region *r, u64 offset)
+{
+	u64 skip = offset, want = r->nr_pages << PAGE_SHIFT;
+	struct scatterlist *sg;
+	int i, ret;
+
+	for_each_sgtable_dma_sg(r->sgt, sg, i) {
+		u64 addr = sg_dma_address(sg), len = sg_dma_len(sg);
+
+		if (skip >= len) {
+			skip -= len;
+			continue;
+		}
+		addr += skip;
+		len = min(len - skip, want);
+		skip = 0;
+		if (!PAGE_ALIGNED(addr) || !PAGE_ALIGNED(len))
+			return -EINVAL;
+		ret = hcomm_vat_append(&r->vat, addr, len >> PAGE_SHIFT);
+		if (ret)
+			return ret;
+		want -= len;
+		if (!want)
+			return 0;
+	}
+	return -EINVAL;
+}
+
+static int hcomm_dmabuf_map(struct hcomm_region *r, u64 offset)
+{
+	struct dma_buf_attachment *attach = r->attach;
+	struct sg_table *sgt;
+	int ret;
+
+	dma_resv_lock(attach->dmabuf->resv, NULL);
+	if (!hcomm_dmabuf_dynamic()) {
+		ret = dma_buf_pin(attach);
+		if (ret)
+			goto out_unlock;
+	}
+	sgt = dma_buf_map_attachment(attach, DMA_BIDIRECTIONAL);
+	if (IS_ERR(sgt)) {
+		ret = PTR_ERR(sgt);
+		goto err_unpin;
+	}
+	r->sgt = sgt;
+	ret = hcomm_dmabuf_record(r, offset);
+	if (ret)
+		goto err_unmap;
+	dma_resv_unlock(attach->dmabuf->resv);
+	return 0;
+
+err_unmap:
+	dma_buf_unmap_attachment(attach, sgt, DMA_BIDIRECTIONAL);
+	r->sgt = NULL;
+err_unpin:
+	if (!hcomm_dmabuf_dynamic())
+		dma_buf_unpin(attach);
+out_unlock:
+	dma_resv_unlock(attach->dmabuf->resv);
+	return ret;
+}
+
+static void hcomm_dmabuf_unmap(struct hcomm_region *r)
+{
+	struct dma_buf_attachment *attach = r->attach;
+
+	dma_resv_lock(attach->dmabuf->resv, NULL);
+	if (r->sgt)
+		dma_buf_unmap_attachment(attach, r->sgt, DMA_BIDIRECTIONAL);
+	r->sgt = NULL;
+	if (!hcomm_dmabuf_dynamic())
+		dma_buf_unpin(attach);
+	dma_resv_unlock(attach->dmabuf->resv);
+}
+
+/**
+ * hcomm_reg_dmabuf() - import a range of a dma-buf and register it.
+ * @ctx: the caller's context.
+ * @arg: validated copy of the user's argument; region and key are filled.
+ *
+ * With CONFIG_DMABUF_MOVE_NOTIFY the attachment is dynamic and a move
+ * invalidates the region (state HCOMM_STATE_INVALID); otherwise the buffer
+ * is pinned for the region's lifetime.
+ *
+ * Return: 0 or -errno (see uapi/linux/hcomm.h).
+ */
+int hcomm_reg_dmabuf(struct hcomm_ctx *ctx, struct hcomm_reg_dmabuf *arg)
+{
+	const struct dma_buf_attach_ops *ops;
+	struct hcomm_region *r;
+	struct dma_buf *dmabuf;
+	u64 end;
+	int ret;
+
+	if (arg->flags || arg->reserved[0] || arg->reserved[1])
+		return -EINVAL;
+	ret = hcomm_check_access(arg->access);
+	if (ret)
+		return ret;
+	if (!arg->len || !PAGE_ALIGNED(arg->offset))
+		return -EINVAL;
+	if (arg->len > hcomm_max_region_size)
+		return -E2BIG;
+
+	dmabuf = dma_buf_get(arg->fd);
+	if (IS_ERR(dmabuf))
+		return PTR_ERR(dmabuf);
+	if (check_add_overflow(arg->offset, arg->len, &end) ||
+	    end > dmabuf->size) {
+		ret = -EINVAL;
+		goto err_put;
+	}
+
+	r = hcomm_region_alloc(HCOMM_REGION_DMABUF, arg->access);
+	if (!r) {
+		ret = -ENOMEM;
+		goto err_put;
+	}
+	r->len = arg->len;
+	r->nr_pages = DIV_ROUND_UP(arg->len, PAGE_SIZE);
+	r->dmabuf = dmabuf;
+
+	ops = hcomm_dmabuf_dynamic() ? &hcomm_dmabuf_dynamic_ops :
+				       &hcomm_dmabuf_pinned_ops;
+	r->attach = dma_buf_dynamic_attach(dmabuf, ctx->dev, ops, r);
+	if (IS_ERR(r->attach)) {
+		ret = PTR_ERR(r->attach);
+		goto err_free;
+	}
+	ret = hcomm_dmabuf_map(r, arg->offset);
+	if (ret)
+		goto err_detach;
+	ret = hcomm_region_insert(ctx, r, &arg->region, &arg->key);
+	if (ret)
+		goto err_unmap;
+	return 0;
+
+err_unmap:
+	hcomm_dmabuf_unmap(r);
+err_detach:
+	dma_buf_detach(dmabuf, r->attach);
+err_free:
+	hcomm_vat_free(&r->vat);
+	kfree(r);
+err_put:
+	dma_buf_put(dmabuf);
+	return ret;
+}
+
+static void hcomm_region_release(struct kref *ref)
+{
+	struct hcomm_region *r = container_of(ref, struct hcomm_region, ref);
+
+	hcomm_key_revoke(r);
+	if (r->type == HCOMM_REGION_HOST) {
+		hcomm_mr_unpin(r);
+		hcomm_memlock_uncharge(r->mm, r->nr_pages);
+		mmdrop(r->mm);
+		atomic64_dec(&hcomm_stats.host_regions);
+	} else {
+		hcomm_dmabuf_unmap(r);
+		dma_buf_detach(r->dmabuf, r->attach);
+		dma_buf_put(r->dmabuf);
+		atomic64_dec(&hcomm_stats.dmabuf_regions);
+	}
+	atomic64_dec(&hcomm_stats.regions);
+	hcomm_vat_free(&r->vat);
+	kfree(r);
+}
+
+/**
+ * hcomm_region_get() - look up region @id of @ctx and take a reference.
+ * @ctx: context.
+ * @id:  region id.
+ *
+ * Return: the region (release with hcomm_region_put()) or NULL.
+ */
+struct hcomm_region *hcomm_region_get(struct hcomm_ctx *ctx, u32 id)
+{
+	struct hcomm_region *r;
+
+	xa_lock(&ctx->regions);
+	r = xa_load(&ctx->regions, id);
+	if (r)
+		kref_get(&r->ref);
+	xa_unlock(&ctx->regions);
+	return r;
+}
+
+/**
+ * hcomm_region_put() - drop a reference; the last one releases the memory.
+ * @r: region.  Must be called from process context.
+ */
+void hcomm_region_put(struct hcomm_region *r)
+{
+	might_sleep();
+	kref_put(&r->ref, hcomm_region_release);
+}
+
+/**
+ * hcomm_dereg() - remove region @id from @ctx and revoke its key.
+ * @ctx: context.
+ * @id:  region id.
+ *
+ * Return: 0, or -ENOENT when @ctx has no such region.
+ */
+int hcomm_dereg(struct hcomm_ctx *ctx, u32 id)
+{
+	struct hcomm_region *r = xa_erase(&ctx->regions, id);
+
+	if (!r)
+		return -ENOENT;
+	hcomm_key_revoke(r);
+	hcomm_region_put(r);
+	return 0;
+}
+
+/**
+ * hcomm_ctx_release_regions() - deregister everything @ctx still holds.
+ * @ctx: a context being closed.
+ */
+void hcomm_ctx_release_regions(struct hcomm_ctx *ctx)
+{
+	struct hcomm_region *r;
+	unsigned long id;
+
+	xa_for_each(&ctx->regions, id, r) {
+		xa_erase(&ctx->regions, id);
+		hcomm_key_revoke(r);
+		hcomm_region_put(r);
+	}
+	xa_destroy(&ctx->regions);
+}
