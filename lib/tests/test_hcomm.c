@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Host unit tests of libhcomm; need no module.  TAP on stdout, then
- * "lib: N passed, N failed".  Usage: test_hcomm [path/to/libhcomm.so]
+ * "lib: N passed, N failed".
+ * Usage: test_hcomm [libhcomm.so [hcomm_demo fake_hcomm.so]]
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -12,10 +13,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "hcomm_int.h"
+#include "fake_hcomm.h"
 
 static int n_pass, n_fail;
 
@@ -275,109 +277,6 @@ static void test_thread_local(void)
 	unsetenv("HCOMM_DEVICE");
 }
 
-/*
- * A fake hcomm.ko behind ioctl(): the static library's ioctl() calls bind
- * to this definition.  Active while fake.on; other ioctls pass through.
- */
-static struct {
-	int on, abi, enomem, ioctls;
-	uint64_t features, memlock;
-	uint32_t next_region, live;
-	struct hcomm_reg_mem regs[8];
-} fake;
-
-static int fake_cmd(unsigned long req, void *arg)
-{
-	struct hcomm_reg_mem *rm = arg;
-	struct hcomm_reg_dmabuf *rd = arg;
-	struct hcomm_dereg *dr = arg;
-	struct hcomm_query *q = arg;
-	struct hcomm_info *in = arg;
-	unsigned i;
-
-	fake.ioctls++;
-	switch (req) {
-	case HCOMM_CMD_GET_INFO:
-		memset(in, 0, sizeof(*in));
-		in->abi_version = fake.abi;
-		in->features = fake.features;
-		in->max_regions = 8;
-		in->nr_regions = fake.live;
-		in->memlock_limit = fake.memlock;
-		return 0;
-	case HCOMM_CMD_REG_MEM:
-	case HCOMM_CMD_REG_DMABUF:
-		if (fake.enomem)
-			return -ENOMEM;
-		for (i = 0; i < 8 && fake.regs[i].region; i++)
-			;
-		if (i == 8)
-			return -ENOSPC;
-		if (req == HCOMM_CMD_REG_MEM) {
-			if (!rm->len || rm->flags || rm->region || rm->key)
-				return -EINVAL;
-			fake.regs[i] = *rm;
-			rm->region = ++fake.next_region;
-			rm->key = 0xfeed0000ULL + rm->region;
-		} else {
-			if (rd->fd < 0)
-				return -EBADF;
-			fake.regs[i].len = rd->len;
-			rd->region = ++fake.next_region;
-			rd->key = 0xfeed0000ULL + rd->region;
-		}
-		fake.regs[i].region = fake.next_region;
-		fake.live++;
-		return 0;
-	case HCOMM_CMD_DEREG:
-	case HCOMM_CMD_QUERY:
-		for (i = 0; i < 8; i++)
-			if (fake.regs[i].region && fake.regs[i].region ==
-			    (req == HCOMM_CMD_DEREG ? dr->region : q->region))
-				break;
-		if (i == 8)
-			return -ENOENT;
-		if (req == HCOMM_CMD_DEREG) {
-			fake.regs[i].region = 0;
-			fake.live--;
-			return 0;
-		}
-		q->type = HCOMM_REGION_HOST;
-		q->addr = fake.regs[i].addr;
-		q->len = fake.regs[i].len;
-		q->key = 0xfeed0000ULL + q->region;
-		q->offset = q->addr & 4095;
-		q->nr_pages = (q->offset + q->len + 4095) / 4096;
-		q->nr_extents = 1;
-		if (q->extents && q->max_extents) {
-			struct hcomm_extent e = { 0, q->nr_pages * 4096, 0 };
-
-			memcpy((void *)(uintptr_t)q->extents, &e, sizeof(e));
-		}
-		return 0;
-	}
-	return -ENOTTY;
-}
-
-int ioctl(int fd, unsigned long req, ...)
-{
-	va_list ap;
-	void *arg;
-	long ret;
-
-	va_start(ap, req);
-	arg = va_arg(ap, void *);
-	va_end(ap);
-	if (!fake.on || _IOC_TYPE(req) != HCOMM_IOC_MAGIC)
-		return syscall(SYS_ioctl, fd, req, arg);
-	ret = fake_cmd(req, arg);
-	if (ret < 0) {
-		errno = -ret;
-		return -1;
-	}
-	return ret;
-}
-
 static void fake_reset(uint64_t features)
 {
 	memset(&fake, 0, sizeof(fake));
@@ -501,6 +400,58 @@ static void test_exports(const char *so)
 	dlclose(h);
 }
 
+/* Run cmd through sh, capture stdout+stderr; exit status or -1. */
+static int run(const char *cmd, char *out, size_t len)
+{
+	FILE *f = popen(cmd, "r");
+	size_t n = 0;
+	int st;
+
+	out[0] = 0;
+	if (!f)
+		return -1;
+	while (n < len - 1 && fgets(out + n, len - n, f))
+		n += strlen(out + n);
+	while (fgetc(f) != EOF)
+		;
+	st = pclose(f);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_demo(const char *demo, const char *fake_so)
+{
+	static char out[16384], cmd[1024];
+	const char *env = "FAKE_HCOMM=1 HCOMM_DEVICE=/dev/null LD_PRELOAD=";
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "HCOMM_DEVICE=/nonexistent '%s' 2>&1", demo);
+	st = run(cmd, out, sizeof(out));
+	ok(st == 1 && strstr(out, "modprobe hcomm"),
+	   "demo without device: exit 1 naming modprobe hcomm");
+
+	snprintf(cmd, sizeof(cmd), "%s'%s' '%s' --reps 2 2>&1", env, fake_so,
+		 demo);
+	st = run(cmd, out, sizeof(out));
+	ok(st == 0 && strstr(out, "commands via ioctl") &&
+	   strstr(out, "64 MiB THP") &&
+	   strstr(out, "host 4K pages: ") && strstr(out, "dma-buf: n/a"),
+	   "demo on the fake device: exit 0 with summary (st %d)", st);
+	if (st)
+		printf("# %s", out);
+
+	snprintf(cmd, sizeof(cmd), "%s'%s' '%s' --reps 1 --json%s", env,
+		 fake_so, demo, access("/usr/bin/python3", X_OK) ? "" :
+		 " | python3 -c 'import json,sys; json.load(sys.stdin)'");
+	st = run(cmd, out, sizeof(out));
+	ok(st == 0, "demo --json on the fake device: valid JSON, exit 0");
+
+	snprintf(cmd, sizeof(cmd), "%s'%s' '%s' --require-uring 2>&1", env,
+		 fake_so, demo);
+	st = run(cmd, out, sizeof(out));
+	ok(st == 1 && strstr(out, "not io_uring"),
+	   "demo --require-uring without uring: exit 1");
+}
+
 int main(int argc, char **argv)
 {
 	test_strerror();
@@ -513,6 +464,8 @@ int main(int argc, char **argv)
 	test_fake();
 	if (argc > 1)
 		test_exports(argv[1]);
+	if (argc > 3)
+		test_demo(argv[2], argv[3]);
 	printf("1..%d\n", n_pass + n_fail);
 	printf("lib: %d passed, %d failed\n", n_pass, n_fail);
 	return n_fail ? 1 : 0;
