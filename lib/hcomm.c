@@ -65,9 +65,10 @@ static const char *const err_str[HCOMM_ERR__MAX] = {
 	[HCOMM_ERR_MMAP]	= "cannot pin memory: RLIMIT_MEMLOCK exceeded; "
 				  "raise it (ulimit -l, limits.conf memlock) or "
 				  "give the process CAP_IPC_LOCK",
-	[HCOMM_ERR_ACCESS]	= "permission denied: no access to the device, "
-				  "or the buffer is unmapped or read-only while "
-				  "write access was asked",
+	[HCOMM_ERR_ACCESS]	= "permission denied or bad address: no access "
+				  "to the device, the buffer is unmapped or "
+				  "read-only while write access was asked, or "
+				  "the context belongs to another process",
 	[HCOMM_ERR_INVAL]	= "invalid argument",
 	[HCOMM_ERR_NOMEM]	= "out of memory",
 	[HCOMM_ERR_ABI]		= "ABI mismatch between libhcomm and hcomm.ko: "

@@ -44,8 +44,10 @@ extern "C" {
  *                     the pinned pages exceed the memlock limit; raise it
  *                     (ulimit -l, limits.conf "memlock") or give the
  *                     process CAP_IPC_LOCK.
- *  HCOMM_ERR_ACCESS   EACCES, EPERM, EROFS; EFAULT (the buffer is not
- *                     mapped, or mapped read-only while LOCAL_WRITE asked).
+ *  HCOMM_ERR_ACCESS   EACCES, EROFS; EPERM (also: REG_MEM from a process
+ *                     other than the one that opened the context, e.g.
+ *                     after fork); EFAULT (the buffer is not mapped, or
+ *                     mapped read-only while LOCAL_WRITE asked).
  *  HCOMM_ERR_INVAL    EINVAL, EBADF, EOVERFLOW, ERANGE; bad arguments
  *                     caught by the library.
  *  HCOMM_ERR_NOMEM    ENOMEM elsewhere (including REG_MEM with unlimited
