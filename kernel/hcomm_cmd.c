@@ -187,15 +187,17 @@ static int hcomm_cmd_query(struct hcomm_ctx *ctx, void __user *uarg)
 	return copy_to_user(uarg, &q, sizeof(q)) ? -EFAULT : 0;
 }
 
-#define HCOMM_CMD(name, sleeps, handler) \
-	[_IOC_NR(name)] = { .cmd = name, .may_sleep = sleeps, .fn = handler }
-
 static const struct hcomm_cmd_desc hcomm_cmds[HCOMM_NR_CMDS] = {
-	HCOMM_CMD(HCOMM_CMD_GET_INFO, false, hcomm_cmd_get_info),
-	HCOMM_CMD(HCOMM_CMD_REG_MEM, true, hcomm_cmd_reg_mem),
-	HCOMM_CMD(HCOMM_CMD_REG_DMABUF, true, hcomm_cmd_reg_dmabuf),
-	HCOMM_CMD(HCOMM_CMD_DEREG, true, hcomm_cmd_dereg),
-	HCOMM_CMD(HCOMM_CMD_QUERY, true, hcomm_cmd_query),
+	[_IOC_NR(HCOMM_CMD_GET_INFO)] = {
+		HCOMM_CMD_GET_INFO, false, hcomm_cmd_get_info },
+	[_IOC_NR(HCOMM_CMD_REG_MEM)] = {
+		HCOMM_CMD_REG_MEM, true, hcomm_cmd_reg_mem },
+	[_IOC_NR(HCOMM_CMD_REG_DMABUF)] = {
+		HCOMM_CMD_REG_DMABUF, true, hcomm_cmd_reg_dmabuf },
+	[_IOC_NR(HCOMM_CMD_DEREG)] = {
+		HCOMM_CMD_DEREG, true, hcomm_cmd_dereg },
+	[_IOC_NR(HCOMM_CMD_QUERY)] = {
+		HCOMM_CMD_QUERY, true, hcomm_cmd_query },
 };
 
 /*

@@ -25,6 +25,7 @@
 #ifndef _UAPI_LINUX_HCOMM_H
 #define _UAPI_LINUX_HCOMM_H
 
+#include <linux/const.h>
 #include <linux/ioctl.h>
 #include <linux/types.h>
 
@@ -48,13 +49,13 @@ struct hcomm_uring_cmd {
 
 /* Feature bits in hcomm_info.features. */
 /* Commands accepted through IORING_OP_URING_CMD. */
-#define HCOMM_FEAT_URING_CMD		(1ULL << 0)
+#define HCOMM_FEAT_URING_CMD		_BITULL(0)
 /* HCOMM_CMD_REG_DMABUF is available. */
-#define HCOMM_FEAT_DMABUF		(1ULL << 1)
+#define HCOMM_FEAT_DMABUF		_BITULL(1)
 /* dma-buf regions use a dynamic attachment (move_notify invalidates). */
-#define HCOMM_FEAT_DMABUF_MOVE_NOTIFY	(1ULL << 2)
+#define HCOMM_FEAT_DMABUF_MOVE_NOTIFY	_BITULL(2)
 /* Huge/compound pages collapse into one VAT->PAT extent. */
-#define HCOMM_FEAT_HUGE_EXTENTS		(1ULL << 3)
+#define HCOMM_FEAT_HUGE_EXTENTS		_BITULL(3)
 
 /**
  * struct hcomm_info - answer of HCOMM_CMD_GET_INFO.
@@ -86,11 +87,11 @@ struct hcomm_info {
 
 /* Access flags of a region (hcomm_reg_mem.access, hcomm_reg_dmabuf.access). */
 /* The owner may write the region (pages are pinned writable). */
-#define HCOMM_ACCESS_LOCAL_WRITE	(1U << 0)
+#define HCOMM_ACCESS_LOCAL_WRITE	_BITUL(0)
 /* Holders of the key may read the region. */
-#define HCOMM_ACCESS_REMOTE_READ	(1U << 1)
+#define HCOMM_ACCESS_REMOTE_READ	_BITUL(1)
 /* Holders of the key may write the region; requires LOCAL_WRITE. */
-#define HCOMM_ACCESS_REMOTE_WRITE	(1U << 2)
+#define HCOMM_ACCESS_REMOTE_WRITE	_BITUL(2)
 #define HCOMM_ACCESS_ALL	(HCOMM_ACCESS_LOCAL_WRITE | \
 				 HCOMM_ACCESS_REMOTE_READ | \
 				 HCOMM_ACCESS_REMOTE_WRITE)
