@@ -129,15 +129,22 @@ static int hcomm_cmd_dereg(struct hcomm_ctx *ctx, void __user *uarg)
 	return hcomm_dereg(ctx, arg.region);
 }
 
-/* Copy up to @max extents of @r to @uext; physical addresses need root. */
+/*
+ * Copy up to @max extents of @r, starting at extent @first, to @uext.
+ * Physical addresses are shown only to CAP_SYS_ADMIN, as in pagemap.
+ */
 static int hcomm_query_extents(const struct hcomm_region *r,
-			       struct hcomm_extent __user *uext, u32 max)
+			       struct hcomm_extent __user *uext, u64 first,
+			       u32 max)
 {
 	bool show_phys = capable(CAP_SYS_ADMIN);
-	u64 i, n = min_t(u64, max, r->vat.nr);
+	u64 i, n;
 
+	if (first >= r->vat.nr)
+		return 0;
+	n = min_t(u64, max, r->vat.nr - first);
 	for (i = 0; i < n; i++) {
-		const struct hcomm_vat_extent *e = &r->vat.ext[i];
+		const struct hcomm_vat_extent *e = &r->vat.ext[first + i];
 		struct hcomm_extent out = {
 			.offset = e->pgoff << PAGE_SHIFT,
 			.len = e->npages << PAGE_SHIFT,
@@ -180,7 +187,7 @@ static int hcomm_cmd_query(struct hcomm_ctx *ctx, void __user *uarg)
 	q.state = READ_ONCE(r->state);
 	if (q.extents && q.max_extents)
 		ret = hcomm_query_extents(r, u64_to_user_ptr(q.extents),
-					  q.max_extents);
+					  q.first_extent, q.max_extents);
 	hcomm_region_put(r);
 	if (ret)
 		return ret;

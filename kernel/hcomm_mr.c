@@ -396,6 +396,7 @@ int hcomm_reg_dmabuf(struct hcomm_ctx *ctx, struct hcomm_reg_dmabuf *arg)
 		ret = -ENOMEM;
 		goto err_put;
 	}
+	r->addr = arg->offset;
 	r->len = arg->len;
 	r->nr_pages = DIV_ROUND_UP(arg->len, PAGE_SIZE);
 	r->dmabuf = dmabuf;

@@ -182,11 +182,14 @@ struct hcomm_extent {
  * struct hcomm_query - argument of HCOMM_CMD_QUERY.
  * @region:      in: region id.
  * @flags:       in: must be zero.
- * @extents:     in: user pointer to an array of struct hcomm_extent, or 0.
- * @max_extents: in: entries the array holds; the first min(max_extents,
- *               nr_extents) extents are written.
+ * @extents:     in: user pointer to an array of struct hcomm_extent, or 0
+ *               for none.
+ * @max_extents: in: entries the array holds; extents first_extent ..
+ *               first_extent + max_extents - 1 (those that exist) are
+ *               written, so a long table can be read in pages.
  * @type:        out: HCOMM_REGION_*.
- * @addr:        out: registered virtual address (0 for dma-buf).
+ * @addr:        out: registered virtual address (host), or the offset
+ *               into the dma-buf (dma-buf).
  * @len:         out: registered length in bytes.
  * @key:         out: the region's key.
  * @nr_pages:    out: pages spanned (PAGE_SIZE units).
@@ -194,6 +197,7 @@ struct hcomm_extent {
  * @offset:      out: offset of the first byte within the first page.
  * @access:      out: HCOMM_ACCESS_* bits.
  * @state:       out: HCOMM_STATE_*.
+ * @first_extent: in: index of the first extent to write to @extents.
  * @reserved:    must be zero; zeroed on output.
  */
 struct hcomm_query {
@@ -210,10 +214,45 @@ struct hcomm_query {
 	__u32 offset;
 	__u32 access;
 	__u32 state;
-	__u64 reserved[2];
+	__u64 first_extent;
+	__u64 reserved[1];
 };
 
-/* Commands: the same numbers serve ioctl() and IORING_OP_URING_CMD. */
+/*
+ * Commands: the same numbers serve ioctl() and IORING_OP_URING_CMD.
+ *
+ * Errors common to every command:
+ *   ENOTTY     not an hcomm command number (ioctl and uring_cmd alike);
+ *   EINVAL     a known command number with another size or direction (ABI
+ *              version 1 accepts exactly these sizes), a uring payload whose
+ *              size differs from _IOC_SIZE(cmd_op) or whose flags are set, a
+ *              non-zero flags or reserved field, or an unknown bit;
+ *   EFAULT     the argument struct (or QUERY's extent array) is not
+ *              accessible.
+ *
+ * GET_INFO:    no other errors.
+ * REG_MEM:     EINVAL    len == 0, unknown access bits, REMOTE_WRITE without
+ *                        LOCAL_WRITE;
+ *              EOVERFLOW addr + len wraps;
+ *              E2BIG     len > max_region_size;
+ *              EFAULT    part of the range is unmapped, or is read-only and
+ *                        LOCAL_WRITE was asked;
+ *              ENOMEM    RLIMIT_MEMLOCK would be exceeded (nothing is left
+ *                        pinned), or the kernel is out of memory;
+ *              ENOSPC    the context already holds max_regions regions;
+ *              EPERM     the caller's address space is not the opener's
+ *                        (e.g. a forked child using the parent's fd);
+ *              EINTR     a fatal signal arrived while pinning.
+ * REG_DMABUF:  EBADF     fd is not an open file;
+ *              EINVAL    fd is not a dma-buf, len == 0, offset not page
+ *                        aligned, offset + len beyond the buffer, unknown
+ *                        access bits;
+ *              E2BIG     len > max_region_size;
+ *              ENOSPC    as for REG_MEM;
+ *              other     errors of the exporter's attach/map callbacks.
+ * DEREG:       ENOENT    no region with this id in this context.
+ * QUERY:       ENOENT    no region with this id in this context.
+ */
 #define HCOMM_CMD_GET_INFO	_IOWR(HCOMM_IOC_MAGIC, 0x00, struct hcomm_info)
 #define HCOMM_CMD_REG_MEM	_IOWR(HCOMM_IOC_MAGIC, 0x01, struct hcomm_reg_mem)
 #define HCOMM_CMD_REG_DMABUF	_IOWR(HCOMM_IOC_MAGIC, 0x02, struct hcomm_reg_dmabuf)
