@@ -110,6 +110,9 @@ mount -t configfs configfs /mnt/sys/kernel/config 2>/dev/null
 mount -t tmpfs -o mode=1777 tmpfs /mnt/tmp || fail "tmpfs /tmp"
 mount -t tmpfs -o mode=755 tmpfs /mnt/run || fail "tmpfs /run"
 [ -f "/mnt$run" ] || fail "run script $run not visible in the guest"
+# A static busybox off 9p: the final poweroff must not fault in pages from
+# 9p while the virtio device is being shut down (SIGBUS kills PID 1 on 6.1).
+mkdir -p /mnt/run/hcomm && cp /bin/busybox /mnt/run/hcomm/busybox
 exec chroot /mnt /bin/sh "$run"
 EOF
 
@@ -123,7 +126,7 @@ initramfs_for() { # kver -> prints the path of the (cached) initramfs
 		[ ${#mods[@]} -gt 0 ] || die "no 9p module chain found for $kv"
 	fi
 	key=$( {
-		echo "$kv"; printf '%s\n' "$INIT"
+		echo "$kv"; printf '%s\n' "$INIT"; declare -f initramfs_for
 		sha256sum /bin/busybox
 		for m in "${mods[@]}"; do stat -L -c '%n %s %Y' "$m"; done
 	} | sha256sum | cut -c1-16)
@@ -134,7 +137,7 @@ initramfs_for() { # kver -> prints the path of the (cached) initramfs
 	stage=$(mktemp -d "$HCOMM_CACHE/initramfs/stage.XXXXXX")
 	mkdir -p "$stage"/{bin,dev,proc,sys,mnt,lib/modules}
 	cp /bin/busybox "$stage/bin/busybox"
-	for a in sh mount insmod mkdir cat echo sleep poweroff chroot; do
+	for a in sh mount insmod mkdir cat cp echo sleep poweroff chroot; do
 		ln -s busybox "$stage/bin/$a"
 	done
 	if [ "$(id -u)" = 0 ]; then
@@ -204,10 +207,10 @@ q() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
 	echo 'rc=$?'
 	echo 'printf "\nHCOMM-EXIT: %s uptime=%s\n" "$rc" "$(up)"'
 	echo 'printf "HCOMM-EXIT: %s\n" "$rc" > /dev/ttyS1 2>/dev/null'
+	# busybox poweroff -f is a direct reboot(2): synchronous, and from tmpfs.
+	echo '[ -x /run/hcomm/busybox ] && exec /run/hcomm/busybox poweroff -f'
 	echo 'echo o > /proc/sysrq-trigger'
-	echo 'sleep 5'
-	echo '/bin/busybox poweroff -f'
-	echo 'sleep 1000'
+	echo 'while :; do sleep 1000; done'
 } > "$rundir/run.sh"
 chmod 755 "$rundir/run.sh"
 
@@ -243,7 +246,7 @@ while kill -0 "$qpid" 2>/dev/null; do
 	sleep 0.2
 done
 qrc=0
-wait "$qpid" || qrc=$?
+{ wait "$qpid"; } 2>/dev/null || qrc=$?
 qpid=
 if [ -n "$tailpid" ]; then
 	sleep 0.5; kill "$tailpid" 2>/dev/null || true; wait "$tailpid" 2>/dev/null || true

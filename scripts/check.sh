@@ -1,0 +1,189 @@
+#!/bin/bash
+# `make check`: dependencies, every build, host unit tests, then one VM boot
+# per kernel (stock 6.1, stock 6.12, debug 6.12) running scripts/guest-tests.sh.
+# Prints phase timings and a per-part table, and ends with exactly one line
+#   N passed, N failed
+# (skips are in the table only). Exit status 0 only when nothing failed and
+# every VM came back clean (a crash, timeout or kernel warning is a failure).
+#
+# Environment:
+#   HCOMM_ROLES       VMs to boot (default "stock61 stock612 debug")
+#   HCOMM_VM_TIMEOUT  seconds per VM (default 1800; debug is slow under TCG)
+#   HCOMM_CACHE       cache dir (initramfs images, the debug kernel)
+# Logs: build/logs/ (check-*.log for builds, vm-<role>.log for consoles).
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/.." && pwd)
+cd "$repo"
+. "$here/lib.sh"
+
+roles=${HCOMM_ROLES:-stock61 stock612 debug}
+vm_timeout=${HCOMM_VM_TIMEOUT:-1800}
+logs=$repo/build/logs
+mkdir -p "$logs"
+
+now() { date +%s.%N; }
+since() { echo "$(now) $1" | awk '{printf "%.1f", $1 - $2}'; }
+
+# Rows of the final table: kind|name|passed|failed|skipped|secs|note
+rows=()
+row() { rows+=("$1|$2|$3|$4|$5|$6|${7:-}"); }
+
+# Run a phase with its output in build/logs/check-<name>.log.
+# Records a row; a failed phase counts as one failure.
+phase() {
+	local name=$1 t rc; shift
+	t=$(now)
+	printf '[check] %-28s ' "$name" >&2
+	"$@" > "$logs/check-$name.log" 2>&1
+	rc=$?
+	if [ $rc -eq 0 ]; then
+		echo "ok ($(since "$t")s)" >&2
+		row phase "$name" 0 0 0 "$(since "$t")" ok
+	else
+		echo "FAILED rc=$rc ($(since "$t")s), log $logs/check-$name.log" >&2
+		tail -n 25 "$logs/check-$name.log" | sed 's/^/    /' >&2
+		row phase "$name" 0 1 0 "$(since "$t")" "rc=$rc"
+	fi
+	return $rc
+}
+
+latest_kver() { # 6.1 -> newest installed 6.1.x version
+	local f
+	f=$(ls /boot/vmlinuz-"$1".* 2>/dev/null | sort -V | tail -n1)
+	[ -n "$f" ] && basename "$f" | sed 's/^vmlinuz-//'
+}
+
+t_all=$(now)
+
+# ------------------------------------------------------------- deps, builds
+phase install-deps scripts/install-deps.sh
+
+kdebug=
+ok_debug=0
+case " $roles " in *" debug "*)
+	# A lock so two checks never build the debug kernel at once.
+	build_debug() (
+		exec 9> "$HCOMM_CACHE/kdebug.lock"
+		flock 9
+		scripts/build-debug-kernel.sh > "$logs/kdebug.path"
+	)
+	if phase debug-kernel build_debug; then
+		kdebug=$(tail -n1 "$logs/kdebug.path")
+		ok_debug=1
+	fi
+	;;
+esac
+
+phase build-lib make -C lib
+phase build-selftests make -C selftests
+
+declare -A kver kimage kdir
+for r in $roles; do
+	case $r in
+	stock61) v=$(latest_kver 6.1); kver[$r]=$v; kimage[$r]=/boot/vmlinuz-$v; kdir[$r]=/lib/modules/$v/build ;;
+	stock612) v=$(latest_kver 6.12); kver[$r]=$v; kimage[$r]=/boot/vmlinuz-$v; kdir[$r]=/lib/modules/$v/build ;;
+	debug) kver[$r]=none; kimage[$r]=$kdebug/arch/x86/boot/bzImage; kdir[$r]=$kdebug ;;
+	*) die "unknown role $r (stock61, stock612, debug)" ;;
+	esac
+done
+
+declare -A kmod_ok kko
+for r in $roles; do
+	kmod_ok[$r]=0
+	if [ "$r" = debug ]; then
+		[ "$ok_debug" = 1 ] || { row phase "build-kmod-debug" 0 1 0 0 "no debug kernel"; continue; }
+		out=$repo/build/kmod/debug
+	else
+		if [ -z "${kver[$r]}" ] || [ ! -d "${kdir[$r]}" ]; then
+			echo "[check] $r: no installed kernel/headers found" >&2
+			row phase "build-kmod-$r" 0 1 0 0 "no kernel"
+			continue
+		fi
+		out=$repo/build/kmod/${kver[$r]}
+	fi
+	mkdir -p "$out"
+	phase "build-kmod-$r" make -C kernel KDIR="${kdir[$r]}" O="$out" && kmod_ok[$r]=1
+	kko[$r]=$out/hcomm.ko
+done
+
+# ------------------------------------------------------------- host tests
+t=$(now)
+printf '[check] %-28s ' "host-lib-tests" >&2
+make -C lib check > "$logs/check-host-lib-tests.log" 2>&1
+rc=$?
+sum=$(grep -E '^lib: [0-9]+ passed, [0-9]+ failed' "$logs/check-host-lib-tests.log" | tail -n1)
+if [ -n "$sum" ]; then
+	set -- $sum
+	p=$2 f=$4
+	[ $rc -ne 0 ] && [ "$f" -eq 0 ] && f=1
+else
+	p=0 f=1
+fi
+echo "rc=$rc ${sum:-no summary line} ($(since "$t")s)" >&2
+[ $rc -ne 0 ] && tail -n 25 "$logs/check-host-lib-tests.log" | sed 's/^/    /' >&2
+row test "host/lib" "$p" "$f" 0 "$(since "$t")"
+
+# ------------------------------------------------------------- VMs
+expected_parts() {
+	if [ "$1" = debug ]; then echo load selftests kunit unload kmemleak
+	else echo load selftests unload; fi
+}
+for r in $roles; do
+	if [ "${kmod_ok[$r]}" != 1 ]; then
+		echo "[check] vm-$r: skipped (module not built)" >&2
+		row vm "$r" 0 1 0 0 "not booted: no module"
+		continue
+	fi
+	log=$logs/vm-$r.log
+	echo "[check] vm-$r: booting ${kimage[$r]} (console $log)" >&2
+	t=$(now)
+	HCOMM_KO=${kko[$r]} scripts/vm-run.sh --kernel "${kimage[$r]}" \
+		--kver "${kver[$r]}" --log "$log" --timeout "$vm_timeout" \
+		-- scripts/guest-tests.sh "$r" 2> "$logs/vm-$r.host.log"
+	rc=$?
+	secs=$(since "$t")
+	sed 's/^/    /' "$logs/vm-$r.host.log" >&2
+	boot=$(grep -aoE 'boot-to-command=[0-9.?]+' "$logs/vm-$r.host.log" | tail -n1 | sed 's/.*=//')
+	src=$log.out
+	grep -q '^RESULT ' "$src" 2>/dev/null || src=$log
+	for part in $(expected_parts "$r"); do
+		line=$(grep -aE "^RESULT $part passed=" "$src" | tail -n1)
+		if [ -z "$line" ]; then
+			row test "$r/$part" 0 1 0 0 "no RESULT line"
+			continue
+		fi
+		p=$(echo "$line" | sed -E 's/.* passed=([0-9]+).*/\1/')
+		f=$(echo "$line" | sed -E 's/.* failed=([0-9]+).*/\1/')
+		s=$(echo "$line" | sed -E 's/.* skipped=([0-9]+).*/\1/')
+		ps=$(echo "$line" | sed -nE 's/.* secs=([0-9.]+).*/\1/p')
+		row test "$r/$part" "$p" "$f" "$s" "${ps:-?}"
+	done
+	case $rc in
+	0|1) note="ok"; vf=0 ;;   # 1: guest-tests counted its failures itself
+	124) note="TIMEOUT after ${vm_timeout}s"; vf=1 ;;
+	125) note="no exit status (crash/panic)"; vf=1 ;;
+	126) note="KERNEL WARNING/BUG in console"; vf=1 ;;
+	*) note="rc=$rc"; vf=1 ;;
+	esac
+	[ "$rc" = 1 ] && note="guest-tests failed"
+	row vm "$r" 0 "$vf" 0 "$secs" "$note; boot ${boot:-?}s"
+	echo "[check] vm-$r: rc=$rc, ${secs}s" >&2
+done
+
+# ------------------------------------------------------------- report
+tp=0 tf=0 ts=0
+echo
+printf '%-6s %-26s %7s %7s %7s %8s  %s\n' kind name passed failed skipped secs note
+printf '%s\n' "------------------------------------------------------------------------------"
+for x in "${rows[@]}"; do
+	IFS='|' read -r kind name p f s secs note <<< "$x"
+	printf '%-6s %-26s %7s %7s %7s %8s  %s\n' "$kind" "$name" "$p" "$f" "$s" "$secs" "$note"
+	tp=$((tp + p)); tf=$((tf + f)); ts=$((ts + s))
+done
+printf '%s\n' "------------------------------------------------------------------------------"
+printf '%-33s %7s %7s %7s %8s\n' total "$tp" "$tf" "$ts" "$(since "$t_all")"
+echo "logs: $logs"
+echo "$tp passed, $tf failed"
+[ "$tf" -eq 0 ]
