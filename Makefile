@@ -1,0 +1,49 @@
+# hcomm top level.
+#   make            libhcomm, selftests, hcomm.ko for every kernel with headers
+#                   in /lib/modules/*/build (output in build/kmod/<version>/)
+#   make check      everything, host tests, and the VM tests (scripts/check.sh)
+#   make demo       boot a stock 6.12 VM and run hcomm_demo (scripts/demo.sh)
+#   make lint       scripts/lint.sh
+#   make install    install libhcomm (PREFIX, DESTDIR as in lib/Makefile)
+#   make clean
+# `make` never needs the debug kernel; `make check` builds it (cached).
+
+BUILD := $(CURDIR)/build
+# Kernel versions whose headers are installed (sorted, newest last).
+KVERS ?= $(shell for d in /lib/modules/*/build; do \
+	[ -d "$$d" ] && basename "$$(dirname "$$d")"; done | sort -V)
+
+.PHONY: all lib selftests modules check demo lint install clean
+
+all: lib selftests modules
+
+lib:
+	$(MAKE) -C lib
+
+selftests: lib
+	$(MAKE) -C selftests
+
+modules:
+	@[ -n "$(KVERS)" ] || { echo "no kernel headers in /lib/modules/*/build" >&2; exit 1; }
+	@set -e; for v in $(KVERS); do \
+		echo "== hcomm.ko for $$v"; \
+		mkdir -p $(BUILD)/kmod/$$v; \
+		$(MAKE) -C kernel KDIR=/lib/modules/$$v/build O=$(BUILD)/kmod/$$v; \
+	done
+
+check:
+	scripts/check.sh
+
+demo:
+	scripts/demo.sh
+
+lint:
+	scripts/lint.sh
+
+install:
+	$(MAKE) -C lib install
+
+clean:
+	-$(MAKE) -C lib clean
+	-$(MAKE) -C selftests clean
+	rm -rf $(BUILD)
