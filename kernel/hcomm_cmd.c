@@ -170,7 +170,7 @@ static int hcomm_cmd_query(struct hcomm_ctx *ctx, void __user *uarg)
 
 	if (copy_from_user(&q, uarg, sizeof(q)))
 		return -EFAULT;
-	if (q.flags || memchr_inv(q.reserved, 0, sizeof(q.reserved)))
+	if (q.flags || q.reserved)
 		return -EINVAL;
 	r = hcomm_region_get(ctx, q.region);
 	if (!r)

@@ -215,7 +215,7 @@ struct hcomm_query {
 	__u32 access;
 	__u32 state;
 	__u64 first_extent;
-	__u64 reserved[1];
+	__u64 reserved;
 };
 
 /*
