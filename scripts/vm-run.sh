@@ -5,7 +5,10 @@
 #   scripts/vm-run.sh --kernel <bzImage> [--kver <modules version|none|auto>]
 #                     [--log <file>] [--timeout <s>] [--env VAR=value]...
 #                     [--cwd <dir>] [--mem 4G] [--smp 2] [--append <args>]
-#                     [--live] [--no-scan] -- <command> [args...]
+#                     [--live|--live-all] [--no-scan] -- <command> [args...]
+#
+# --live shows the console from the command's start on while it runs
+# (--live-all: from the first boot message); --no-scan skips the kernel scan.
 #
 # Guest: a tiny busybox initramfs loads the 9p module chain (stock kernels;
 # --kver auto takes the version from /boot/vmlinuz-<ver>, anything else means
@@ -30,7 +33,7 @@ repo=$(cd "$here/.." && pwd)
 
 usage() { sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 
-kernel= kver=auto log= timeout=900 mem=4G smp=2 append= live=0 scan=1
+kernel= kver=auto log= timeout=900 mem=4G smp=2 append= live=0 live_all=0 scan=1
 cwd=$repo
 envs=()
 while [ $# -gt 0 ]; do
@@ -45,6 +48,7 @@ while [ $# -gt 0 ]; do
 	--smp) smp=$2; shift 2 ;;
 	--append) append="$append $2"; shift 2 ;;
 	--live) live=1; shift ;;
+	--live-all) live=1; live_all=1; shift ;;
 	--no-scan) scan=0; shift ;;
 	--) shift; break ;;
 	-h|--help) usage ;;
@@ -231,7 +235,10 @@ qemu-system-x86_64 \
 	< /dev/null > "$log.qemu" 2>&1 &
 qpid=$!
 if [ "$live" = 1 ]; then
-	tail -n +1 -F --pid="$qpid" "$log" 2>/dev/null | tr -d '\r' &
+	# From the command's start on (--live-all: the whole boot), unbuffered.
+	tail -n +1 -F -s 0.2 --pid="$qpid" "$log" 2>/dev/null |
+		awk -v all="$live_all" '{ sub(/\r$/, "") }
+			all || on || /HCOMM-START/ { on = 1; print; fflush() }' &
 	tailpid=$!
 fi
 # Watchdog: poll instead of `timeout` so the trap can always kill qemu.
@@ -249,7 +256,8 @@ qrc=0
 { wait "$qpid"; } 2>/dev/null || qrc=$?
 qpid=
 if [ -n "$tailpid" ]; then
-	sleep 0.5; kill "$tailpid" 2>/dev/null || true; wait "$tailpid" 2>/dev/null || true
+	# tail notices qemu's exit by itself and reads the rest first.
+	wait "$tailpid" 2>/dev/null || true
 	tailpid=
 fi
 wall=$(echo "$(date +%s.%N) - $t0" | bc)
