@@ -67,6 +67,11 @@ case " $roles " in *" debug "*)
 	build_debug() (
 		exec 9> "$HCOMM_CACHE/kdebug.lock"
 		flock 9
+		# build-debug-kernel.sh has no lock of its own: never start a
+		# second build over one somebody started by hand.
+		while pgrep -f 'build-debug-kernel[.]sh' > /dev/null; do
+			echo "waiting for a running build-debug-kernel.sh"; sleep 15
+		done
 		scripts/build-debug-kernel.sh > "$logs/kdebug.path"
 	)
 	if phase debug-kernel build_debug; then
