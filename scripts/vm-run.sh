@@ -292,8 +292,9 @@ if [ "$scan" = 1 ]; then
 	pat="$pat|INFO: task .* blocked|Call Trace|Kernel panic|Oops|general protection fault"
 	pat="$pat|soft lockup|hard LOCKUP|RCU stall|rcu_sched self-detected stall|UBSAN:"
 	# Boot chatter of the debug kernel that merely names these facilities.
-	allow='Lock dependency validator|lockdep: |LOCKDEP|KernelAddressSanitizer'
-	allow="$allow|kasan: |per task-struct memory footprint|LOCK_DEP_SUBCLASSES"
+	# (Exact lines only: a broad allow could hide "BUG: MAX_LOCKDEP_... too low".)
+	allow='\] Lock dependency validator: |\] kasan: KernelAddressSanitizer initialized'
+	allow="$allow|\] kmemleak: Kernel memory leak detector initialized"
 	bad=$(grep -aE '\[ *[0-9]+\.[0-9]+\] ' "$log" | grep -aE "$pat" |
 		grep -avE "$allow" || true)
 	if [ -n "$bad" ]; then
