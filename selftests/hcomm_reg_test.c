@@ -121,8 +121,7 @@ static void reg_query_dereg(struct __test_metadata *_metadata,
 	ASSERT_EQ(want_off, q.offset);
 	ASSERT_EQ(access, q.access);
 	ASSERT_EQ(HCOMM_STATE_ACTIVE, q.state);
-	ASSERT_EQ(0, q.reserved[0]);
-	ASSERT_EQ(0, q.reserved[1]);
+	ASSERT_TRUE(all_zero(&q.reserved, sizeof(q.reserved)));
 	check_extents(_metadata, &q, e, PHYS_PAGEMAP);
 	free(e);
 
@@ -264,6 +263,107 @@ TEST_F(hcomm, query_extent_array_bounds)
 	ASSERT_EQ(0, hc_query(self->fd, self->r, r.region, NULL, 8, &q));
 	ASSERT_EQ(q0.nr_extents, q.nr_extents);
 
+	ASSERT_EQ(0, hc_dereg(self->fd, self->r, r.region));
+	munmap(buf, npg * PG);
+}
+
+/*
+ * Build npg pages of virtual memory whose neighbours are (almost surely)
+ * not physically adjacent: every other page of a touched 2*npg mapping,
+ * moved together with mremap().  Gives a region with many extents.
+ */
+static char *scattered_pages(size_t npg)
+{
+	char *src = map_anon(2 * npg * PG), *dst;
+	size_t i;
+
+	if (!src)
+		return NULL;
+	madvise(src, 2 * npg * PG, MADV_NOHUGEPAGE);
+	touch(src, 2 * npg * PG);
+	dst = mmap(NULL, npg * PG, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
+		   -1, 0);
+	if (dst == MAP_FAILED)
+		return NULL;
+	for (i = 0; i < npg; i++) {
+		/* reverse order too, against ascending allocation */
+		char *from = src + 2 * (npg - 1 - i) * PG;
+
+		if (mremap(from, PG, PG, MREMAP_MAYMOVE | MREMAP_FIXED,
+			   dst + i * PG) == MAP_FAILED)
+			return NULL;
+		dst[i * PG] = (char)i;
+	}
+	munmap(src, 2 * npg * PG);	/* the odd pages left behind */
+	return dst;
+}
+
+/* first_extent pages through the table: every window matches one read. */
+TEST_F(hcomm, query_extents_paged)
+{
+	size_t npg = 64;
+	char *buf = scattered_pages(npg);
+	struct hcomm_extent *all = NULL, win[5];
+	struct hcomm_reg_mem r;
+	struct hcomm_query q, qa;
+	uint32_t n, first, k, step;
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, hc_reg_mem(self->fd, self->r, buf, npg * PG, ACC_RW, &r));
+	ASSERT_EQ(0, hc_query_all(self->fd, self->r, r.region, &qa, &all));
+	n = qa.nr_extents;
+	TH_LOG("%zu scattered pages -> %u extents", npg, n);
+	check_extents(_metadata, &qa, all, PHYS_PAGEMAP);
+	ASSERT_LE(2, n) TH_LOG("scattered pages coalesced into one extent?");
+
+	for (step = 1; step <= 4; step += 3) {
+		for (first = 0; first < n; first += step) {
+			memset(win, 0xa5, sizeof(win));
+			memset(&q, 0, sizeof(q));
+			q.region = r.region;
+			q.extents = (uintptr_t)win;
+			q.max_extents = step;
+			q.first_extent = first;
+			ASSERT_EQ(0, submit(self->fd, self->r, HCOMM_CMD_QUERY,
+					    &q));
+			ASSERT_EQ(n, q.nr_extents) TH_LOG("nr_extents is the "
+							  "total");
+			for (k = 0; k < step && first + k < n; k++) {
+				ASSERT_EQ(0, memcmp(&all[first + k], &win[k],
+						    sizeof(win[k])))
+					TH_LOG("extent %u differs when read "
+					       "from first_extent %u",
+					       first + k, first);
+			}
+			/* nothing past the last existing extent */
+			for (; k < ARRAY_SIZE(win); k++)
+				ASSERT_TRUE(((unsigned char *)&win[k])[0] == 0xa5 &&
+					    ((unsigned char *)&win[k])[23] == 0xa5)
+					TH_LOG("entry %u written past the window "
+					       "or past the table", k);
+		}
+	}
+
+	/* first_extent at or past the end: success, nothing written */
+	for (first = n; first <= n + 1; first++) {
+		memset(win, 0xa5, sizeof(win));
+		memset(&q, 0, sizeof(q));
+		q.region = r.region;
+		q.extents = (uintptr_t)win;
+		q.max_extents = ARRAY_SIZE(win);
+		q.first_extent = first;
+		ASSERT_EQ(0, submit(self->fd, self->r, HCOMM_CMD_QUERY, &q));
+		ASSERT_EQ(n, q.nr_extents);
+		ASSERT_EQ(0xa5, ((unsigned char *)win)[0]);
+	}
+	memset(&q, 0, sizeof(q));
+	q.region = r.region;
+	q.extents = (uintptr_t)win;
+	q.max_extents = 1;
+	q.first_extent = ~0ULL;
+	ASSERT_EQ(0, submit(self->fd, self->r, HCOMM_CMD_QUERY, &q));
+
+	free(all);
 	ASSERT_EQ(0, hc_dereg(self->fd, self->r, r.region));
 	munmap(buf, npg * PG);
 }

@@ -178,6 +178,17 @@ static HC_UNUSED bool hcomm_gauges_equal(const struct hcomm_stats *a,
 	return true;
 }
 
+/* True when n bytes at p are all zero (works for a word or an array). */
+static HC_UNUSED bool all_zero(const void *p, size_t n)
+{
+	const unsigned char *c = p;
+
+	while (n--)
+		if (*c++)
+			return false;
+	return true;
+}
+
 static HC_UNUSED void hc_sleep_ms(unsigned int ms)
 {
 	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };

@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * hcomm uapi checks that need no module and no device: struct layouts
+ * (naturally aligned, sizes frozen for ABI version 1), command numbers,
+ * the io_uring payload fitting a 64-byte SQE, and the selftests' own
+ * parsers (debugfs stats).  Runs on the build host: make -C selftests
+ * host-check.
+ */
+#include "kselftest_harness.h"
+#include "hcomm_util.h"
+
+#define OFF(t, f)	offsetof(struct t, f)
+
+TEST(struct_sizes)
+{
+	ASSERT_EQ(16, sizeof(struct hcomm_uring_cmd));
+	ASSERT_EQ(88, sizeof(struct hcomm_info));
+	ASSERT_EQ(56, sizeof(struct hcomm_reg_mem));
+	ASSERT_EQ(56, sizeof(struct hcomm_reg_dmabuf));
+	ASSERT_EQ(24, sizeof(struct hcomm_dereg));
+	ASSERT_EQ(24, sizeof(struct hcomm_extent));
+	ASSERT_EQ(88, sizeof(struct hcomm_query));
+	/* every struct is a multiple of 8: no tail padding differences */
+	ASSERT_EQ(0, sizeof(struct hcomm_info) % 8);
+	ASSERT_EQ(0, sizeof(struct hcomm_query) % 8);
+}
+
+TEST(field_offsets)
+{
+	ASSERT_EQ(0, OFF(hcomm_uring_cmd, addr));
+	ASSERT_EQ(8, OFF(hcomm_uring_cmd, size));
+	ASSERT_EQ(12, OFF(hcomm_uring_cmd, flags));
+
+	ASSERT_EQ(0, OFF(hcomm_info, abi_version));
+	ASSERT_EQ(8, OFF(hcomm_info, features));
+	ASSERT_EQ(16, OFF(hcomm_info, max_region_size));
+	ASSERT_EQ(24, OFF(hcomm_info, page_sizes));
+	ASSERT_EQ(32, OFF(hcomm_info, max_regions));
+	ASSERT_EQ(36, OFF(hcomm_info, nr_regions));
+	ASSERT_EQ(40, OFF(hcomm_info, memlock_limit));
+	ASSERT_EQ(48, OFF(hcomm_info, pinned_bytes));
+	ASSERT_EQ(56, OFF(hcomm_info, reserved));
+
+	ASSERT_EQ(0, OFF(hcomm_reg_mem, addr));
+	ASSERT_EQ(8, OFF(hcomm_reg_mem, len));
+	ASSERT_EQ(16, OFF(hcomm_reg_mem, access));
+	ASSERT_EQ(20, OFF(hcomm_reg_mem, flags));
+	ASSERT_EQ(24, OFF(hcomm_reg_mem, region));
+	ASSERT_EQ(28, OFF(hcomm_reg_mem, reserved0));
+	ASSERT_EQ(32, OFF(hcomm_reg_mem, key));
+	ASSERT_EQ(40, OFF(hcomm_reg_mem, reserved));
+
+	ASSERT_EQ(0, OFF(hcomm_reg_dmabuf, fd));
+	ASSERT_EQ(4, OFF(hcomm_reg_dmabuf, access));
+	ASSERT_EQ(8, OFF(hcomm_reg_dmabuf, offset));
+	ASSERT_EQ(16, OFF(hcomm_reg_dmabuf, len));
+	ASSERT_EQ(24, OFF(hcomm_reg_dmabuf, flags));
+	ASSERT_EQ(28, OFF(hcomm_reg_dmabuf, region));
+	ASSERT_EQ(32, OFF(hcomm_reg_dmabuf, key));
+	ASSERT_EQ(40, OFF(hcomm_reg_dmabuf, reserved));
+
+	ASSERT_EQ(0, OFF(hcomm_dereg, region));
+	ASSERT_EQ(4, OFF(hcomm_dereg, flags));
+	ASSERT_EQ(8, OFF(hcomm_dereg, reserved));
+
+	ASSERT_EQ(0, OFF(hcomm_extent, offset));
+	ASSERT_EQ(8, OFF(hcomm_extent, len));
+	ASSERT_EQ(16, OFF(hcomm_extent, phys));
+
+	ASSERT_EQ(0, OFF(hcomm_query, region));
+	ASSERT_EQ(4, OFF(hcomm_query, flags));
+	ASSERT_EQ(8, OFF(hcomm_query, extents));
+	ASSERT_EQ(16, OFF(hcomm_query, max_extents));
+	ASSERT_EQ(20, OFF(hcomm_query, type));
+	ASSERT_EQ(24, OFF(hcomm_query, addr));
+	ASSERT_EQ(32, OFF(hcomm_query, len));
+	ASSERT_EQ(40, OFF(hcomm_query, key));
+	ASSERT_EQ(48, OFF(hcomm_query, nr_pages));
+	ASSERT_EQ(56, OFF(hcomm_query, nr_extents));
+	ASSERT_EQ(60, OFF(hcomm_query, offset));
+	ASSERT_EQ(64, OFF(hcomm_query, access));
+	ASSERT_EQ(68, OFF(hcomm_query, state));
+	ASSERT_EQ(72, OFF(hcomm_query, first_extent));
+	ASSERT_EQ(80, OFF(hcomm_query, reserved));
+}
+
+TEST(command_numbers)
+{
+	static const struct { unsigned int cmd, nr; size_t size; } c[] = {
+		{ HCOMM_CMD_GET_INFO, 0, sizeof(struct hcomm_info) },
+		{ HCOMM_CMD_REG_MEM, 1, sizeof(struct hcomm_reg_mem) },
+		{ HCOMM_CMD_REG_DMABUF, 2, sizeof(struct hcomm_reg_dmabuf) },
+		{ HCOMM_CMD_DEREG, 3, sizeof(struct hcomm_dereg) },
+		{ HCOMM_CMD_QUERY, 4, sizeof(struct hcomm_query) },
+	};
+	size_t i, j;
+
+	for (i = 0; i < ARRAY_SIZE(c); i++) {
+		ASSERT_EQ(HCOMM_IOC_MAGIC, _IOC_TYPE(c[i].cmd));
+		ASSERT_EQ(c[i].nr, _IOC_NR(c[i].cmd));
+		ASSERT_EQ(c[i].size, _IOC_SIZE(c[i].cmd));
+		ASSERT_EQ(_IOC_READ | _IOC_WRITE, _IOC_DIR(c[i].cmd));
+		for (j = 0; j < i; j++)
+			ASSERT_NE(c[j].cmd, c[i].cmd);
+	}
+	/* the wrong-size numbers the tests build really differ */
+	ASSERT_NE(HCOMM_CMD_REG_MEM,
+		  _IOWR(HCOMM_IOC_MAGIC, 1, char[sizeof(struct hcomm_reg_mem) - 8]));
+	ASSERT_EQ(HCOMM_CMD_REG_MEM,
+		  _IOWR(HCOMM_IOC_MAGIC, 1, char[sizeof(struct hcomm_reg_mem)]));
+}
+
+TEST(uring_payload_fits_sqe)
+{
+	/* sqe->cmd starts at byte 48 of a 64-byte SQE: 16 bytes */
+	ASSERT_EQ(64, sizeof(struct io_uring_sqe));
+	ASSERT_EQ(48, offsetof(struct io_uring_sqe, cmd));
+	ASSERT_GE(sizeof(struct io_uring_sqe) - offsetof(struct io_uring_sqe, cmd),
+		  sizeof(struct hcomm_uring_cmd));
+	ASSERT_EQ(8, offsetof(struct io_uring_sqe, cmd_op));
+}
+
+TEST(feature_and_access_bits)
+{
+	ASSERT_EQ(1, HCOMM_FEAT_URING_CMD);
+	ASSERT_EQ(2, HCOMM_FEAT_DMABUF);
+	ASSERT_EQ(4, HCOMM_FEAT_DMABUF_MOVE_NOTIFY);
+	ASSERT_EQ(8, HCOMM_FEAT_HUGE_EXTENTS);
+	ASSERT_EQ(7, HCOMM_ACCESS_ALL);
+	ASSERT_EQ(1, HCOMM_ABI_VERSION);
+}
+
+TEST(stats_parser)
+{
+	const char *good =
+		"contexts 1\nregions 2\nhost_regions 1\ndmabuf_regions 1\n"
+		"pinned_pages 513\nmemlock_pages 0\ncmd_get_info 7\n"
+		"cmd_reg_mem 3\ncmd_reg_dmabuf 1\ncmd_dereg 2\ncmd_query 4\n"
+		"cmd_errors 5\nuring_cmds 6\nioctls 11\nsomething_new 42\n";
+	struct hcomm_stats s, t;
+
+	ASSERT_EQ(0, hcomm_stats_parse(good, &s));
+	ASSERT_EQ(1, s.contexts);
+	ASSERT_EQ(2, s.regions);
+	ASSERT_EQ(513, s.pinned_pages);
+	ASSERT_EQ(5, s.cmd_errors);
+	ASSERT_EQ(11, s.ioctls);
+	t = s;
+	t.ioctls++;		/* a counter: gauges still equal */
+	ASSERT_TRUE(hcomm_gauges_equal(&s, &t));
+	t.memlock_pages++;
+	ASSERT_FALSE(hcomm_gauges_equal(&s, &t));
+	ASSERT_EQ(-ENOENT, hcomm_stats_parse("contexts 0\n", &s));
+	ASSERT_EQ(-EINVAL, hcomm_stats_parse("contexts\n", &s));
+}
+
+TEST(span_pages_math)
+{
+	ASSERT_EQ(1, span_pages(0, 1));
+	ASSERT_EQ(1, span_pages(4095, 1));
+	ASSERT_EQ(2, span_pages(4095, 2));
+	ASSERT_EQ(1, span_pages(0, 4096));
+	ASSERT_EQ(2, span_pages(1, 4096));
+	ASSERT_EQ(16384, span_pages(0, 64 * MiB));
+}
+
+TEST_HARNESS_MAIN
