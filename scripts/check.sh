@@ -153,10 +153,12 @@ for r in $roles; do
 	boot=$(grep -aoE 'boot-to-command=[0-9.?]+' "$logs/vm-$r.host.log" | tail -n1 | sed 's/.*=//')
 	src=$log.out
 	grep -q '^RESULT ' "$src" 2>/dev/null || src=$log
+	part_fails=0
 	for part in $(expected_parts "$r"); do
 		line=$(grep -aE "^RESULT $part passed=" "$src" | tail -n1)
 		if [ -z "$line" ]; then
 			row test "$r/$part" 0 1 0 0 "no RESULT line"
+			part_fails=$((part_fails + 1))
 			continue
 		fi
 		p=$(echo "$line" | sed -E 's/.* passed=([0-9]+).*/\1/')
@@ -164,6 +166,7 @@ for r in $roles; do
 		s=$(echo "$line" | sed -E 's/.* skipped=([0-9]+).*/\1/')
 		ps=$(echo "$line" | sed -nE 's/.* secs=([0-9.]+).*/\1/p')
 		row test "$r/$part" "$p" "$f" "$s" "${ps:-?}"
+		part_fails=$((part_fails + f))
 	done
 	case $rc in
 	0|1) note="ok"; vf=0 ;;   # 1: guest-tests counted its failures itself
@@ -172,7 +175,11 @@ for r in $roles; do
 	126) note="KERNEL WARNING/BUG in console"; vf=1 ;;
 	*) note="rc=$rc"; vf=1 ;;
 	esac
-	[ "$rc" = 1 ] && note="guest-tests failed"
+	if [ "$rc" = 1 ]; then
+		note="guest-tests failed"
+		# It must have said what failed; if not, count the VM itself.
+		[ "$part_fails" -gt 0 ] || vf=1
+	fi
 	row vm "$r" 0 "$vf" 0 "$secs" "$note; boot ${boot:-?}s"
 	echo "[check] vm-$r: rc=$rc, ${secs}s" >&2
 done
