@@ -1,0 +1,130 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# Run the hcomm selftests and summarise them.
+#
+#   run_tests.sh [DIR [TEST...]]
+#
+# DIR holds the test binaries: by default this script's own directory when
+# the binaries are next to it (the copy make puts in build/selftests), else
+# ../build/selftests relative to it (the copy in selftests/).  TEST names
+# (e.g. hcomm_reg_test) restrict the run; hcomm_rmmod_test always runs last
+# because it unloads and reloads the module.
+#
+# Assumes: root, hcomm.ko loaded, debugfs mounted at /sys/kernel/debug.
+# HCOMM_KO (path of hcomm.ko) enables the unload/reload test.
+# HCOMM_TEST_TIMEOUT bounds each binary (seconds, default 1800).
+#
+# Output: one TAP stream; each binary's own TAP is nested under "# ", then
+# "ok/not ok N selftests: hcomm: NAME".  Last line:
+#   selftests: N passed, N failed, N skipped
+# Exit status 1 when anything failed, else 0.
+
+set -u
+
+ALL="hcomm_uapi_test hcomm_reg_test hcomm_errors_test hcomm_dmabuf_test
+hcomm_proc_test hcomm_rmmod_test"
+
+here=$(cd "$(dirname "$0")" && pwd)
+if [ $# -ge 1 ]; then
+	dir=$1
+	shift
+elif [ -x "$here/hcomm_reg_test" ]; then
+	dir=$here
+else
+	dir=$here/../build/selftests
+fi
+dir=$(cd "$dir" 2>/dev/null && pwd) || {
+	echo "run_tests.sh: no test directory $dir (make -C selftests first)" >&2
+	echo "selftests: 0 passed, 1 failed, 0 skipped"
+	exit 1
+}
+
+if [ $# -ge 1 ]; then
+	want=" $* "
+	list=""
+	for t in $ALL; do
+		case "$want" in *" $t "*) list="$list $t" ;; esac
+	done
+else
+	list=$ALL
+fi
+
+timeout_s=${HCOMM_TEST_TIMEOUT:-1800}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/hcomm-selftests.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+
+[ "$(id -u)" -eq 0 ] || echo "# warning: not root; most tests will fail"
+[ -e /dev/hcomm ] || echo "# warning: /dev/hcomm missing (module not loaded?)"
+[ -r /sys/kernel/debug/hcomm/stats ] ||
+	echo "# warning: /sys/kernel/debug/hcomm/stats unreadable (debugfs?)"
+
+n=0
+for t in $list; do n=$((n + 1)); done
+echo "TAP version 13"
+echo "1..$n"
+
+passed=0 failed=0 skipped=0 i=0
+for t in $list; do
+	i=$((i + 1))
+	bin=$dir/$t
+	log=$tmp/$t.log
+	echo "# selftests: hcomm: $t"
+	if [ ! -x "$bin" ]; then
+		echo "# $bin: not built"
+		echo "not ok $i selftests: hcomm: $t # missing"
+		failed=$((failed + 1))
+		continue
+	fi
+	: >"$log"
+	rm -f "$tmp/rc"
+	{
+		if command -v timeout >/dev/null 2>&1; then
+			timeout -k 10 "$timeout_s" "$bin" 2>&1
+		else
+			"$bin" 2>&1
+		fi
+		echo "$?" >"$tmp/rc"
+	} | while IFS= read -r line; do
+		printf '%s\n' "$line" >>"$log"
+		printf '# %s\n' "$line"
+	done
+	rc=$(cat "$tmp/rc" 2>/dev/null || echo 255)
+
+	# Prefer the harness's own totals; fall back to the result lines.
+	tot=$(grep -E '^# Totals: pass:[0-9]+ fail:[0-9]+' "$log" | tail -n 1)
+	if [ -n "$tot" ]; then
+		p=$(echo "$tot" | sed -E 's/.*Totals: pass:([0-9]+).*/\1/')
+		f=$(echo "$tot" | sed -E 's/.* fail:([0-9]+).*/\1/')
+		xf=$(echo "$tot" | sed -E 's/.*xfail:([0-9]+).*/\1/')
+		xp=$(echo "$tot" | sed -E 's/.*xpass:([0-9]+).*/\1/')
+		s=$(echo "$tot" | sed -E 's/.*skip:([0-9]+).*/\1/')
+		e=$(echo "$tot" | sed -E 's/.*error:([0-9]+).*/\1/')
+		p=$((p + xf))
+		f=$((f + xp + e))
+	else
+		s=$(grep -cE '^ok [0-9]+ .*# SKIP' "$log")
+		p=$(grep -E '^ok [0-9]+ ' "$log" | grep -cvE '# SKIP')
+		f=$(grep -cE '^not ok [0-9]+ ' "$log")
+	fi
+	# A crash, a timeout or a bad exit without a counted failure is one.
+	if [ "$rc" -ne 0 ] && [ "$rc" -ne 4 ] && [ "$f" -eq 0 ]; then
+		echo "# $t exited with status $rc"
+		[ "$rc" -eq 124 ] && echo "# $t timed out after ${timeout_s}s"
+		f=1
+	fi
+	passed=$((passed + p))
+	failed=$((failed + f))
+	skipped=$((skipped + s))
+
+	if [ "$f" -gt 0 ]; then
+		echo "not ok $i selftests: hcomm: $t # exit=$rc"
+	elif [ "$p" -eq 0 ] && [ "$s" -gt 0 ]; then
+		echo "ok $i selftests: hcomm: $t # SKIP"
+	else
+		echo "ok $i selftests: hcomm: $t"
+	fi
+done
+
+echo "selftests: $passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ]
