@@ -5,6 +5,7 @@
 #   scripts/vm-run.sh --kernel <bzImage> [--kver <modules version|none|auto>]
 #                     [--log <file>] [--timeout <s>] [--env VAR=value]...
 #                     [--cwd <dir>] [--mem 4G] [--smp 2] [--append <args>]
+#                     [--machine q35|pc]
 #                     [--live|--live-all] [--no-scan] -- <command> [args...]
 #
 # --live shows the console from the command's start on while it runs
@@ -34,6 +35,7 @@ repo=$(cd "$here/.." && pwd)
 usage() { sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 
 kernel= kver=auto log= timeout=900 mem=4G smp=2 append= live=0 live_all=0 scan=1
+machine=${HCOMM_VM_MACHINE:-q35}
 cwd=$repo
 envs=()
 while [ $# -gt 0 ]; do
@@ -46,6 +48,7 @@ while [ $# -gt 0 ]; do
 	--cwd) cwd=$2; shift 2 ;;
 	--mem) mem=$2; shift 2 ;;
 	--smp) smp=$2; shift 2 ;;
+	--machine) machine=$2; shift 2 ;;
 	--append) append="$append $2"; shift 2 ;;
 	--live) live=1; shift ;;
 	--live-all) live=1; live_all=1; shift ;;
@@ -173,6 +176,30 @@ initramfs_for() { # kver -> prints the path of the (cached) initramfs
 
 initrd=$(initramfs_for "$kver")
 
+# A kernel from a build tree (the debug kernel) has no /lib/modules/<ver> on
+# the host: prepare one (modules.builtin + depmod, cached) that the guest
+# bind-mounts over /lib/modules, so `modprobe <built-in driver>` succeeds there
+# as it does on a stock kernel.
+modroot=
+case $kernel in */arch/x86/boot/bzImage)
+	ktree=${kernel%/arch/x86/boot/bzImage}
+	if [ -f "$ktree/modules.builtin" ] && [ -f "$ktree/include/config/kernel.release" ]; then
+		krel=$(cat "$ktree/include/config/kernel.release")
+		mkey=$(cat "$ktree/include/config/kernel.release" "$ktree/modules.builtin" \
+			"$ktree/modules.builtin.modinfo" | sha256sum | cut -c1-16)
+		modroot=$HCOMM_CACHE/modroot/$krel-$mkey
+		if [ ! -d "$modroot" ]; then
+			tmp=$(mktemp -d "$HCOMM_CACHE/modroot.XXXXXX")
+			mkdir -p "$tmp/lib/modules/$krel"
+			cp "$ktree/modules.builtin" "$ktree/modules.builtin.modinfo" \
+				"$tmp/lib/modules/$krel/"
+			depmod -b "$tmp" "$krel"
+			mkdir -p "$HCOMM_CACHE/modroot"
+			mv "$tmp" "$modroot" 2>/dev/null || rm -rf "$tmp"
+		fi
+	fi ;;
+esac
+
 # ---------------------------------------------------------------- run script
 # It must be visible in the guest at the same path: the build tree is shared
 # (the guest's /tmp and /run are its own tmpfs).
@@ -203,6 +230,10 @@ q() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
 		echo "export ${e%%=*}=$(q "${e#*=}")"
 	done
 	echo 'up() { cut -d" " -f1 /proc/uptime; }'
+	if [ -n "$modroot" ]; then
+		printf '[ -d /lib/modules/%s ] || mount --bind %s /lib/modules\n' \
+			"$krel" "$(q "$modroot/lib/modules")"
+	fi
 	echo "echo \"HCOMM-START: uptime=\$(up)\""
 	printf 'cd %s || { echo "HCOMM-EXIT: 125"; echo o > /proc/sysrq-trigger; }\n' "$(q "$cwd")"
 	printf '('
@@ -228,7 +259,7 @@ log "vm: command: $*"
 t0=$(date +%s.%N)
 qemu-system-x86_64 \
 	-m "$mem" -smp "$smp" -nographic -no-reboot -monitor none \
-	-cpu max -nic none \
+	-machine "$machine" -cpu max -nic none \
 	-kernel "$kernel" -initrd "$initrd" -append "$cmdline" \
 	-serial "file:$log" -serial "file:$out" \
 	-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
@@ -288,7 +319,11 @@ fi
 if [ "$scan" = 1 ]; then
 	# Kernel lines only (printk timestamp), so program output cannot trip it.
 	pat='BUG:|WARNING:|KASAN|possible circular locking|possible recursive locking'
-	pat="$pat|inconsistent lock state|lockdep|kmemleak: .* new suspected memory leaks"
+	# lockdep: its reports, not the bare word (boot prints "RCU lockdep
+	# checking is enabled" and every debug-kernel stack has lockdep_* frames).
+	pat="$pat|inconsistent lock state|INFO: lockdep is turned off|DEBUG_LOCKS_WARN_ON"
+	pat="$pat|turning off the locking correctness validator|lockdep: .*too low"
+	pat="$pat|kmemleak: .* new suspected memory leaks"
 	pat="$pat|INFO: task .* blocked|Call Trace|Kernel panic|Oops|general protection fault"
 	pat="$pat|soft lockup|hard LOCKUP|RCU stall|rcu_sched self-detected stall|UBSAN:"
 	# Boot chatter of the debug kernel that merely names these facilities.
