@@ -223,9 +223,9 @@ q() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
 	echo 'export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
 	echo 'export HOME=/root TERM=dumb LANG=C.UTF-8 HCOMM_IN_VM=1'
 	echo 'export HCOMM_OUT_TTY=/dev/ttyS1'
-	while IFS='=' read -r name value; do
-		echo "export $name=$(q "$value")"
-	done < <(env | grep -E '^HCOMM_[A-Za-z0-9_]*=' | grep -v '^HCOMM_OUT_TTY=' || true)
+	for name in $(compgen -e | grep -E '^HCOMM_[A-Za-z0-9_]*$' | grep -vx HCOMM_OUT_TTY); do
+		echo "export $name=$(q "${!name}")"
+	done
 	for e in "${envs[@]}"; do
 		echo "export ${e%%=*}=$(q "${e#*=}")"
 	done
@@ -235,11 +235,10 @@ q() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
 			"$krel" "$(q "$modroot/lib/modules")"
 	fi
 	echo "echo \"HCOMM-START: uptime=\$(up)\""
-	printf 'cd %s || { echo "HCOMM-EXIT: 125"; echo o > /proc/sysrq-trigger; }\n' "$(q "$cwd")"
-	printf '('
+	printf 'if cd %s; then\n\t(' "$(q "$cwd")"
 	for a in "$@"; do printf ' %s' "$(q "$a")"; done
-	printf ' ) < /dev/null\n'
-	echo 'rc=$?'
+	printf ' ) < /dev/null\n\trc=$?\n'
+	printf 'else\n\techo "vm-run: cannot cd to %s in the guest"; rc=125\nfi\n' "$cwd"
 	echo 'printf "\nHCOMM-EXIT: %s uptime=%s\n" "$rc" "$(up)"'
 	echo 'printf "HCOMM-EXIT: %s\n" "$rc" > /dev/ttyS1 2>/dev/null'
 	# busybox poweroff -f is a direct reboot(2): synchronous, and from tmpfs.
