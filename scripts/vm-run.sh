@@ -168,8 +168,8 @@ initramfs_for() { # kver -> prints the path of the (cached) initramfs
 	printf '%s\n' "$INIT" > "$stage/init"
 	chmod 755 "$stage/init"
 	(cd "$stage" && find . -mindepth 1 | LC_ALL=C sort |
-		cpio -o -H newc -R 0:0 --quiet) | gzip -1 > "$dst.tmp"
-	mv "$dst.tmp" "$dst"
+		cpio -o -H newc -R 0:0 --quiet) | gzip -1 > "$stage.cpio.gz"
+	mv "$stage.cpio.gz" "$dst"     # atomic: a concurrent run sees all or none
 	rm -rf "$stage"
 	echo "$dst"
 }
