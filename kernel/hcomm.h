@@ -131,8 +131,11 @@ struct hcomm_region {
 };
 
 /* hcomm_mr.c */
-int hcomm_reg_mem(struct hcomm_ctx *ctx, struct hcomm_reg_mem *arg);
-int hcomm_reg_dmabuf(struct hcomm_ctx *ctx, struct hcomm_reg_dmabuf *arg);
+int hcomm_reg_mem(struct hcomm_ctx *ctx, struct hcomm_reg_mem *arg,
+		  struct hcomm_region **out);
+int hcomm_reg_dmabuf(struct hcomm_ctx *ctx, struct hcomm_reg_dmabuf *arg,
+		     struct hcomm_region **out);
+void hcomm_region_undo(struct hcomm_ctx *ctx, struct hcomm_region *r);
 int hcomm_dereg(struct hcomm_ctx *ctx, u32 id);
 struct hcomm_region *hcomm_region_get(struct hcomm_ctx *ctx, u32 id);
 void hcomm_region_put(struct hcomm_region *r);

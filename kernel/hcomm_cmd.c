@@ -87,35 +87,39 @@ static int hcomm_cmd_get_info(struct hcomm_ctx *ctx, void __user *uarg)
 static int hcomm_cmd_reg_mem(struct hcomm_ctx *ctx, void __user *uarg)
 {
 	struct hcomm_reg_mem arg;
+	struct hcomm_region *r;
 	int ret;
 
 	if (copy_from_user(&arg, uarg, sizeof(arg)))
 		return -EFAULT;
-	ret = hcomm_reg_mem(ctx, &arg);
+	ret = hcomm_reg_mem(ctx, &arg, &r);
 	if (ret)
 		return ret;
 	if (copy_to_user(uarg, &arg, sizeof(arg))) {
-		hcomm_dereg(ctx, arg.region);
-		return -EFAULT;
+		hcomm_region_undo(ctx, r);
+		ret = -EFAULT;
 	}
-	return 0;
+	hcomm_region_put(r);
+	return ret;
 }
 
 static int hcomm_cmd_reg_dmabuf(struct hcomm_ctx *ctx, void __user *uarg)
 {
 	struct hcomm_reg_dmabuf arg;
+	struct hcomm_region *r;
 	int ret;
 
 	if (copy_from_user(&arg, uarg, sizeof(arg)))
 		return -EFAULT;
-	ret = hcomm_reg_dmabuf(ctx, &arg);
+	ret = hcomm_reg_dmabuf(ctx, &arg, &r);
 	if (ret)
 		return ret;
 	if (copy_to_user(uarg, &arg, sizeof(arg))) {
-		hcomm_dereg(ctx, arg.region);
-		return -EFAULT;
+		hcomm_region_undo(ctx, r);
+		ret = -EFAULT;
 	}
-	return 0;
+	hcomm_region_put(r);
+	return ret;
 }
 
 static int hcomm_cmd_dereg(struct hcomm_ctx *ctx, void __user *uarg)
@@ -270,18 +274,20 @@ int hcomm_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 	u64 addr;
 	u32 size, flags;
 
+	/* Counted once per command: not on the -EAGAIN that io-wq reissues. */
+	if (!IS_ERR(desc) && desc->may_sleep &&
+	    (issue_flags & IO_URING_F_NONBLOCK))
+		return -EAGAIN;
+	atomic64_inc(&hcomm_stats.uring_cmds);
 	if (IS_ERR(desc)) {
 		atomic64_inc(&hcomm_stats.cmd_errors);
 		return PTR_ERR(desc);
 	}
-	if (desc->may_sleep && (issue_flags & IO_URING_F_NONBLOCK))
-		return -EAGAIN;
 
 	/* The SQE is shared with userspace: read each field exactly once. */
 	addr = READ_ONCE(pl->addr);
 	size = READ_ONCE(pl->size);
 	flags = READ_ONCE(pl->flags);
-	atomic64_inc(&hcomm_stats.uring_cmds);
 	if (flags || size != _IOC_SIZE(desc->cmd)) {
 		atomic64_inc(&hcomm_stats.cmd_errors);
 		return -EINVAL;

@@ -13,7 +13,7 @@
 
 #include "hcomm.h"
 
-#define HCOMM_KEY_BITS	10
+#define HCOMM_KEY_BITS	12
 
 static DEFINE_HASHTABLE(hcomm_keys, HCOMM_KEY_BITS);
 static DEFINE_SPINLOCK(hcomm_keys_lock);	/* protects hcomm_keys */

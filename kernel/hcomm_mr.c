@@ -149,45 +149,90 @@ static int hcomm_mr_pin(struct hcomm_region *r, u64 start, u64 npages)
 	return ret;
 }
 
-/* Publish @r in @ctx; fills @id and @key for userspace. */
-static int hcomm_region_insert(struct hcomm_ctx *ctx, struct hcomm_region *r,
-			       u32 *id, u64 *key)
+/*
+ * Reserve a region id before any work is done, so that a context at
+ * max_regions fails fast and a finished registration cannot fail to insert.
+ * A reserved slot reads as NULL: lookups and DEREG do not see it.
+ */
+static int hcomm_region_reserve(struct hcomm_ctx *ctx, struct hcomm_region *r)
 {
 	int ret;
 
+	ret = xa_alloc(&ctx->regions, &r->id, NULL,
+		       XA_LIMIT(1, READ_ONCE(hcomm_max_regions)),
+		       GFP_KERNEL_ACCOUNT);
+	return ret == -EBUSY ? -ENOSPC : ret;
+}
+
+/*
+ * Publish @r under its reserved id and key.  Fills @id and @key for
+ * userspace and returns with a reference for the caller, who may still
+ * need @r (to undo the registration) after a DEREG guessing the id.
+ */
+static void hcomm_region_commit(struct hcomm_ctx *ctx, struct hcomm_region *r,
+				u32 *id, u64 *key)
+{
 	hcomm_key_publish(r);
-	/*
-	 * Read id and key before dropping the lock: from then on a DEREG
-	 * guessing the id may free @r.
-	 */
+	*id = r->id;
+	*key = r->key;
+	kref_get(&r->ref);
+	atomic64_inc(&hcomm_stats.regions);
+	atomic64_inc(r->type == HCOMM_REGION_HOST ?
+		     &hcomm_stats.host_regions : &hcomm_stats.dmabuf_regions);
+	/* The slot is reserved: storing allocates nothing and cannot fail. */
+	xa_store(&ctx->regions, r->id, r, GFP_KERNEL_ACCOUNT);
+}
+
+/*
+ * Remove region @id from @ctx's table (only if it is @want, when given)
+ * and revoke its key.  Returns the region, whose table reference the caller
+ * now owns, or NULL.
+ */
+static struct hcomm_region *hcomm_region_unlink(struct hcomm_ctx *ctx, u32 id,
+						struct hcomm_region *want)
+{
+	struct hcomm_region *r;
+
 	xa_lock(&ctx->regions);
-	ret = __xa_alloc(&ctx->regions, &r->id, r,
-			 XA_LIMIT(1, hcomm_max_regions), GFP_KERNEL_ACCOUNT);
-	if (!ret) {
-		*id = r->id;
-		*key = r->key;
-		atomic64_inc(&hcomm_stats.regions);
-		atomic64_inc(r->type == HCOMM_REGION_HOST ?
-			     &hcomm_stats.host_regions :
-			     &hcomm_stats.dmabuf_regions);
-	}
+	r = xa_load(&ctx->regions, id);
+	if (r && (!want || r == want))
+		__xa_erase(&ctx->regions, id);
+	else
+		r = NULL;
 	xa_unlock(&ctx->regions);
-	if (ret) {
+	if (r)
 		hcomm_key_revoke(r);
-		return ret == -EBUSY ? -ENOSPC : ret;
-	}
-	return 0;
+	return r;
+}
+
+/**
+ * hcomm_region_undo() - deregister @r if it is still in @ctx's table.
+ * @ctx: context that registered @r.
+ * @r:   region returned by hcomm_reg_mem() or hcomm_reg_dmabuf().
+ *
+ * Used when the answer cannot be copied to userspace.  Matching by pointer
+ * (not by id) means a concurrent DEREG and re-registration of the same id
+ * by another thread is never undone by mistake.
+ */
+void hcomm_region_undo(struct hcomm_ctx *ctx, struct hcomm_region *r)
+{
+	struct hcomm_region *found = hcomm_region_unlink(ctx, r->id, r);
+
+	if (found)
+		hcomm_region_put(found);
 }
 
 /**
  * hcomm_reg_mem() - pin a user range and register it in @ctx.
  * @ctx: the caller's context.
  * @arg: validated copy of the user's argument; region and key are filled.
+ * @out: the new region, with a reference the caller must put.
  *
  * Return: 0 or -errno (see uapi/linux/hcomm.h); on error nothing stays
  * pinned or charged.
  */
-int hcomm_reg_mem(struct hcomm_ctx *ctx, struct hcomm_reg_mem *arg)
+int hcomm_reg_mem(struct hcomm_ctx *ctx, struct hcomm_reg_mem *arg,
+		  struct hcomm_region **out)
 {
 	struct hcomm_region *r;
 	u64 first, npages;
@@ -200,7 +245,8 @@ int hcomm_reg_mem(struct hcomm_ctx *ctx, struct hcomm_reg_mem *arg)
 	ret = hcomm_check_access(arg->access);
 	if (ret)
 		return ret;
-	ret = hcomm_range_check(arg->addr, arg->len, hcomm_max_region_size,
+	ret = hcomm_range_check(arg->addr, arg->len,
+				READ_ONCE(hcomm_max_region_size),
 				&first, &npages, &offset);
 	if (ret)
 		return ret;
@@ -217,24 +263,28 @@ int hcomm_reg_mem(struct hcomm_ctx *ctx, struct hcomm_reg_mem *arg)
 	r->offset = offset;
 	r->nr_pages = npages;
 
-	ret = hcomm_memlock_charge(ctx->mm, npages);
+	ret = hcomm_region_reserve(ctx, r);
 	if (ret)
 		goto err_free;
+	ret = hcomm_memlock_charge(ctx->mm, npages);
+	if (ret)
+		goto err_release_id;
 	mmgrab(ctx->mm);
 	r->mm = ctx->mm;
 
 	ret = hcomm_mr_pin(r, first, npages);
 	if (ret)
 		goto err_unpin;
-	ret = hcomm_region_insert(ctx, r, &arg->region, &arg->key);
-	if (ret)
-		goto err_unpin;
+	hcomm_region_commit(ctx, r, &arg->region, &arg->key);
+	*out = r;
 	return 0;
 
 err_unpin:
 	hcomm_mr_unpin(r);
 	hcomm_memlock_uncharge(r->mm, npages);
 	mmdrop(r->mm);
+err_release_id:
+	xa_release(&ctx->regions, r->id);
 err_free:
 	hcomm_vat_free(&r->vat);
 	kfree(r);
@@ -357,6 +407,7 @@ static void hcomm_dmabuf_unmap(struct hcomm_region *r)
  * hcomm_reg_dmabuf() - import a range of a dma-buf and register it.
  * @ctx: the caller's context.
  * @arg: validated copy of the user's argument; region and key are filled.
+ * @out: the new region, with a reference the caller must put.
  *
  * With CONFIG_DMABUF_MOVE_NOTIFY the attachment is dynamic and a move
  * invalidates the region (state HCOMM_STATE_INVALID); otherwise the buffer
@@ -364,7 +415,8 @@ static void hcomm_dmabuf_unmap(struct hcomm_region *r)
  *
  * Return: 0 or -errno (see uapi/linux/hcomm.h).
  */
-int hcomm_reg_dmabuf(struct hcomm_ctx *ctx, struct hcomm_reg_dmabuf *arg)
+int hcomm_reg_dmabuf(struct hcomm_ctx *ctx, struct hcomm_reg_dmabuf *arg,
+		     struct hcomm_region **out)
 {
 	const struct dma_buf_attach_ops *ops;
 	struct hcomm_region *r;
@@ -379,7 +431,7 @@ int hcomm_reg_dmabuf(struct hcomm_ctx *ctx, struct hcomm_reg_dmabuf *arg)
 		return ret;
 	if (!arg->len || !PAGE_ALIGNED(arg->offset))
 		return -EINVAL;
-	if (arg->len > hcomm_max_region_size)
+	if (arg->len > READ_ONCE(hcomm_max_region_size))
 		return -E2BIG;
 
 	dmabuf = dma_buf_get(arg->fd);
@@ -400,26 +452,28 @@ int hcomm_reg_dmabuf(struct hcomm_ctx *ctx, struct hcomm_reg_dmabuf *arg)
 	r->len = arg->len;
 	r->nr_pages = DIV_ROUND_UP(arg->len, PAGE_SIZE);
 	r->dmabuf = dmabuf;
+	ret = hcomm_region_reserve(ctx, r);
+	if (ret)
+		goto err_free;
 
 	ops = hcomm_dmabuf_dynamic() ? &hcomm_dmabuf_dynamic_ops :
 				       &hcomm_dmabuf_pinned_ops;
 	r->attach = dma_buf_dynamic_attach(dmabuf, ctx->dev, ops, r);
 	if (IS_ERR(r->attach)) {
 		ret = PTR_ERR(r->attach);
-		goto err_free;
+		goto err_release_id;
 	}
 	ret = hcomm_dmabuf_map(r, arg->offset);
 	if (ret)
 		goto err_detach;
-	ret = hcomm_region_insert(ctx, r, &arg->region, &arg->key);
-	if (ret)
-		goto err_unmap;
+	hcomm_region_commit(ctx, r, &arg->region, &arg->key);
+	*out = r;
 	return 0;
 
-err_unmap:
-	hcomm_dmabuf_unmap(r);
 err_detach:
 	dma_buf_detach(dmabuf, r->attach);
+err_release_id:
+	xa_release(&ctx->regions, r->id);
 err_free:
 	hcomm_vat_free(&r->vat);
 	kfree(r);
@@ -487,18 +541,17 @@ void hcomm_region_put(struct hcomm_region *r)
  */
 int hcomm_dereg(struct hcomm_ctx *ctx, u32 id)
 {
-	struct hcomm_region *r = xa_erase(&ctx->regions, id);
+	struct hcomm_region *r = hcomm_region_unlink(ctx, id, NULL);
 
 	if (!r)
 		return -ENOENT;
-	hcomm_key_revoke(r);
 	hcomm_region_put(r);
 	return 0;
 }
 
 /**
  * hcomm_ctx_release_regions() - deregister everything @ctx still holds.
- * @ctx: a context being closed.
+ * @ctx: a context being closed; no command can be running on it.
  */
 void hcomm_ctx_release_regions(struct hcomm_ctx *ctx)
 {
@@ -506,9 +559,9 @@ void hcomm_ctx_release_regions(struct hcomm_ctx *ctx)
 	unsigned long id;
 
 	xa_for_each(&ctx->regions, id, r) {
-		xa_erase(&ctx->regions, id);
-		hcomm_key_revoke(r);
-		hcomm_region_put(r);
+		r = hcomm_region_unlink(ctx, id, r);
+		if (r)
+			hcomm_region_put(r);
 	}
 	xa_destroy(&ctx->regions);
 }

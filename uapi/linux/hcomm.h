@@ -242,16 +242,20 @@ struct hcomm_query {
  *              ENOSPC    the context already holds max_regions regions;
  *              EPERM     the caller's address space is not the opener's
  *                        (e.g. a forked child using the parent's fd);
- *              EINTR     a fatal signal arrived while pinning.
+ *              EINTR     a fatal signal arrived while pinning;
+ *              other     errors of pin_user_pages_fast().
  * REG_DMABUF:  EBADF     fd is not an open file;
  *              EINVAL    fd is not a dma-buf, len == 0, offset not page
  *                        aligned, offset + len beyond the buffer, unknown
  *                        access bits;
  *              E2BIG     len > max_region_size;
  *              ENOSPC    as for REG_MEM;
+ *              ENOMEM    out of memory;
  *              other     errors of the exporter's attach/map callbacks.
  * DEREG:       ENOENT    no region with this id in this context.
- * QUERY:       ENOENT    no region with this id in this context.
+ * QUERY:       ENOENT    no region with this id in this context;
+ *              EINTR     a fatal signal arrived while writing extents.
+ *              The extents of an HCOMM_STATE_INVALID region are stale.
  */
 #define HCOMM_CMD_GET_INFO	_IOWR(HCOMM_IOC_MAGIC, 0x00, struct hcomm_info)
 #define HCOMM_CMD_REG_MEM	_IOWR(HCOMM_IOC_MAGIC, 0x01, struct hcomm_reg_mem)
