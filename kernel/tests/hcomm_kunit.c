@@ -124,7 +124,7 @@ static void hcomm_vat_grows(struct kunit *test)
 	KUNIT_EXPECT_GE(test, vat->cap, vat->nr);
 	for (i = 0; i < 5000; i++) {
 		KUNIT_EXPECT_EQ(test, vat->ext[i].addr, P(2 * i));
-		KUNIT_EXPECT_EQ(test, hcomm_vat_lookup(vat, i), &vat->ext[i]);
+		KUNIT_EXPECT_PTR_EQ(test, hcomm_vat_lookup(vat, i), &vat->ext[i]);
 	}
 }
 
