@@ -4,7 +4,7 @@
 # The kernel comes from Debian's linux-source-6.12 with tinyconfig,
 # kvm_guest.config and scripts/kconfig/debug.config.  The result is cached
 # outside the clone, keyed by the source package version, the config fragment
-# and this script, so a second run is a no-op.  Prints the build directory.
+# and the recipe version below, so a second run is a no-op.  Prints the build directory.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -15,10 +15,21 @@ frag="$here/kconfig/debug.config"
 [ -f "$tarball" ] || die "missing $tarball (run scripts/install-deps.sh)"
 
 srcdir=$(hcomm_kernel_source)
-key=$( (dpkg-query -W -f='${Version}' linux-source-6.12; cat "$frag" "$0") |
-	sha256sum | cut -c1-16)
+# Bump RECIPE when a change below alters what gets built.
+RECIPE=1
+key=$( (dpkg-query -W -f='${Version}' linux-source-6.12; echo "recipe $RECIPE"
+	cat "$frag") | sha256sum | cut -c1-16)
 out="$HCOMM_CACHE/kdebug-$key"
 
+if [ -f "$out/.hcomm-done" ]; then
+	echo "$out"
+	exit 0
+fi
+
+# One builder at a time per key: a second caller waits for the first and
+# then reuses its result.
+exec 9>"$out.lock"
+flock 9
 if [ -f "$out/.hcomm-done" ]; then
 	echo "$out"
 	exit 0

@@ -20,6 +20,7 @@ FIXTURE(hcomm) {
 	struct hcomm_stats base;	/* before open() */
 	struct hcomm_stats open;	/* after open() and one GET_INFO */
 	struct hcomm_info info;
+	uint64_t saved_max_regions;	/* 0: parameter untouched */
 };
 
 FIXTURE_VARIANT(hcomm) {
@@ -38,6 +39,7 @@ FIXTURE_SETUP(hcomm)
 {
 	self->fd = -1;
 	self->r = NULL;
+	self->saved_max_regions = 0;
 	ASSERT_STATS(self->base);
 	self->fd = open(HCOMM_DEV, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, self->fd) TH_LOG("open %s: %s", HCOMM_DEV,
@@ -62,6 +64,9 @@ FIXTURE_TEARDOWN(hcomm)
 	if (self->fd >= 0)
 		close(self->fd);
 	self->fd = -1;
+	if (self->saved_max_regions)
+		EXPECT_EQ(0, hcomm_param_set("max_regions",
+					     self->saved_max_regions));
 	EXPECT_GAUGES(&self->base);
 }
 

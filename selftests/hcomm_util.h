@@ -302,6 +302,21 @@ static HC_UNUSED int hcomm_param(const char *name, uint64_t *v)
 	return read_u64_file(path, v);
 }
 
+static HC_UNUSED int hcomm_param_set(const char *name, uint64_t v)
+{
+	char path[256], buf[32];
+	int fd, len, ok;
+
+	snprintf(path, sizeof(path), HCOMM_PARAMS "/%s", name);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	len = snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
+	ok = write(fd, buf, len) == len;
+	close(fd);
+	return ok ? 0 : -EIO;
+}
+
 /* ------------------------------------------------------------------ */
 /* command submission: ioctl or io_uring passthrough                   */
 /* ------------------------------------------------------------------ */

@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Fault injection: registrations that fail inside the kernel (failslab and
+ * fail_page_alloc, limited to this task) must fail cleanly, with every
+ * gauge exactly accounting for the regions that did succeed, and nothing
+ * left behind once the context closes.  The debug kernel's kmemleak scan
+ * after the run catches anything leaked on those error paths.
+ *
+ * Needs CONFIG_FAILSLAB, CONFIG_FAIL_PAGE_ALLOC and
+ * CONFIG_FAULT_INJECTION_DEBUG_FS (the debug kernel); run_tests.sh runs it
+ * only where /sys/kernel/debug/failslab exists.
+ */
+#include "kselftest_harness.h"
+#include "hcomm_util.h"
+#include "hcomm_dmabuf.h"
+
+#define DBG	"/sys/kernel/debug/"
+#define ROUNDS	400
+#define ACC_RW	(HCOMM_ACCESS_LOCAL_WRITE | HCOMM_ACCESS_REMOTE_READ)
+
+struct knob {
+	const char *path;
+	const char *val;
+	char old[32];
+};
+
+static struct knob knobs[] = {
+	{ .path = DBG "failslab/probability", .val = "25" },
+	{ .path = DBG "failslab/interval", .val = "1" },
+	{ .path = DBG "failslab/times", .val = "-1" },
+	{ .path = DBG "failslab/space", .val = "0" },
+	{ .path = DBG "failslab/verbose", .val = "0" },
+	{ .path = DBG "failslab/task-filter", .val = "Y" },
+	{ .path = DBG "failslab/ignore-gfp-wait", .val = "N" },
+	{ .path = DBG "fail_page_alloc/probability", .val = "25" },
+	{ .path = DBG "fail_page_alloc/interval", .val = "1" },
+	{ .path = DBG "fail_page_alloc/times", .val = "-1" },
+	{ .path = DBG "fail_page_alloc/space", .val = "0" },
+	{ .path = DBG "fail_page_alloc/verbose", .val = "0" },
+	{ .path = DBG "fail_page_alloc/task-filter", .val = "Y" },
+	{ .path = DBG "fail_page_alloc/ignore-gfp-wait", .val = "N" },
+	{ .path = DBG "fail_page_alloc/ignore-gfp-highmem", .val = "N" },
+	{ .path = DBG "fail_page_alloc/min-order", .val = "0" },
+};
+
+static int put_str(const char *path, const char *val)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, val, strlen(val));
+	close(fd);
+	return n == (ssize_t)strlen(val) ? 0 : -EIO;
+}
+
+static int get_str(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+/* Failures are injected only while this task's make-it-fail is 1. */
+static void inject(bool on)
+{
+	/* The write itself may be failed by injection: retry. */
+	while (put_str("/proc/thread-self/make-it-fail", on ? "1" : "0"))
+		;
+}
+
+FIXTURE(fault) {
+	int fd;
+	struct hcomm_stats base;
+	bool saved;
+};
+
+/* Save every knob's value; returns the index that failed, or -1. */
+static int knobs_save(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(knobs); i++)
+		if (get_str(knobs[i].path, knobs[i].old, sizeof(knobs[i].old)))
+			return i;
+	return -1;
+}
+
+/* Set every knob to its test value (or back to the saved one). */
+static int knobs_set(bool restore)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(knobs); i++)
+		if (put_str(knobs[i].path, restore ? knobs[i].old : knobs[i].val))
+			return i;
+	return -1;
+}
+
+FIXTURE_SETUP(fault)
+{
+	int bad;
+
+	self->fd = -1;
+	self->saved = false;
+	if (access(DBG "failslab", F_OK) || access(DBG "fail_page_alloc", F_OK))
+		SKIP(return, "no failslab/fail_page_alloc in this kernel");
+	ASSERT_STATS(self->base);
+	bad = knobs_save();
+	ASSERT_EQ(-1, bad) TH_LOG("cannot read knob %d", bad);
+	self->saved = true;
+	bad = knobs_set(false);
+	ASSERT_EQ(-1, bad) TH_LOG("cannot set knob %d", bad);
+	self->fd = open(HCOMM_DEV, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, self->fd);
+}
+
+FIXTURE_TEARDOWN(fault)
+{
+	inject(false);
+	if (self->fd >= 0)
+		close(self->fd);
+	if (self->saved) {
+		EXPECT_EQ(-1, knobs_set(true));
+		EXPECT_GAUGES(&self->base);
+	}
+}
+
+TEST_F_TIMEOUT(fault, reg_mem_under_injection, 600)
+{
+	const size_t area = 4 * MiB;
+	char *buf = map_anon(area);
+	uint32_t ids[ROUNDS];
+	uint64_t npages[ROUNDS], live_pages = 0;
+	unsigned int live = 0, ok = 0, failed = 0, i;
+	struct hcomm_stats now;
+
+	ASSERT_NE(NULL, buf);
+	touch(buf, area);	/* no page faults while injecting */
+
+	for (i = 0; i < ROUNDS; i++) {
+		/* Sizes from one byte to ~1 MiB, at odd offsets. */
+		uint64_t len = 1 + (uint64_t)(i * 7919) % MiB;
+		char *p = buf + (i * 104729) % (area - MiB);
+		struct hcomm_reg_mem r;
+		int ret;
+
+		inject(true);
+		ret = hc_reg_mem(self->fd, NULL, p, len, ACC_RW, &r);
+		inject(false);
+		if (ret == 0) {
+			ok++;
+			ids[live] = r.region;
+			npages[live] = span_pages((uintptr_t)p, len);
+			live_pages += npages[live++];
+		} else {
+			failed++;
+			ASSERT_TRUE(ret == -ENOMEM || ret == -EFAULT)
+				TH_LOG("round %u: unexpected %d (%s)", i, ret,
+				       strerror(-ret));
+		}
+		ASSERT_STATS(now);
+		ASSERT_EQ(self->base.regions + live, now.regions);
+		ASSERT_EQ(self->base.pinned_pages + live_pages,
+			  now.pinned_pages) TH_LOG("round %u", i);
+		ASSERT_EQ(self->base.memlock_pages + live_pages,
+			  now.memlock_pages) TH_LOG("round %u", i);
+
+		/* Every third round, drop the oldest region (no injection). */
+		if (live && i % 3 == 2) {
+			ASSERT_EQ(0, hc_dereg(self->fd, NULL, ids[0]));
+			live_pages -= npages[0];
+			live--;
+			memmove(ids, ids + 1, live * sizeof(ids[0]));
+			memmove(npages, npages + 1, live * sizeof(npages[0]));
+		}
+	}
+	TH_LOG("%u registrations succeeded, %u failed by injection", ok,
+	       failed);
+	/* Both outcomes must have happened, or the test proved nothing. */
+	ASSERT_GT(failed, 0);
+	ASSERT_GT(ok, 0);
+	munmap(buf, area);
+}
+
+TEST_F_TIMEOUT(fault, reg_dmabuf_under_injection, 600)
+{
+	enum dmabuf_provider which;
+	int dbuf = dmabuf_any(MiB, &which);
+	unsigned int ok = 0, failed = 0, live = 0, i;
+	uint32_t ids[ROUNDS];
+	struct hcomm_stats now;
+
+	if (dbuf < 0)
+		SKIP(return, "no dma-buf exporter (udmabuf, vgem, dma-heap)");
+	for (i = 0; i < ROUNDS / 4; i++) {
+		struct hcomm_reg_dmabuf r;
+		int ret;
+
+		inject(true);
+		ret = hc_reg_dmabuf(self->fd, NULL, dbuf, (i % 16) * PG,
+				    PG * (1 + i % 64), ACC_RW, &r);
+		inject(false);
+		if (ret == 0) {
+			ok++;
+			ids[live++] = r.region;
+		} else {
+			failed++;
+			ASSERT_EQ(-ENOMEM, ret) TH_LOG("round %u (%s)", i,
+						       dmabuf_provider_name[which]);
+		}
+		ASSERT_STATS(now);
+		ASSERT_EQ(self->base.dmabuf_regions + live, now.dmabuf_regions);
+	}
+	TH_LOG("%s: %u succeeded, %u failed by injection",
+	       dmabuf_provider_name[which], ok, failed);
+	ASSERT_GT(failed, 0);
+	ASSERT_GT(ok, 0);
+	for (i = 0; i < live; i++)
+		ASSERT_EQ(0, hc_dereg(self->fd, NULL, ids[i]));
+	close(dbuf);
+}
+
+TEST_HARNESS_MAIN
