@@ -63,17 +63,9 @@ phase install-deps scripts/install-deps.sh
 kdebug=
 ok_debug=0
 case " $roles " in *" debug "*)
-	# A lock so two checks never build the debug kernel at once.
-	build_debug() (
-		exec 9> "$HCOMM_CACHE/kdebug.lock"
-		flock 9
-		# build-debug-kernel.sh has no lock of its own: never start a
-		# second build over one somebody started by hand.
-		while pgrep -f 'build-debug-kernel[.]sh' > /dev/null; do
-			echo "waiting for a running build-debug-kernel.sh"; sleep 15
-		done
-		scripts/build-debug-kernel.sh > "$logs/kdebug.path"
-	)
+	# build-debug-kernel.sh locks per cache key: a concurrent caller waits
+	# for the running build and reuses it.
+	build_debug() { scripts/build-debug-kernel.sh > "$logs/kdebug.path"; }
 	if phase debug-kernel build_debug; then
 		kdebug=$(tail -n1 "$logs/kdebug.path")
 		ok_debug=1
@@ -83,6 +75,7 @@ esac
 
 phase build-lib make -C lib
 phase build-selftests make -C selftests
+phase lint scripts/lint.sh
 
 declare -A kver kimage kdir
 for r in $roles; do
