@@ -95,11 +95,15 @@ extern struct hcomm_stats hcomm_stats;
  * @mm:      address space of the opener (mmgrab-ed); only this mm may
  *           register host memory, and its pinned_vm is charged.
  * @dev:     device used for dma-buf attachments.
+ * @nr_regions:   regions in @regions.
+ * @pinned_pages: host pages those regions pin.
  */
 struct hcomm_ctx {
 	struct xarray regions;
 	struct mm_struct *mm;
 	struct device *dev;
+	atomic_t nr_regions;
+	atomic64_t pinned_pages;
 };
 
 /**
@@ -108,6 +112,7 @@ struct hcomm_ctx {
  * @key_node: entry in the global key table.
  * @nr_pages: pages spanned; for host regions, pages charged to @mm.
  * @mm:       for host regions, the mm whose pinned_vm was charged.
+ * @user:     for host regions, the user whose locked_vm was charged.
  * @sgt:      dma-buf mapping; NULL once move_notify invalidated it
  *            (protected by the dma-buf's reservation lock).
  */
@@ -125,6 +130,7 @@ struct hcomm_region {
 	u64 nr_pages;
 	struct hcomm_vat vat;
 	struct mm_struct *mm;
+	struct user_struct *user;
 	struct dma_buf *dmabuf;
 	struct dma_buf_attachment *attach;
 	struct sg_table *sgt;

@@ -8,8 +8,10 @@
  * cannot drift apart.  Handlers copy the argument in once, validate it
  * completely, act, and copy the result out.  Commands that may sleep
  * (pinning, dma-buf mapping, unpinning) answer -EAGAIN when io_uring issues
- * them with IO_URING_F_NONBLOCK; io_uring then reissues them from a worker
- * that may block, and they complete synchronously there.
+ * them with IO_URING_F_NONBLOCK where that is safe (see
+ * hcomm_uring_can_punt()); io_uring then reissues them from a worker that
+ * may block, and they complete synchronously there.  Elsewhere they block
+ * in the submitting task, which ->uring_cmd() may do.
  */
 #include <linux/fs.h>
 #include <linux/mm.h>
@@ -39,31 +41,19 @@ static u64 hcomm_memlock_limit(void)
 {
 	unsigned long lim = rlimit(RLIMIT_MEMLOCK);
 
-	if (lim == RLIM_INFINITY || capable(CAP_IPC_LOCK))
+	if (lim == RLIM_INFINITY || ns_capable_noaudit(&init_user_ns, CAP_IPC_LOCK))
 		return ~0ULL;
 	return lim;
 }
 
 static int hcomm_cmd_get_info(struct hcomm_ctx *ctx, void __user *uarg)
 {
-	struct hcomm_region *r;
 	struct hcomm_info info;
-	unsigned long id;
-	u64 pinned = 0;
-	u32 nr = 0;
 
 	if (copy_from_user(&info, uarg, sizeof(info)))
 		return -EFAULT;
 	if (info.flags || memchr_inv(info.reserved, 0, sizeof(info.reserved)))
 		return -EINVAL;
-
-	xa_lock(&ctx->regions);
-	xa_for_each(&ctx->regions, id, r) {
-		nr++;
-		if (r->type == HCOMM_REGION_HOST)
-			pinned += r->nr_pages << PAGE_SHIFT;
-	}
-	xa_unlock(&ctx->regions);
 
 	memset(&info, 0, sizeof(info));
 	info.abi_version = HCOMM_ABI_VERSION;
@@ -78,9 +68,9 @@ static int hcomm_cmd_get_info(struct hcomm_ctx *ctx, void __user *uarg)
 		info.page_sizes |= HPAGE_PMD_SIZE;
 #endif
 	info.max_regions = READ_ONCE(hcomm_max_regions);
-	info.nr_regions = nr;
+	info.nr_regions = atomic_read(&ctx->nr_regions);
 	info.memlock_limit = hcomm_memlock_limit();
-	info.pinned_bytes = pinned;
+	info.pinned_bytes = atomic64_read(&ctx->pinned_pages) << PAGE_SHIFT;
 	return copy_to_user(uarg, &info, sizeof(info)) ? -EFAULT : 0;
 }
 
@@ -141,7 +131,7 @@ static int hcomm_query_extents(const struct hcomm_region *r,
 			       struct hcomm_extent __user *uext, u64 first,
 			       u32 max)
 {
-	bool show_phys = capable(CAP_SYS_ADMIN);
+	bool show_phys = ns_capable_noaudit(&init_user_ns, CAP_SYS_ADMIN);
 	u64 i, n;
 
 	if (first >= r->vat.nr)
@@ -276,7 +266,7 @@ int hcomm_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 
 	/* Counted once per command: not on the -EAGAIN that io-wq reissues. */
 	if (!IS_ERR(desc) && desc->may_sleep &&
-	    (issue_flags & IO_URING_F_NONBLOCK))
+	    (issue_flags & IO_URING_F_NONBLOCK) && hcomm_uring_can_punt())
 		return -EAGAIN;
 	atomic64_inc(&hcomm_stats.uring_cmds);
 	if (IS_ERR(desc)) {

@@ -28,4 +28,22 @@ static inline const void *hcomm_uring_payload(const struct io_uring_cmd *c)
 #endif
 }
 
+/*
+ * May a command that would sleep answer -EAGAIN to IO_URING_F_NONBLOCK?
+ * io_uring then reissues it from io-wq and the payload is read again.
+ * 6.1 points ioucmd->cmd at a private copy of the SQE before the reissue.
+ * Kernels with io_uring_sqe_cmd() up to at least 6.12.118 copy the SQE on
+ * -EAGAIN but leave ioucmd->sqe on the ring slot, which userspace may
+ * already have refilled: there the command runs inline (it may block; the
+ * submitter is in process context) rather than read a reused slot.
+ */
+static inline bool hcomm_uring_can_punt(void)
+{
+#ifdef HCOMM_HAVE_IO_URING_SQE_CMD
+	return false;
+#else
+	return true;
+#endif
+}
+
 #endif /* _HCOMM_COMPAT_H */

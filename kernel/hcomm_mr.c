@@ -3,10 +3,10 @@
  * Memory registration: pinning host pages, importing dma-bufs, and the
  * lifetime of the resulting regions.
  *
- * Host memory is charged to the owner's RLIMIT_MEMLOCK (mm->pinned_vm)
- * before anything is pinned, pinned with FOLL_LONGTERM in batches of one
- * page worth of page pointers, and recorded only in the VAT->PAT table:
- * unpinning walks the extents.  Every function here may sleep.
+ * Host memory is charged to the caller's RLIMIT_MEMLOCK (user->locked_vm,
+ * and mm->pinned_vm for reporting) before anything is pinned, pinned with
+ * FOLL_LONGTERM in batches of one page worth of page pointers, and recorded
+ * only in the VAT->PAT table: unpinning walks the extents.  Every function here may sleep.
  */
 #include <linux/mm.h>
 #include <linux/sched/mm.h>
@@ -17,6 +17,9 @@
 #include <linux/dma-direction.h>
 #include <linux/scatterlist.h>
 #include <linux/capability.h>
+#include <linux/cred.h>
+#include <linux/sched/user.h>
+#include <linux/overflow.h>
 #include <linux/uaccess.h>
 
 #include "hcomm.h"
@@ -48,24 +51,45 @@ static struct hcomm_region *hcomm_region_alloc(u32 type, u32 access)
 	return r;
 }
 
-static int hcomm_memlock_charge(struct mm_struct *mm, u64 npages)
+/*
+ * Charge @r->nr_pages to RLIMIT_MEMLOCK.  The limit is enforced on the
+ * caller's user (user->locked_vm, as io_uring does), not only on its mm:
+ * a region outlives the mm that registered it when the file is passed on
+ * or kept across exec, and a per-mm budget would then start afresh.
+ * mm->pinned_vm is charged as well, as RDMA's ib_umem does, so the pages
+ * show as VmPin in /proc/<pid>/status.  CAP_IPC_LOCK lifts the limit but
+ * the pages are still counted.
+ */
+static int hcomm_memlock_charge(struct hcomm_region *r, struct mm_struct *mm)
 {
 	unsigned long limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
-	u64 pinned;
+	struct user_struct *user = current_user();
+	unsigned long npages = r->nr_pages, cur, new;
 
-	pinned = atomic64_add_return(npages, &mm->pinned_vm);
-	if (pinned > limit && !capable(CAP_IPC_LOCK)) {
-		atomic64_sub(npages, &mm->pinned_vm);
-		return -ENOMEM;
-	}
+	cur = atomic_long_read(&user->locked_vm);
+	do {
+		if (check_add_overflow(cur, npages, &new))
+			return -ENOMEM;
+		if (new > limit && !ns_capable_noaudit(&init_user_ns,
+						       CAP_IPC_LOCK))
+			return -ENOMEM;
+	} while (!atomic_long_try_cmpxchg(&user->locked_vm, &cur, new));
+
+	r->user = get_uid(user);
+	mmgrab(mm);
+	r->mm = mm;
+	atomic64_add(npages, &mm->pinned_vm);
 	atomic64_add(npages, &hcomm_stats.memlock_pages);
 	return 0;
 }
 
-static void hcomm_memlock_uncharge(struct mm_struct *mm, u64 npages)
+static void hcomm_memlock_uncharge(struct hcomm_region *r)
 {
-	atomic64_sub(npages, &mm->pinned_vm);
-	atomic64_sub(npages, &hcomm_stats.memlock_pages);
+	atomic_long_sub(r->nr_pages, &r->user->locked_vm);
+	free_uid(r->user);
+	atomic64_sub(r->nr_pages, &r->mm->pinned_vm);
+	mmdrop(r->mm);
+	atomic64_sub(r->nr_pages, &hcomm_stats.memlock_pages);
 }
 
 /* Unpin every page the VAT->PAT table records. */
@@ -176,6 +200,9 @@ static void hcomm_region_commit(struct hcomm_ctx *ctx, struct hcomm_region *r,
 	*id = r->id;
 	*key = r->key;
 	kref_get(&r->ref);
+	atomic_inc(&ctx->nr_regions);
+	if (r->type == HCOMM_REGION_HOST)
+		atomic64_add(r->nr_pages, &ctx->pinned_pages);
 	atomic64_inc(&hcomm_stats.regions);
 	atomic64_inc(r->type == HCOMM_REGION_HOST ?
 		     &hcomm_stats.host_regions : &hcomm_stats.dmabuf_regions);
@@ -200,8 +227,12 @@ static struct hcomm_region *hcomm_region_unlink(struct hcomm_ctx *ctx, u32 id,
 	else
 		r = NULL;
 	xa_unlock(&ctx->regions);
-	if (r)
-		hcomm_key_revoke(r);
+	if (!r)
+		return NULL;
+	atomic_dec(&ctx->nr_regions);
+	if (r->type == HCOMM_REGION_HOST)
+		atomic64_sub(r->nr_pages, &ctx->pinned_pages);
+	hcomm_key_revoke(r);
 	return r;
 }
 
@@ -266,11 +297,9 @@ int hcomm_reg_mem(struct hcomm_ctx *ctx, struct hcomm_reg_mem *arg,
 	ret = hcomm_region_reserve(ctx, r);
 	if (ret)
 		goto err_free;
-	ret = hcomm_memlock_charge(ctx->mm, npages);
+	ret = hcomm_memlock_charge(r, ctx->mm);
 	if (ret)
 		goto err_release_id;
-	mmgrab(ctx->mm);
-	r->mm = ctx->mm;
 
 	ret = hcomm_mr_pin(r, first, npages);
 	if (ret)
@@ -281,8 +310,7 @@ int hcomm_reg_mem(struct hcomm_ctx *ctx, struct hcomm_reg_mem *arg,
 
 err_unpin:
 	hcomm_mr_unpin(r);
-	hcomm_memlock_uncharge(r->mm, npages);
-	mmdrop(r->mm);
+	hcomm_memlock_uncharge(r);
 err_release_id:
 	xa_release(&ctx->regions, r->id);
 err_free:
@@ -336,6 +364,9 @@ static int hcomm_dmabuf_record(struct hcomm_region *r, u64 offset)
 	for_each_sgtable_dma_sg(r->sgt, sg, i) {
 		u64 addr = sg_dma_address(sg), len = sg_dma_len(sg);
 
+		if (!(i & 1023))
+			cond_resched();
+
 		if (skip >= len) {
 			skip -= len;
 			continue;
@@ -359,6 +390,7 @@ static int hcomm_dmabuf_map(struct hcomm_region *r, u64 offset)
 {
 	struct dma_buf_attachment *attach = r->attach;
 	struct sg_table *sgt;
+	long wait;
 	int ret;
 
 	dma_resv_lock(attach->dmabuf->resv, NULL);
@@ -376,6 +408,16 @@ static int hcomm_dmabuf_map(struct hcomm_region *r, u64 offset)
 	ret = hcomm_dmabuf_record(r, offset);
 	if (ret)
 		goto err_unmap;
+	/* The exporter may still be moving the buffer into place. */
+	wait = dma_resv_wait_timeout(attach->dmabuf->resv,
+				     DMA_RESV_USAGE_KERNEL, true,
+				     MAX_SCHEDULE_TIMEOUT);
+	if (wait <= 0) {
+		ret = wait ? wait : -ETIMEDOUT;
+		goto err_unmap;
+	}
+	/* A move_notify between attach and map may have invalidated it. */
+	WRITE_ONCE(r->state, HCOMM_STATE_ACTIVE);
 	dma_resv_unlock(attach->dmabuf->resv);
 	return 0;
 
@@ -489,8 +531,7 @@ static void hcomm_region_release(struct kref *ref)
 	hcomm_key_revoke(r);
 	if (r->type == HCOMM_REGION_HOST) {
 		hcomm_mr_unpin(r);
-		hcomm_memlock_uncharge(r->mm, r->nr_pages);
-		mmdrop(r->mm);
+		hcomm_memlock_uncharge(r);
 		atomic64_dec(&hcomm_stats.host_regions);
 	} else {
 		hcomm_dmabuf_unmap(r);
@@ -562,6 +603,7 @@ void hcomm_ctx_release_regions(struct hcomm_ctx *ctx)
 		r = hcomm_region_unlink(ctx, id, r);
 		if (r)
 			hcomm_region_put(r);
+		cond_resched();
 	}
 	xa_destroy(&ctx->regions);
 }

@@ -31,6 +31,9 @@ static int hcomm_vat_grow(struct hcomm_vat *vat)
 	struct hcomm_vat_extent *ext;
 	u64 cap = vat->cap ? vat->cap * 2 : 16;
 
+	/* kvmalloc() warns above INT_MAX bytes: refuse quietly instead. */
+	if (cap > INT_MAX / sizeof(*ext))
+		return -ENOMEM;
 	ext = kvmalloc_array(cap, sizeof(*ext), GFP_KERNEL_ACCOUNT);
 	if (!ext)
 		return -ENOMEM;

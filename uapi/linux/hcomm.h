@@ -237,8 +237,9 @@ struct hcomm_query {
  *              E2BIG     len > max_region_size;
  *              EFAULT    part of the range is unmapped, or is read-only and
  *                        LOCAL_WRITE was asked;
- *              ENOMEM    RLIMIT_MEMLOCK would be exceeded (nothing is left
- *                        pinned), or the kernel is out of memory;
+ *              ENOMEM    RLIMIT_MEMLOCK of the caller's user would be
+ *                        exceeded (nothing is left pinned), or the kernel
+ *                        is out of memory;
  *              ENOSPC    the context already holds max_regions regions;
  *              EPERM     the caller's address space is not the opener's
  *                        (e.g. a forked child using the parent's fd);
@@ -247,10 +248,13 @@ struct hcomm_query {
  * REG_DMABUF:  EBADF     fd is not an open file;
  *              EINVAL    fd is not a dma-buf, len == 0, offset not page
  *                        aligned, offset + len beyond the buffer, unknown
- *                        access bits;
+ *                        access bits, REMOTE_WRITE without LOCAL_WRITE, or
+ *                        the exporter's mapping is not page aligned;
  *              E2BIG     len > max_region_size;
  *              ENOSPC    as for REG_MEM;
  *              ENOMEM    out of memory;
+ *              EINTR     a signal arrived while waiting for the exporter's
+ *                        fences;
  *              other     errors of the exporter's attach/map callbacks.
  * DEREG:       ENOENT    no region with this id in this context.
  * QUERY:       ENOENT    no region with this id in this context;
