@@ -80,6 +80,62 @@ static void drop_parent_ctx(FIXTURE_DATA(hcomm) *self)
  * RLIMIT_MEMLOCK 1 MiB, uid 65534 (no CAP_IPC_LOCK): 512 KiB fits, another
  * 1 MiB is ENOMEM with nothing left pinned, DEREG returns the charge.
  */
+/*
+ * RLIMIT_MEMLOCK is a budget of the user, not of one address space: a
+ * second process of the same user cannot pin what the first one already
+ * has (otherwise passing the fd on, or exec, would reset the budget).
+ */
+TEST_F(hcomm, memlock_limit_per_user)
+{
+	pid_t pid;
+	int st;
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct rlimit rl = { 1 * MiB, 1 * MiB };
+		struct hcomm_reg_mem a;
+		struct hc_ctx c;
+		pid_t other;
+		char *buf;
+
+		drop_parent_ctx(self);
+		CHILD_CHECK(setrlimit(RLIMIT_MEMLOCK, &rl) == 0, 10);
+		CHILD_CHECK(become_nobody() == 0, 11);
+		buf = map_anon(2 * MiB);
+		CHILD_CHECK(buf != NULL, 12);
+		touch(buf, 2 * MiB);
+		CHILD_CHECK(hc_ctx_open(&c, variant->uring, 0) == 0, 13);
+		CHILD_CHECK(hc_reg_mem(c.fd, c.r, buf, 768 * KiB, ACC_RW, &a) == 0,
+			    14);
+
+		other = fork();
+		CHILD_CHECK(other >= 0, 15);
+		if (other == 0) {
+			struct hc_ctx c2;
+
+			/* Same user, another mm, its own context. */
+			CHILD_CHECK(hc_ctx_open(&c2, variant->uring, 0) == 0, 20);
+			CHILD_CHECK(hc_reg_mem(c2.fd, c2.r, buf + MiB, 512 * KiB,
+					       ACC_RW, NULL) == -ENOMEM, 21);
+			CHILD_CHECK(hc_reg_mem(c2.fd, c2.r, buf + MiB, 128 * KiB,
+					       ACC_RW, NULL) == 0, 22);
+			_exit(0);
+		}
+		CHILD_CHECK(waitpid(other, &st, 0) == other, 16);
+		CHILD_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+			    WIFEXITED(st) ? WEXITSTATUS(st) : 17);
+		/* The second process's pages went back with its exit. */
+		CHILD_CHECK(hc_reg_mem(c.fd, c.r, buf + MiB, 256 * KiB, ACC_RW,
+				       NULL) == 0, 18);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	ASSERT_TRUE(WIFEXITED(st));
+	ASSERT_EQ(0, WEXITSTATUS(st)) TH_LOG("child failed at check %d",
+					     WEXITSTATUS(st));
+}
+
 TEST_F(hcomm, memlock_limit_unprivileged)
 {
 	const uint64_t half = 512 * KiB, pages_half = half / PG;
