@@ -99,8 +99,12 @@ if [ -f /modules.list ]; then
 	done < /modules.list
 fi
 run=
+keep=
 for a in $(cat /proc/cmdline); do
-	case $a in hcomm_run=*) run=${a#hcomm_run=} ;; esac
+	case $a in
+	hcomm_run=*) run=${a#hcomm_run=} ;;
+	hcomm_keep=*) keep=${a#hcomm_keep=} ;;
+	esac
 done
 [ -n "$run" ] || fail "no hcomm_run= on the kernel command line"
 mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=262144 hostroot /mnt ||
@@ -114,7 +118,15 @@ mount -t sysfs sysfs /mnt/sys || fail "sysfs"
 mount -t debugfs debugfs /mnt/sys/kernel/debug || echo "hcomm-init: no debugfs"
 mount -t tracefs tracefs /mnt/sys/kernel/tracing 2>/dev/null
 mount -t configfs configfs /mnt/sys/kernel/config 2>/dev/null
+# The guest's /tmp is its own tmpfs; host directories under /tmp that the
+# run needs (a clone or cache living there) stay visible through binds.
+mkdir -p /hosttmp
+mount -o bind /mnt/tmp /hosttmp || fail "bind host /tmp"
 mount -t tmpfs -o mode=1777 tmpfs /mnt/tmp || fail "tmpfs /tmp"
+for d in $(echo "$keep" | tr ',' ' '); do
+	mkdir -p "/mnt/tmp/$d" && mount -o bind "/hosttmp/$d" "/mnt/tmp/$d" ||
+		fail "cannot keep host /tmp/$d"
+done
 mount -t tmpfs -o mode=755 tmpfs /mnt/run || fail "tmpfs /run"
 [ -f "/mnt$run" ] || fail "run script $run not visible in the guest"
 # A static busybox off 9p: the final poweroff must not fault in pages from
@@ -250,7 +262,13 @@ chmod 755 "$rundir/run.sh"
 
 # ---------------------------------------------------------------- qemu
 cmdline="console=ttyS0 printk.time=1 panic=-1 panic_on_warn=0"
+# Top-level directories under /tmp to keep visible in the guest.
+keep=$(for p in "$repo" "$HCOMM_CACHE" "$cwd"; do
+	p=$(readlink -f "$p")
+	case $p in /tmp/?*) p=${p#/tmp/}; echo "${p%%/*}" ;; esac
+done | sort -u | paste -sd, -)
 cmdline="$cmdline transparent_hugepage=madvise hcomm_run=$rundir/run.sh$append"
+[ -n "$keep" ] && cmdline="$cmdline hcomm_keep=$keep"
 : > "$log"
 : > "$out"
 log "vm: $(basename "$kernel") (modules: $kver) timeout ${timeout}s log $log"
