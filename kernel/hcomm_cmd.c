@@ -74,6 +74,23 @@ static int hcomm_cmd_get_info(struct hcomm_ctx *ctx, void __user *uarg)
 	return copy_to_user(uarg, &info, sizeof(info)) ? -EFAULT : 0;
 }
 
+/*
+ * Copy a registration's answer to userspace and drop the caller's
+ * reference; a registration that cannot be reported is undone.
+ */
+static int hcomm_reg_reply(struct hcomm_ctx *ctx, struct hcomm_region *r,
+			   void __user *uarg, const void *arg, size_t size)
+{
+	int ret = 0;
+
+	if (copy_to_user(uarg, arg, size)) {
+		hcomm_region_undo(ctx, r);
+		ret = -EFAULT;
+	}
+	hcomm_region_put(r);
+	return ret;
+}
+
 static int hcomm_cmd_reg_mem(struct hcomm_ctx *ctx, void __user *uarg)
 {
 	struct hcomm_reg_mem arg;
@@ -85,12 +102,7 @@ static int hcomm_cmd_reg_mem(struct hcomm_ctx *ctx, void __user *uarg)
 	ret = hcomm_reg_mem(ctx, &arg, &r);
 	if (ret)
 		return ret;
-	if (copy_to_user(uarg, &arg, sizeof(arg))) {
-		hcomm_region_undo(ctx, r);
-		ret = -EFAULT;
-	}
-	hcomm_region_put(r);
-	return ret;
+	return hcomm_reg_reply(ctx, r, uarg, &arg, sizeof(arg));
 }
 
 static int hcomm_cmd_reg_dmabuf(struct hcomm_ctx *ctx, void __user *uarg)
@@ -104,12 +116,7 @@ static int hcomm_cmd_reg_dmabuf(struct hcomm_ctx *ctx, void __user *uarg)
 	ret = hcomm_reg_dmabuf(ctx, &arg, &r);
 	if (ret)
 		return ret;
-	if (copy_to_user(uarg, &arg, sizeof(arg))) {
-		hcomm_region_undo(ctx, r);
-		ret = -EFAULT;
-	}
-	hcomm_region_put(r);
-	return ret;
+	return hcomm_reg_reply(ctx, r, uarg, &arg, sizeof(arg));
 }
 
 static int hcomm_cmd_dereg(struct hcomm_ctx *ctx, void __user *uarg)

@@ -18,17 +18,7 @@ static void reg_mem_fails(struct __test_metadata *_metadata,
 			  FIXTURE_DATA(hcomm) *self,
 			  struct hcomm_reg_mem *a, int err, const char *what)
 {
-	struct hcomm_stats s0, s1;
-	int ret;
-
-	ASSERT_STATS(s0);
-	ret = submit(self->fd, self->r, HCOMM_CMD_REG_MEM, a);
-	ASSERT_EQ(-err, ret) TH_LOG("%s: got %d (%s), want -%s", what, ret,
-				    strerror(-ret), strerror(err));
-	ASSERT_STATS(s1);
-	ASSERT_TRUE(hcomm_gauges_equal(&s0, &s1))
-		hcomm_gauges_dump(stderr, what, &s0, &s1);
-	ASSERT_DELTA(s0, s1, cmd_errors, 1);
+	cmd_fails(_metadata, self, HCOMM_CMD_REG_MEM, a, err, what);
 }
 
 static void reg_mem_init(struct hcomm_reg_mem *a, void *addr, uint64_t len,

@@ -70,6 +70,27 @@ FIXTURE_TEARDOWN(hcomm)
 	EXPECT_GAUGES(&self->base);
 }
 
+/*
+ * Submit command @cmd with argument @arg, which must fail with -@err, and
+ * check that it counted as one error and changed no gauge.
+ */
+static HC_UNUSED void cmd_fails(struct __test_metadata *_metadata,
+				FIXTURE_DATA(hcomm) *self, unsigned int cmd,
+				void *arg, int err, const char *what)
+{
+	struct hcomm_stats s0, s1;
+	int ret;
+
+	ASSERT_STATS(s0);
+	ret = submit(self->fd, self->r, cmd, arg);
+	ASSERT_EQ(-err, ret) TH_LOG("%s: got %d (%s), want -%s", what, ret,
+				    strerror(-ret), strerror(err));
+	ASSERT_STATS(s1);
+	ASSERT_TRUE(hcomm_gauges_equal(&s0, &s1))
+		hcomm_gauges_dump(stderr, what, &s0, &s1);
+	ASSERT_DELTA(s0, s1, cmd_errors, 1);
+}
+
 /* The counter the variant's transport bumps, and the other one. */
 #define PATH_CTR(v)	((v)->uring ? "uring_cmds" : "ioctls")
 #define path_ctr(s, v)	((v)->uring ? (s).uring_cmds : (s).ioctls)
