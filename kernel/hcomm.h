@@ -20,7 +20,7 @@
 #include <uapi/linux/hcomm.h>
 
 /* Number of commands: HCOMM_CMD_* numbers are 0 .. HCOMM_NR_CMDS - 1. */
-#define HCOMM_NR_CMDS	5
+#define HCOMM_NR_CMDS	12
 
 struct dma_buf;
 struct dma_buf_attachment;
@@ -70,7 +70,7 @@ int hcomm_range_check(u64 addr, u64 len, u64 max_len, u64 *first_page,
 /**
  * struct hcomm_stats - module-wide counters shown in debugfs.
  *
- * The gauges (contexts .. memlock_pages) return to zero when every context
+ * The gauges (contexts .. cache_bytes) return to zero when every context
  * is closed; the command counters only grow.
  */
 struct hcomm_stats {
@@ -80,10 +80,28 @@ struct hcomm_stats {
 	atomic64_t dmabuf_regions;
 	atomic64_t pinned_pages;
 	atomic64_t memlock_pages;
+	atomic64_t xfers_active;
+	atomic64_t waits_pending;
+	atomic64_t umems;
+	atomic64_t cache_bytes;
 	atomic64_t cmd[HCOMM_NR_CMDS];
 	atomic64_t cmd_errors;
 	atomic64_t uring_cmds;
 	atomic64_t ioctls;
+	atomic64_t xfer_inline;
+	atomic64_t xfer_async;
+	atomic64_t xfer_dma;
+	atomic64_t xfer_bytes;
+	atomic64_t xfer_chunks;
+	atomic64_t xfer_cancelled;
+	atomic64_t xfer_failed;
+	atomic64_t db_signals;
+	atomic64_t db_wakeups;
+	atomic64_t cache_hits;
+	atomic64_t cache_misses;
+	atomic64_t cache_evictions;
+	atomic64_t cache_invalidations;
+	atomic64_t engine_busy_ns;
 };
 
 extern struct hcomm_stats hcomm_stats;

@@ -17,6 +17,13 @@ static const char * const hcomm_cmd_names[HCOMM_NR_CMDS] = {
 	[_IOC_NR(HCOMM_CMD_REG_DMABUF)] = "reg_dmabuf",
 	[_IOC_NR(HCOMM_CMD_DEREG)] = "dereg",
 	[_IOC_NR(HCOMM_CMD_QUERY)] = "query",
+	[_IOC_NR(HCOMM_CMD_XFER)] = "xfer",
+	[_IOC_NR(HCOMM_CMD_CANCEL)] = "cancel",
+	[_IOC_NR(HCOMM_CMD_FENCE)] = "fence",
+	[_IOC_NR(HCOMM_CMD_DB_WAIT)] = "db_wait",
+	[_IOC_NR(HCOMM_CMD_GRANT)] = "grant",
+	[_IOC_NR(HCOMM_CMD_SET_QOS)] = "set_qos",
+	[_IOC_NR(HCOMM_CMD_SET_CTX)] = "set_ctx",
 };
 
 static void hcomm_show(struct seq_file *m, const char *name, atomic64_t *v)
@@ -35,12 +42,30 @@ static int hcomm_stats_show(struct seq_file *m, void *unused)
 	hcomm_show(m, "dmabuf_regions", &s->dmabuf_regions);
 	hcomm_show(m, "pinned_pages", &s->pinned_pages);
 	hcomm_show(m, "memlock_pages", &s->memlock_pages);
+	hcomm_show(m, "xfers_active", &s->xfers_active);
+	hcomm_show(m, "waits_pending", &s->waits_pending);
+	hcomm_show(m, "umems", &s->umems);
+	hcomm_show(m, "cache_bytes", &s->cache_bytes);
 	for (i = 0; i < HCOMM_NR_CMDS; i++)
 		seq_printf(m, "cmd_%s %lld\n", hcomm_cmd_names[i],
 			   (long long)atomic64_read(&s->cmd[i]));
 	hcomm_show(m, "cmd_errors", &s->cmd_errors);
 	hcomm_show(m, "uring_cmds", &s->uring_cmds);
 	hcomm_show(m, "ioctls", &s->ioctls);
+	hcomm_show(m, "xfer_inline", &s->xfer_inline);
+	hcomm_show(m, "xfer_async", &s->xfer_async);
+	hcomm_show(m, "xfer_dma", &s->xfer_dma);
+	hcomm_show(m, "xfer_bytes", &s->xfer_bytes);
+	hcomm_show(m, "xfer_chunks", &s->xfer_chunks);
+	hcomm_show(m, "xfer_cancelled", &s->xfer_cancelled);
+	hcomm_show(m, "xfer_failed", &s->xfer_failed);
+	hcomm_show(m, "db_signals", &s->db_signals);
+	hcomm_show(m, "db_wakeups", &s->db_wakeups);
+	hcomm_show(m, "cache_hits", &s->cache_hits);
+	hcomm_show(m, "cache_misses", &s->cache_misses);
+	hcomm_show(m, "cache_evictions", &s->cache_evictions);
+	hcomm_show(m, "cache_invalidations", &s->cache_invalidations);
+	hcomm_show(m, "engine_busy_ns", &s->engine_busy_ns);
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(hcomm_stats);

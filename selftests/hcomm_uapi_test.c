@@ -39,16 +39,22 @@ TEST(field_offsets)
 	ASSERT_EQ(36, OFF(hcomm_info, nr_regions));
 	ASSERT_EQ(40, OFF(hcomm_info, memlock_limit));
 	ASSERT_EQ(48, OFF(hcomm_info, pinned_bytes));
-	ASSERT_EQ(56, OFF(hcomm_info, reserved));
+	ASSERT_EQ(56, OFF(hcomm_info, max_inline));
+	ASSERT_EQ(60, OFF(hcomm_info, chunk_size));
+	ASSERT_EQ(64, OFF(hcomm_info, nr_doorbells));
+	ASSERT_EQ(68, OFF(hcomm_info, reserved0));
+	ASSERT_EQ(72, OFF(hcomm_info, cache_limit));
+	ASSERT_EQ(80, OFF(hcomm_info, cache_bytes));
 
 	ASSERT_EQ(0, OFF(hcomm_reg_mem, addr));
 	ASSERT_EQ(8, OFF(hcomm_reg_mem, len));
 	ASSERT_EQ(16, OFF(hcomm_reg_mem, access));
 	ASSERT_EQ(20, OFF(hcomm_reg_mem, flags));
 	ASSERT_EQ(24, OFF(hcomm_reg_mem, region));
-	ASSERT_EQ(28, OFF(hcomm_reg_mem, reserved0));
+	ASSERT_EQ(28, OFF(hcomm_reg_mem, cache));
 	ASSERT_EQ(32, OFF(hcomm_reg_mem, key));
-	ASSERT_EQ(40, OFF(hcomm_reg_mem, reserved));
+	ASSERT_EQ(40, OFF(hcomm_reg_mem, generation));
+	ASSERT_EQ(48, OFF(hcomm_reg_mem, reserved));
 
 	ASSERT_EQ(0, OFF(hcomm_reg_dmabuf, fd));
 	ASSERT_EQ(4, OFF(hcomm_reg_dmabuf, access));

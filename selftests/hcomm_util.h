@@ -61,15 +61,40 @@ struct hcomm_stats {
 	uint64_t dmabuf_regions;
 	uint64_t pinned_pages;
 	uint64_t memlock_pages;
+	uint64_t xfers_active;
+	uint64_t waits_pending;
+	uint64_t umems;
+	uint64_t cache_bytes;
 	/* cumulative counters */
 	uint64_t cmd_get_info;
 	uint64_t cmd_reg_mem;
 	uint64_t cmd_reg_dmabuf;
 	uint64_t cmd_dereg;
 	uint64_t cmd_query;
+	uint64_t cmd_xfer;
+	uint64_t cmd_cancel;
+	uint64_t cmd_fence;
+	uint64_t cmd_db_wait;
+	uint64_t cmd_grant;
+	uint64_t cmd_set_qos;
+	uint64_t cmd_set_ctx;
 	uint64_t cmd_errors;
 	uint64_t uring_cmds;
 	uint64_t ioctls;
+	uint64_t xfer_inline;
+	uint64_t xfer_async;
+	uint64_t xfer_dma;
+	uint64_t xfer_bytes;
+	uint64_t xfer_chunks;
+	uint64_t xfer_cancelled;
+	uint64_t xfer_failed;
+	uint64_t db_signals;
+	uint64_t db_wakeups;
+	uint64_t cache_hits;
+	uint64_t cache_misses;
+	uint64_t cache_evictions;
+	uint64_t cache_invalidations;
+	uint64_t engine_busy_ns;
 };
 
 #define HC_STAT(n, g) { #n, offsetof(struct hcomm_stats, n), g }
@@ -84,14 +109,39 @@ static const struct {
 	HC_STAT(dmabuf_regions, true),
 	HC_STAT(pinned_pages, true),
 	HC_STAT(memlock_pages, true),
+	HC_STAT(xfers_active, true),
+	HC_STAT(waits_pending, true),
+	HC_STAT(umems, true),
+	HC_STAT(cache_bytes, true),
 	HC_STAT(cmd_get_info, false),
 	HC_STAT(cmd_reg_mem, false),
 	HC_STAT(cmd_reg_dmabuf, false),
 	HC_STAT(cmd_dereg, false),
 	HC_STAT(cmd_query, false),
+	HC_STAT(cmd_xfer, false),
+	HC_STAT(cmd_cancel, false),
+	HC_STAT(cmd_fence, false),
+	HC_STAT(cmd_db_wait, false),
+	HC_STAT(cmd_grant, false),
+	HC_STAT(cmd_set_qos, false),
+	HC_STAT(cmd_set_ctx, false),
 	HC_STAT(cmd_errors, false),
 	HC_STAT(uring_cmds, false),
 	HC_STAT(ioctls, false),
+	HC_STAT(xfer_inline, false),
+	HC_STAT(xfer_async, false),
+	HC_STAT(xfer_dma, false),
+	HC_STAT(xfer_bytes, false),
+	HC_STAT(xfer_chunks, false),
+	HC_STAT(xfer_cancelled, false),
+	HC_STAT(xfer_failed, false),
+	HC_STAT(db_signals, false),
+	HC_STAT(db_wakeups, false),
+	HC_STAT(cache_hits, false),
+	HC_STAT(cache_misses, false),
+	HC_STAT(cache_evictions, false),
+	HC_STAT(cache_invalidations, false),
+	HC_STAT(engine_busy_ns, false),
 };
 #undef HC_STAT
 

@@ -56,6 +56,12 @@ struct hcomm_uring_cmd {
 #define HCOMM_FEAT_DMABUF_MOVE_NOTIFY	_BITULL(2)
 /* Huge/compound pages collapse into one VAT->PAT extent. */
 #define HCOMM_FEAT_HUGE_EXTENTS		_BITULL(3)
+/* XFER, FENCE, CANCEL, DB_WAIT, GRANT, SET_QOS, SET_CTX and the mmaps. */
+#define HCOMM_FEAT_XFER			_BITULL(4)
+/* REG_MEM consults a registration cache with mmu-notifier invalidation. */
+#define HCOMM_FEAT_REG_CACHE		_BITULL(5)
+/* A dmaengine DMA_MEMCPY channel serves large transfers. */
+#define HCOMM_FEAT_DMA_ENGINE		_BITULL(6)
 
 /**
  * struct hcomm_info - answer of HCOMM_CMD_GET_INFO.
@@ -70,7 +76,15 @@ struct hcomm_uring_cmd {
  *                   (~0ULL when unlimited or when the caller has
  *                   CAP_IPC_LOCK).
  * @pinned_bytes:    out: bytes this context has charged to memlock.
- * @reserved:        must be zero; zeroed on output.
+ * @max_inline:      out: transfers up to this many bytes complete in the
+ *                   submitting call (this context's setting).
+ * @chunk_size:      out: bytes the engine copies per scheduling step.
+ * @nr_doorbells:    out: 64-bit doorbells the context can map (module
+ *                   parameter); mmap() offset HCOMM_MMAP_DOORBELLS.
+ * @reserved0:       must be zero; zeroed on output.
+ * @cache_limit:     out: bytes of deregistered, still pinned memory the
+ *                   registration cache of this context may keep.
+ * @cache_bytes:     out: bytes it keeps now.
  */
 struct hcomm_info {
 	__u32 abi_version;
@@ -82,7 +96,12 @@ struct hcomm_info {
 	__u32 nr_regions;
 	__u64 memlock_limit;
 	__u64 pinned_bytes;
-	__u64 reserved[4];
+	__u32 max_inline;
+	__u32 chunk_size;
+	__u32 nr_doorbells;
+	__u32 reserved0;
+	__u64 cache_limit;
+	__u64 cache_bytes;
 };
 
 /* Access flags of a region (hcomm_reg_mem.access, hcomm_reg_dmabuf.access). */
@@ -96,20 +115,34 @@ struct hcomm_info {
 				 HCOMM_ACCESS_REMOTE_READ | \
 				 HCOMM_ACCESS_REMOTE_WRITE)
 
+/* hcomm_reg_mem.flags */
+/* Do not use or feed the registration cache: always pin afresh. */
+#define HCOMM_REG_NOCACHE	_BITUL(0)
+
+/* hcomm_reg_mem.cache (out) */
+#define HCOMM_REG_MISS		0	/* pages were pinned by this call */
+#define HCOMM_REG_HIT		1	/* pages already pinned by the context */
+
 /**
  * struct hcomm_reg_mem - argument of HCOMM_CMD_REG_MEM.
  * @addr:      in: user virtual address of the first byte; any alignment.
  * @len:       in: length in bytes, >= 1; addr + len must not overflow.
  * @access:    in: HCOMM_ACCESS_* bits.
- * @flags:     in: must be zero.
+ * @flags:     in: HCOMM_REG_* bits.
  * @region:    out: region id, unique within the context, never 0.
- * @reserved0: must be zero.
+ * @cache:     out: HCOMM_REG_HIT or HCOMM_REG_MISS.
  * @key:       out: 64-bit unguessable key naming the region.
+ * @generation: out: value of the region's generation slot (entry
+ *             region % HCOMM_GEN_SLOTS of the generation page) right after
+ *             registration.  While the slot still reads this value the
+ *             region exists and its pages are what is mapped at @addr.
  * @reserved:  must be zero.
  *
  * Pins the pages of [addr, addr + len) with FOLL_LONGTERM (and FOLL_WRITE
  * when LOCAL_WRITE is asked) and charges them to the caller's
- * RLIMIT_MEMLOCK unless it has CAP_IPC_LOCK.
+ * RLIMIT_MEMLOCK unless it has CAP_IPC_LOCK.  When the context already
+ * has the range pinned with at least this access (as a live region or in
+ * its cache of deregistered regions) no page is pinned again.
  */
 struct hcomm_reg_mem {
 	__u64 addr;
@@ -117,9 +150,10 @@ struct hcomm_reg_mem {
 	__u32 access;
 	__u32 flags;
 	__u32 region;
-	__u32 reserved0;
+	__u32 cache;
 	__u64 key;
-	__u64 reserved[2];
+	__u64 generation;
+	__u64 reserved;
 };
 
 /**
@@ -218,6 +252,223 @@ struct hcomm_query {
 	__u64 reserved;
 };
 
+/* hcomm_xfer.flags */
+/* On completion, add db_value to the doorbell db_index. */
+#define HCOMM_XFER_DB_ADD	_BITUL(0)
+/* On completion, store db_value in the doorbell db_index. */
+#define HCOMM_XFER_DB_SET	_BITUL(1)
+/* The doorbell is the destination region owner's, not the caller's. */
+#define HCOMM_XFER_DB_REMOTE	_BITUL(2)
+/* Never complete inline, even when len <= max_inline. */
+#define HCOMM_XFER_NO_INLINE	_BITUL(3)
+
+/* hcomm_xfer.engine (out, ioctl only) */
+#define HCOMM_ENGINE_INLINE	1	/* copied by the CPU in the submitter */
+#define HCOMM_ENGINE_CPU	2	/* copied by the CPU on engine workers */
+#define HCOMM_ENGINE_DMA	3	/* copied by a dmaengine memcpy channel */
+
+/**
+ * struct hcomm_xfer - argument of HCOMM_CMD_XFER.
+ * @src_key:  in: key of the source region.
+ * @src_off:  in: byte offset of the first byte within the source region.
+ * @dst_key:  in: key of the destination region.
+ * @dst_off:  in: byte offset within the destination region.
+ * @len:      in: bytes to copy; 0 copies nothing (a pure signal).  Any
+ *            alignment of offsets and length.
+ * @tag:      in: caller's tag, matched by HCOMM_CMD_CANCEL.
+ * @flags:    in: HCOMM_XFER_* bits; DB_ADD and DB_SET exclude each other.
+ * @db_index: in: doorbell index when DB_ADD or DB_SET is set, else 0.
+ * @db_value: in: value to add or store, else 0.
+ * @done:     out (ioctl): bytes copied.  Through io_uring, rings created
+ *            with IORING_SETUP_CQE32 get it in cqe->big_cqe[0].
+ * @engine:   out (ioctl): HCOMM_ENGINE_* that copied the data.
+ * @reserved0: must be zero.
+ * @reserved: must be zero.
+ *
+ * Either region may belong to another context (another process) that
+ * granted the caller access with HCOMM_CMD_GRANT.  The source must be
+ * readable by the caller, the destination writable.  The doorbell, if any,
+ * is updated with release ordering after every byte is visible.
+ *
+ * Completion: ioctl() returns when the copy is complete.  Through
+ * io_uring a transfer of at most max_inline bytes completes in the
+ * submission (cqe->res 0); a larger one is split into chunk_size pieces
+ * copied by the engine's workers and posts its CQE when the last piece
+ * lands.  cqe->res is 0 when all @len bytes were copied, -ECANCELED when a
+ * CANCEL, the ring's exit or the context's close stopped it (@done bytes,
+ * a prefix of the range, landed), or -errno.
+ */
+struct hcomm_xfer {
+	__u64 src_key;
+	__u64 src_off;
+	__u64 dst_key;
+	__u64 dst_off;
+	__u64 len;
+	__u64 tag;
+	__u32 flags;
+	__u32 db_index;
+	__u64 db_value;
+	__u64 done;
+	__u32 engine;
+	__u32 reserved0;
+	__u64 reserved[2];
+};
+
+/* hcomm_cancel.flags */
+/* Cancel every pending transfer and wait of the context; tag ignored. */
+#define HCOMM_CANCEL_ALL	_BITUL(0)
+
+/**
+ * struct hcomm_cancel - argument of HCOMM_CMD_CANCEL.
+ * @tag:      in: cancel this context's pending XFERs, FENCEs and DB_WAITs
+ *            carrying this tag.
+ * @flags:    in: HCOMM_CANCEL_* bits.
+ * @count:    out: operations found pending and cancelled.  Each still
+ *            posts its own completion (-ECANCELED).
+ * @reserved: must be zero.
+ */
+struct hcomm_cancel {
+	__u64 tag;
+	__u32 flags;
+	__u32 count;
+	__u64 reserved[2];
+};
+
+/**
+ * struct hcomm_fence - argument of HCOMM_CMD_FENCE.
+ * @tag:      in: tag for HCOMM_CMD_CANCEL.
+ * @flags:    in: must be zero.
+ * @reserved0: must be zero.
+ * @reserved: must be zero.
+ *
+ * Completes once every XFER this context submitted before it has
+ * completed (successfully or not).  Through io_uring it posts its CQE
+ * then; ioctl() blocks until then.
+ */
+struct hcomm_fence {
+	__u64 tag;
+	__u32 flags;
+	__u32 reserved0;
+	__u64 reserved[2];
+};
+
+/**
+ * struct hcomm_db_wait - argument of HCOMM_CMD_DB_WAIT.
+ * @index:      in: doorbell index (below the mapped doorbells).
+ * @flags:      in: must be zero.
+ * @value:      in: complete once doorbell >= value (unsigned compare).
+ * @tag:        in: tag for HCOMM_CMD_CANCEL.
+ * @timeout_ns: in: give up with -ETIME after this long; 0 waits forever.
+ * @current_value: out (ioctl): doorbell value when the wait ended.
+ * @reserved:   must be zero.
+ *
+ * Only updates made by XFER signals wake a waiter; a store to the mapped
+ * page from userspace is seen at the next signal, CANCEL or timeout.
+ */
+struct hcomm_db_wait {
+	__u32 index;
+	__u32 flags;
+	__u64 value;
+	__u64 tag;
+	__u64 timeout_ns;
+	__u64 current_value;
+	__u64 reserved[2];
+};
+
+/* hcomm_grant.scope */
+#define HCOMM_GRANT_NONE	0	/* revoke: only the owner */
+#define HCOMM_GRANT_SAME_UID	1	/* callers whose euid is the owner's */
+#define HCOMM_GRANT_UID		2	/* callers whose euid is @uid */
+#define HCOMM_GRANT_ANY		3	/* any caller that holds the key */
+
+/**
+ * struct hcomm_grant - argument of HCOMM_CMD_GRANT.
+ * @region:   in: region id in the caller's context.
+ * @scope:    in: HCOMM_GRANT_*; replaces the previous grant.
+ * @access:   in: HCOMM_ACCESS_REMOTE_READ and/or REMOTE_WRITE, a subset
+ *            of the region's access; 0 with HCOMM_GRANT_NONE.
+ * @uid:      in: user id (in the caller's user namespace) for
+ *            HCOMM_GRANT_UID, else 0.
+ * @flags:    in: must be zero.
+ * @reserved0: must be zero.
+ * @reserved: must be zero.
+ */
+struct hcomm_grant {
+	__u32 region;
+	__u32 scope;
+	__u32 access;
+	__u32 uid;
+	__u32 flags;
+	__u32 reserved0;
+	__u64 reserved[2];
+};
+
+/**
+ * struct hcomm_qos - argument of HCOMM_CMD_SET_QOS.
+ * @min_rate: in: share of the engine, in percent, this context receives at
+ *            least whenever it has work (0 .. 100).  The min_rate of all
+ *            contexts together may not exceed 100.
+ * @max_rate: in: share it never exceeds while other contexts wait
+ *            (1 .. 100, >= min_rate); 100 means no cap.
+ * @priority: in: 0 (lowest) .. 7; among contexts equally behind their
+ *            share the higher priority is served first.
+ * @flags:    in: must be zero.
+ * @reserved: must be zero.
+ *
+ * A new context starts with min_rate 0, max_rate 100, priority 0.
+ */
+struct hcomm_qos {
+	__u32 min_rate;
+	__u32 max_rate;
+	__u32 priority;
+	__u32 flags;
+	__u64 reserved[2];
+};
+
+/* hcomm_ctx_opts.mask: which fields SET_CTX applies. */
+#define HCOMM_CTX_MAX_INLINE	_BITUL(0)
+#define HCOMM_CTX_CACHE_LIMIT	_BITUL(1)
+
+/**
+ * struct hcomm_ctx_opts - argument of HCOMM_CMD_SET_CTX.
+ * @mask:        in: HCOMM_CTX_* bits naming the fields to set.
+ * @max_inline:  in: inline threshold in bytes for this context (at most the
+ *               module's max_inline parameter).
+ * @cache_limit: in: bytes of deregistered memory the cache may keep
+ *               pinned; 0 turns keeping off (live regions are still
+ *               shared).  Lowering it evicts at once.
+ * @reserved:    must be zero.
+ *
+ * GET_INFO reports the values in force.
+ */
+struct hcomm_ctx_opts {
+	__u32 mask;
+	__u32 max_inline;
+	__u64 cache_limit;
+	__u64 reserved[2];
+};
+
+/*
+ * mmap() offsets of /dev/hcomm.
+ *
+ * HCOMM_MMAP_DOORBELLS: nr_doorbells __u64 counters, readable and writable,
+ * zero at creation, the same pages for every mapping of the context.  The
+ * length may be any multiple of the page size up to the whole array.  The
+ * mapping is not inherited by fork() children.  Transfers publish with
+ * release semantics: a reader that sees the new value with an acquire load
+ * (__atomic_load_n(p, __ATOMIC_ACQUIRE)) also sees the transferred data.
+ *
+ * HCOMM_MMAP_GENERATION: HCOMM_GEN_SLOTS read-only __u64 counters (one
+ * page of 4 KiB).  Slot (region % HCOMM_GEN_SLOTS) changes whenever a region using it is registered,
+ * deregistered, or loses the pages it registered from its address range
+ * (munmap, mremap, madvise(MADV_DONTNEED), fork copy-on-write ...).
+ * Slots are shared, so a change may concern another region: re-check with
+ * REG_MEM (a cache hit when nothing changed).
+ */
+#define HCOMM_MMAP_DOORBELLS	0x0ULL
+#define HCOMM_MMAP_GENERATION	0x10000000ULL
+#define HCOMM_GEN_SLOTS		512
+
 /*
  * Commands: the same numbers serve ioctl() and IORING_OP_URING_CMD.
  *
@@ -260,11 +511,48 @@ struct hcomm_query {
  * QUERY:       ENOENT    no region with this id in this context;
  *              EINTR     a fatal signal arrived while writing extents.
  *              The extents of an HCOMM_STATE_INVALID region are stale.
+ * XFER:        ENOENT    a key names no live region (never issued, or
+ *                        deregistered: the two are indistinguishable);
+ *              EACCES    the region belongs to another context that did
+ *                        not grant this caller the access needed, or the
+ *                        caller's own destination lacks LOCAL_WRITE;
+ *              EINVAL    DB_ADD with DB_SET, a doorbell field without a
+ *                        DB flag, a doorbell index beyond the mapped
+ *                        doorbells (or none mapped);
+ *              ERANGE    off + len beyond a region (or wrapping);
+ *              EOPNOTSUPP a dma-buf region (not copyable by the CPU);
+ *              ESTALE    a dma-buf region invalidated by move_notify;
+ *              EPERM     as for REG_MEM;
+ *              ECANCELED cancelled (see struct hcomm_xfer);
+ *              EINTR     (ioctl) a fatal signal cancelled the copy;
+ *              ENOMEM    out of memory.
+ * CANCEL:      no other errors; count may be 0.
+ * FENCE:       ECANCELED, EINTR as for XFER.
+ * DB_WAIT:     EINVAL    index beyond the mapped doorbells (or none);
+ *              ETIME     the timeout passed;
+ *              ECANCELED cancelled, or the context or ring went away;
+ *              EINTR     (ioctl) a signal arrived.
+ * GRANT:       ENOENT    no region with this id in this context;
+ *              EINVAL    unknown scope, access bits outside the region's
+ *                        REMOTE_* access, access 0 with a scope other
+ *                        than NONE, uid set without HCOMM_GRANT_UID or not
+ *                        mapped in the caller's user namespace.
+ * SET_QOS:     EINVAL    min_rate > max_rate, max_rate 0 or > 100,
+ *                        priority > 7;
+ *              ENOSPC    the contexts' min_rate would sum above 100.
+ * SET_CTX:     EINVAL    unknown mask bit, max_inline above the module's.
  */
 #define HCOMM_CMD_GET_INFO	_IOWR(HCOMM_IOC_MAGIC, 0x00, struct hcomm_info)
 #define HCOMM_CMD_REG_MEM	_IOWR(HCOMM_IOC_MAGIC, 0x01, struct hcomm_reg_mem)
 #define HCOMM_CMD_REG_DMABUF	_IOWR(HCOMM_IOC_MAGIC, 0x02, struct hcomm_reg_dmabuf)
 #define HCOMM_CMD_DEREG		_IOWR(HCOMM_IOC_MAGIC, 0x03, struct hcomm_dereg)
 #define HCOMM_CMD_QUERY		_IOWR(HCOMM_IOC_MAGIC, 0x04, struct hcomm_query)
+#define HCOMM_CMD_XFER		_IOWR(HCOMM_IOC_MAGIC, 0x05, struct hcomm_xfer)
+#define HCOMM_CMD_CANCEL	_IOWR(HCOMM_IOC_MAGIC, 0x06, struct hcomm_cancel)
+#define HCOMM_CMD_FENCE		_IOWR(HCOMM_IOC_MAGIC, 0x07, struct hcomm_fence)
+#define HCOMM_CMD_DB_WAIT	_IOWR(HCOMM_IOC_MAGIC, 0x08, struct hcomm_db_wait)
+#define HCOMM_CMD_GRANT		_IOWR(HCOMM_IOC_MAGIC, 0x09, struct hcomm_grant)
+#define HCOMM_CMD_SET_QOS	_IOWR(HCOMM_IOC_MAGIC, 0x0a, struct hcomm_qos)
+#define HCOMM_CMD_SET_CTX	_IOWR(HCOMM_IOC_MAGIC, 0x0b, struct hcomm_ctx_opts)
 
 #endif /* _UAPI_LINUX_HCOMM_H */
