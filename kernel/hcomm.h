@@ -16,6 +16,16 @@
 #include <linux/mm_types.h>
 #include <linux/hashtable.h>
 #include <linux/atomic.h>
+#include <linux/mutex.h>
+#include <linux/spinlock.h>
+#include <linux/llist.h>
+#include <linux/completion.h>
+#include <linux/workqueue.h>
+#include <linux/uidgid.h>
+#include <linux/mmu_notifier.h>
+#include <linux/interval_tree.h>
+
+#include "hcomm_qos.h"
 
 #include <uapi/linux/hcomm.h>
 
@@ -108,35 +118,145 @@ extern struct hcomm_stats hcomm_stats;
 
 /**
  * struct hcomm_ctx - one open() of /dev/hcomm.
+ * @ref:     lifetime of the struct: the file holds one reference, every
+ *           region and every pending operation one more, so a region
+ *           kept alive by another process's transfer can still reach its
+ *           owner's doorbells and cache.
  * @regions: region id -> struct hcomm_region; the xarray lock also
  *           serialises taking a reference against removal.
  * @mm:      address space of the opener (mmgrab-ed); only this mm may
  *           register host memory, and its pinned_vm is charged.
  * @dev:     device used for dma-buf attachments.
  * @nr_regions:   regions in @regions.
- * @pinned_pages: host pages those regions pin.
+ * @pinned_pages: host pages this context's pinned ranges hold (live and
+ *           cached).
+ * @closed:  the file was released; nothing new may be cached.
+ * @mn:      notifier on @mm: its release ends every pending operation
+ *           when the process exits (kernels without IO_URING_F_CANCEL).
+ * @mn_registered: @mn is registered.
+ * @cache_lock:  protects @cache_tree, @lru, @cache_bytes and umem users.
+ * @cache_tree:  pinned ranges (struct hcomm_umem) by user address.
+ * @lru:         unused pinned ranges, oldest first.
+ * @cache_bytes: bytes in @lru.
+ * @cache_limit: most bytes @lru may hold.
+ * @inval_lock:  taken by the mmu notifiers; protects umem->stale and the
+ *           generation bumps of a umem's regions.
+ * @gen:     generation page (HCOMM_GEN_SLOTS counters).
+ * @db_lock: protects @waiters.
+ * @db_mutex: serialises allocating @db.
+ * @db:      doorbell array (vmalloc_user), NULL until first needed.
+ * @nr_db:   doorbells in @db.
+ * @waiters: parked DB_WAIT operations.
+ * @op_lock: protects @pending and @fences.
+ * @pending: submitted transfers not yet completed, in submission order.
+ * @fences:  parked FENCE operations, in submission order.
+ * @seq:     submission counter of transfers (under @op_lock).
+ * @incoming: transfers submitted but not yet seen by the engine.
+ * @queued:  bit 0 set while the context is in the engine's active set.
+ * @xq:      transfers with chunks left to hand out (engine lock).
+ * @qos:     the context's QoS class (engine lock).
+ * @max_inline: inline threshold of this context.
  */
 struct hcomm_ctx {
+	struct kref ref;
 	struct xarray regions;
 	struct mm_struct *mm;
 	struct device *dev;
 	atomic_t nr_regions;
 	atomic64_t pinned_pages;
+	bool closed;
+	struct mmu_notifier mn;
+	bool mn_registered;
+
+	struct mutex cache_lock;
+	struct rb_root_cached cache_tree;
+	struct list_head lru;
+	u64 cache_bytes;
+	u64 cache_limit;
+	spinlock_t inval_lock;
+	u64 *gen;
+
+	spinlock_t db_lock;
+	struct mutex db_mutex;
+	atomic64_t *db;
+	u32 nr_db;
+	struct list_head waiters;
+
+	spinlock_t op_lock;
+	struct list_head pending;
+	struct list_head fences;
+	u64 seq;
+
+	struct llist_head incoming;
+	unsigned long queued;
+	struct list_head xq;
+	struct hcomm_qos_class qos;
+	u32 max_inline;
+};
+
+/**
+ * struct hcomm_umem - a pinned range of host memory, shared by the regions
+ * registered on it and kept in the context's cache after the last of them
+ * is gone.
+ * @ctx:      context whose cache holds it (a reference).
+ * @it:       node in ctx->cache_tree: [start, start + npages * PAGE_SIZE - 1].
+ * @notifier: invalidates the range when the mapping changes.
+ * @lru:      entry in ctx->lru while @users is 0.
+ * @regions:  live regions on this range (for generation bumps;
+ *            ctx->inval_lock).
+ * @start:    page-aligned user address of the first page.
+ * @npages:   pages pinned.
+ * @writable: pinned with FOLL_WRITE.
+ * @cacheable: may be found by later registrations (not NOCACHE).
+ * @stale:    the mapping changed since pinning: never found again.
+ * @users:    live regions using the range (ctx->cache_lock).
+ * @vat:      VAT->PAT table.
+ * @mm:       mm whose pinned_vm was charged.
+ * @user:     user whose locked_vm was charged.
+ */
+struct hcomm_umem {
+	struct hcomm_ctx *ctx;
+	struct interval_tree_node it;
+	struct mmu_interval_notifier notifier;
+	struct list_head lru;
+	struct list_head regions;
+	u64 start;
+	u64 npages;
+	bool writable;
+	bool cacheable;
+	bool stale;
+	bool notifier_ok;
+	unsigned int users;
+	struct hcomm_vat vat;
+	struct mm_struct *mm;
+	struct user_struct *user;
 };
 
 /**
  * struct hcomm_region - a registered range of host or device memory.
- * @ref:      lifetime; the context's table holds one reference.
+ * @ref:      lifetime; the context's table holds one reference, every
+ *            transfer using it one more.
  * @key_node: entry in the global key table.
- * @nr_pages: pages spanned; for host regions, pages charged to @mm.
- * @mm:       for host regions, the mm whose pinned_vm was charged.
- * @user:     for host regions, the user whose locked_vm was charged.
+ * @ctx:      owner (a reference).
+ * @umem_node: entry in umem->regions.
+ * @umem:     host regions: the pinned range.
+ * @base:     host regions: byte offset of the region's first byte from
+ *            the first page of @umem.
+ * @nr_pages: pages spanned.
+ * @grant_scope:  HCOMM_GRANT_*.
+ * @grant_access: HCOMM_ACCESS_REMOTE_* granted.
+ * @grant_uid:    uid for HCOMM_GRANT_UID / SAME_UID.
+ * @vat:      dma-buf regions: the table.
  * @sgt:      dma-buf mapping; NULL once move_notify invalidated it
  *            (protected by the dma-buf's reservation lock).
  */
 struct hcomm_region {
 	struct kref ref;
 	struct hlist_node key_node;
+	struct hcomm_ctx *ctx;
+	struct list_head umem_node;
+	struct hcomm_umem *umem;
+	u64 base;
 	u32 id;
 	u32 type;
 	u32 access;
@@ -146,13 +266,26 @@ struct hcomm_region {
 	u64 len;
 	u32 offset;
 	u64 nr_pages;
+	u32 grant_scope;
+	u32 grant_access;
+	kuid_t grant_uid;
 	struct hcomm_vat vat;
-	struct mm_struct *mm;
-	struct user_struct *user;
 	struct dma_buf *dmabuf;
 	struct dma_buf_attachment *attach;
 	struct sg_table *sgt;
 };
+
+/* Where a region's bytes live: its VAT->PAT table and the byte offset. */
+static inline const struct hcomm_vat *hcomm_region_vat(const struct hcomm_region *r,
+							u64 *base)
+{
+	if (r->umem) {
+		*base = r->base;
+		return &r->umem->vat;
+	}
+	*base = r->offset;
+	return &r->vat;
+}
 
 /* hcomm_mr.c */
 int hcomm_reg_mem(struct hcomm_ctx *ctx, struct hcomm_reg_mem *arg,
@@ -164,15 +297,58 @@ int hcomm_dereg(struct hcomm_ctx *ctx, u32 id);
 struct hcomm_region *hcomm_region_get(struct hcomm_ctx *ctx, u32 id);
 void hcomm_region_put(struct hcomm_region *r);
 void hcomm_ctx_release_regions(struct hcomm_ctx *ctx);
+void hcomm_cache_release(struct hcomm_ctx *ctx);
+int hcomm_cache_set_limit(struct hcomm_ctx *ctx, u64 limit);
+void hcomm_gen_bump(struct hcomm_ctx *ctx, u32 id);
+
+/* hcomm_main.c */
+void hcomm_ctx_put(struct hcomm_ctx *ctx);
+int hcomm_ctx_watch_exit(struct hcomm_ctx *ctx);
+static inline void hcomm_ctx_get(struct hcomm_ctx *ctx)
+{
+	kref_get(&ctx->ref);
+}
 
 /* hcomm_key.c */
 u64 hcomm_key_new(void);
 void hcomm_key_publish(struct hcomm_region *r);
 void hcomm_key_revoke(struct hcomm_region *r);
+struct hcomm_region *hcomm_key_lookup(struct hcomm_ctx *ctx, u64 key,
+				      u32 need);
+int hcomm_grant(struct hcomm_ctx *ctx, struct hcomm_grant *arg);
+
+/* hcomm_db.c */
+int hcomm_db_ensure(struct hcomm_ctx *ctx);
+int hcomm_db_check(struct hcomm_ctx *ctx, u32 index);
+void hcomm_db_signal(struct hcomm_ctx *ctx, u32 index, u64 value, bool set);
+int hcomm_mmap(struct file *file, struct vm_area_struct *vma);
+
+/* hcomm_xfer.c: the engine and the operations that complete later */
+struct hcomm_cmd_io {
+	struct io_uring_cmd *ioucmd;	/* NULL: ioctl */
+	unsigned int issue_flags;
+};
+
+int hcomm_engine_init(void);
+void hcomm_engine_exit(void);
+void hcomm_ctx_engine_init(struct hcomm_ctx *ctx);
+void hcomm_ctx_engine_release(struct hcomm_ctx *ctx);
+void hcomm_ctx_cancel_all(struct hcomm_ctx *ctx);
+int hcomm_xfer(struct hcomm_ctx *ctx, struct hcomm_xfer *arg,
+	       const struct hcomm_cmd_io *io, void __user *uarg);
+int hcomm_fence(struct hcomm_ctx *ctx, struct hcomm_fence *arg,
+		const struct hcomm_cmd_io *io);
+int hcomm_db_wait(struct hcomm_ctx *ctx, struct hcomm_db_wait *arg,
+		  const struct hcomm_cmd_io *io, void __user *uarg);
+int hcomm_cancel(struct hcomm_ctx *ctx, u64 tag, bool all);
+void hcomm_uring_cancel(struct io_uring_cmd *ioucmd);
+int hcomm_set_qos(struct hcomm_ctx *ctx, struct hcomm_qos *arg);
+void hcomm_db_wake(struct hcomm_ctx *ctx, u32 index);
 
 /* hcomm_cmd.c */
 long hcomm_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
 int hcomm_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags);
+u64 hcomm_memlock_limit(void);
 
 /* hcomm_debugfs.c */
 void hcomm_debugfs_init(void);
@@ -181,5 +357,10 @@ void hcomm_debugfs_exit(void);
 /* module parameters (hcomm_main.c) */
 extern unsigned long hcomm_max_region_size;
 extern unsigned int hcomm_max_regions;
+extern unsigned int hcomm_max_inline;
+extern unsigned int hcomm_chunk_size;
+extern unsigned int hcomm_nr_doorbells;
+extern unsigned long hcomm_cache_limit;
+extern unsigned int hcomm_workers;
 
 #endif /* _HCOMM_H */

@@ -34,10 +34,11 @@
 struct hcomm_cmd_desc {
 	unsigned int cmd;
 	bool may_sleep;
-	int (*fn)(struct hcomm_ctx *ctx, void __user *uarg);
+	int (*fn)(struct hcomm_ctx *ctx, void __user *uarg,
+		  const struct hcomm_cmd_io *io);
 };
 
-static u64 hcomm_memlock_limit(void)
+u64 hcomm_memlock_limit(void)
 {
 	unsigned long lim = rlimit(RLIMIT_MEMLOCK);
 
@@ -46,19 +47,21 @@ static u64 hcomm_memlock_limit(void)
 	return lim;
 }
 
-static int hcomm_cmd_get_info(struct hcomm_ctx *ctx, void __user *uarg)
+static int hcomm_cmd_get_info(struct hcomm_ctx *ctx, void __user *uarg,
+			      const struct hcomm_cmd_io *io)
 {
 	struct hcomm_info info;
 
 	if (copy_from_user(&info, uarg, sizeof(info)))
 		return -EFAULT;
-	if (info.flags || memchr_inv(info.reserved, 0, sizeof(info.reserved)))
+	if (info.flags || info.reserved0)
 		return -EINVAL;
 
 	memset(&info, 0, sizeof(info));
 	info.abi_version = HCOMM_ABI_VERSION;
 	info.features = HCOMM_FEAT_URING_CMD | HCOMM_FEAT_DMABUF |
-			HCOMM_FEAT_HUGE_EXTENTS;
+			HCOMM_FEAT_HUGE_EXTENTS | HCOMM_FEAT_XFER |
+			HCOMM_FEAT_REG_CACHE;
 	if (IS_ENABLED(CONFIG_DMABUF_MOVE_NOTIFY))
 		info.features |= HCOMM_FEAT_DMABUF_MOVE_NOTIFY;
 	info.max_region_size = READ_ONCE(hcomm_max_region_size);
@@ -71,6 +74,14 @@ static int hcomm_cmd_get_info(struct hcomm_ctx *ctx, void __user *uarg)
 	info.nr_regions = atomic_read(&ctx->nr_regions);
 	info.memlock_limit = hcomm_memlock_limit();
 	info.pinned_bytes = atomic64_read(&ctx->pinned_pages) << PAGE_SHIFT;
+	info.max_inline = READ_ONCE(ctx->max_inline);
+	info.chunk_size = max_t(u32, READ_ONCE(hcomm_chunk_size), PAGE_SIZE);
+	info.nr_doorbells = ctx->db ? ctx->nr_db :
+			    clamp_t(u32, READ_ONCE(hcomm_nr_doorbells), 1, SZ_1M);
+	mutex_lock(&ctx->cache_lock);
+	info.cache_limit = ctx->cache_limit;
+	info.cache_bytes = ctx->cache_bytes;
+	mutex_unlock(&ctx->cache_lock);
 	return copy_to_user(uarg, &info, sizeof(info)) ? -EFAULT : 0;
 }
 
@@ -91,7 +102,8 @@ static int hcomm_reg_reply(struct hcomm_ctx *ctx, struct hcomm_region *r,
 	return ret;
 }
 
-static int hcomm_cmd_reg_mem(struct hcomm_ctx *ctx, void __user *uarg)
+static int hcomm_cmd_reg_mem(struct hcomm_ctx *ctx, void __user *uarg,
+			      const struct hcomm_cmd_io *io)
 {
 	struct hcomm_reg_mem arg;
 	struct hcomm_region *r;
@@ -105,7 +117,8 @@ static int hcomm_cmd_reg_mem(struct hcomm_ctx *ctx, void __user *uarg)
 	return hcomm_reg_reply(ctx, r, uarg, &arg, sizeof(arg));
 }
 
-static int hcomm_cmd_reg_dmabuf(struct hcomm_ctx *ctx, void __user *uarg)
+static int hcomm_cmd_reg_dmabuf(struct hcomm_ctx *ctx, void __user *uarg,
+			      const struct hcomm_cmd_io *io)
 {
 	struct hcomm_reg_dmabuf arg;
 	struct hcomm_region *r;
@@ -119,7 +132,8 @@ static int hcomm_cmd_reg_dmabuf(struct hcomm_ctx *ctx, void __user *uarg)
 	return hcomm_reg_reply(ctx, r, uarg, &arg, sizeof(arg));
 }
 
-static int hcomm_cmd_dereg(struct hcomm_ctx *ctx, void __user *uarg)
+static int hcomm_cmd_dereg(struct hcomm_ctx *ctx, void __user *uarg,
+			      const struct hcomm_cmd_io *io)
 {
 	struct hcomm_dereg arg;
 
@@ -163,7 +177,8 @@ static int hcomm_query_extents(const struct hcomm_region *r,
 	return 0;
 }
 
-static int hcomm_cmd_query(struct hcomm_ctx *ctx, void __user *uarg)
+static int hcomm_cmd_query(struct hcomm_ctx *ctx, void __user *uarg,
+			      const struct hcomm_cmd_io *io)
 {
 	struct hcomm_region *r;
 	struct hcomm_query q;
@@ -195,6 +210,90 @@ static int hcomm_cmd_query(struct hcomm_ctx *ctx, void __user *uarg)
 	return copy_to_user(uarg, &q, sizeof(q)) ? -EFAULT : 0;
 }
 
+static int hcomm_cmd_xfer(struct hcomm_ctx *ctx, void __user *uarg,
+			  const struct hcomm_cmd_io *io)
+{
+	struct hcomm_xfer arg;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	return hcomm_xfer(ctx, &arg, io, io->ioucmd ? NULL : uarg);
+}
+
+static int hcomm_cmd_cancel(struct hcomm_ctx *ctx, void __user *uarg,
+			    const struct hcomm_cmd_io *io)
+{
+	struct hcomm_cancel arg;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	if ((arg.flags & ~HCOMM_CANCEL_ALL) || arg.reserved[0] ||
+	    arg.reserved[1])
+		return -EINVAL;
+	arg.count = hcomm_cancel(ctx, arg.tag, arg.flags & HCOMM_CANCEL_ALL);
+	return copy_to_user(uarg, &arg, sizeof(arg)) ? -EFAULT : 0;
+}
+
+static int hcomm_cmd_fence(struct hcomm_ctx *ctx, void __user *uarg,
+			   const struct hcomm_cmd_io *io)
+{
+	struct hcomm_fence arg;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	return hcomm_fence(ctx, &arg, io);
+}
+
+static int hcomm_cmd_db_wait(struct hcomm_ctx *ctx, void __user *uarg,
+			     const struct hcomm_cmd_io *io)
+{
+	struct hcomm_db_wait arg;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	return hcomm_db_wait(ctx, &arg, io, io->ioucmd ? NULL : uarg);
+}
+
+static int hcomm_cmd_grant(struct hcomm_ctx *ctx, void __user *uarg,
+			   const struct hcomm_cmd_io *io)
+{
+	struct hcomm_grant arg;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	return hcomm_grant(ctx, &arg);
+}
+
+static int hcomm_cmd_set_qos(struct hcomm_ctx *ctx, void __user *uarg,
+			     const struct hcomm_cmd_io *io)
+{
+	struct hcomm_qos arg;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	return hcomm_set_qos(ctx, &arg);
+}
+
+static int hcomm_cmd_set_ctx(struct hcomm_ctx *ctx, void __user *uarg,
+			     const struct hcomm_cmd_io *io)
+{
+	const u32 known = HCOMM_CTX_MAX_INLINE | HCOMM_CTX_CACHE_LIMIT;
+	struct hcomm_ctx_opts arg;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	if ((arg.mask & ~known) || arg.reserved[0] || arg.reserved[1])
+		return -EINVAL;
+	if ((arg.mask & HCOMM_CTX_MAX_INLINE) &&
+	    arg.max_inline > READ_ONCE(hcomm_max_inline))
+		return -EINVAL;
+	if (arg.mask & HCOMM_CTX_MAX_INLINE)
+		WRITE_ONCE(ctx->max_inline, arg.max_inline);
+	if (arg.mask & HCOMM_CTX_CACHE_LIMIT)
+		hcomm_cache_set_limit(ctx, arg.cache_limit);
+	return 0;
+}
+
 static const struct hcomm_cmd_desc hcomm_cmds[HCOMM_NR_CMDS] = {
 	[_IOC_NR(HCOMM_CMD_GET_INFO)] = {
 		HCOMM_CMD_GET_INFO, false, hcomm_cmd_get_info },
@@ -206,6 +305,20 @@ static const struct hcomm_cmd_desc hcomm_cmds[HCOMM_NR_CMDS] = {
 		HCOMM_CMD_DEREG, true, hcomm_cmd_dereg },
 	[_IOC_NR(HCOMM_CMD_QUERY)] = {
 		HCOMM_CMD_QUERY, true, hcomm_cmd_query },
+	[_IOC_NR(HCOMM_CMD_XFER)] = {
+		HCOMM_CMD_XFER, false, hcomm_cmd_xfer },
+	[_IOC_NR(HCOMM_CMD_CANCEL)] = {
+		HCOMM_CMD_CANCEL, false, hcomm_cmd_cancel },
+	[_IOC_NR(HCOMM_CMD_FENCE)] = {
+		HCOMM_CMD_FENCE, false, hcomm_cmd_fence },
+	[_IOC_NR(HCOMM_CMD_DB_WAIT)] = {
+		HCOMM_CMD_DB_WAIT, false, hcomm_cmd_db_wait },
+	[_IOC_NR(HCOMM_CMD_GRANT)] = {
+		HCOMM_CMD_GRANT, false, hcomm_cmd_grant },
+	[_IOC_NR(HCOMM_CMD_SET_QOS)] = {
+		HCOMM_CMD_SET_QOS, false, hcomm_cmd_set_qos },
+	[_IOC_NR(HCOMM_CMD_SET_CTX)] = {
+		HCOMM_CMD_SET_CTX, true, hcomm_cmd_set_ctx },
 };
 
 /*
@@ -225,15 +338,18 @@ static const struct hcomm_cmd_desc *hcomm_cmd_find(unsigned int cmd)
 }
 
 static int hcomm_cmd_run(struct hcomm_ctx *ctx,
-			 const struct hcomm_cmd_desc *desc, void __user *uarg)
+			 const struct hcomm_cmd_desc *desc, void __user *uarg,
+			 const struct hcomm_cmd_io *io)
 {
-	int ret = desc->fn(ctx, uarg);
+	int ret = desc->fn(ctx, uarg, io);
 
 	atomic64_inc(&hcomm_stats.cmd[_IOC_NR(desc->cmd)]);
-	if (ret)
+	if (ret && ret != -EIOCBQUEUED)
 		atomic64_inc(&hcomm_stats.cmd_errors);
 	return ret;
 }
+
+static const struct hcomm_cmd_io hcomm_ioctl_io;
 
 /**
  * hcomm_ioctl() - the ioctl front.
@@ -252,7 +368,8 @@ long hcomm_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		atomic64_inc(&hcomm_stats.cmd_errors);
 		return PTR_ERR(desc);
 	}
-	return hcomm_cmd_run(file->private_data, desc, (void __user *)arg);
+	return hcomm_cmd_run(file->private_data, desc, (void __user *)arg,
+			     &hcomm_ioctl_io);
 }
 
 /**
@@ -260,16 +377,27 @@ long hcomm_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
  * @ioucmd:      the command; its SQE payload is a struct hcomm_uring_cmd.
  * @issue_flags: IO_URING_F_*.
  *
- * Every command completes synchronously: the return value becomes cqe->res.
+ * Commands that complete synchronously return what becomes cqe->res;
+ * XFER, FENCE and DB_WAIT may return -EIOCBQUEUED and complete later
+ * through io_uring_cmd_done().  With IO_URING_F_CANCEL (the ring or the
+ * task is going away) the pending command is cancelled instead.
  *
- * Return: 0, -errno, or -EAGAIN to be reissued from a blocking worker.
+ * Return: 0, -errno, -EIOCBQUEUED, or -EAGAIN to be reissued from a
+ * blocking worker.
  */
 int hcomm_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 {
 	const struct hcomm_uring_cmd *pl = hcomm_uring_payload(ioucmd);
-	const struct hcomm_cmd_desc *desc = hcomm_cmd_find(ioucmd->cmd_op);
+	const struct hcomm_cmd_desc *desc;
+	struct hcomm_cmd_io io = { ioucmd, issue_flags };
 	u64 addr;
 	u32 size, flags;
+
+	if (hcomm_uring_is_cancel(issue_flags)) {
+		hcomm_uring_cancel(ioucmd);
+		return 0;
+	}
+	desc = hcomm_cmd_find(ioucmd->cmd_op);
 
 	/* Counted once per command: not on the -EAGAIN that io-wq reissues. */
 	if (!IS_ERR(desc) && desc->may_sleep &&
@@ -290,5 +418,5 @@ int hcomm_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 		return -EINVAL;
 	}
 	return hcomm_cmd_run(ioucmd->file->private_data, desc,
-			     u64_to_user_ptr(addr));
+			     u64_to_user_ptr(addr), &io);
 }

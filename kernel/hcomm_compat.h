@@ -46,4 +46,56 @@ static inline bool hcomm_uring_can_punt(void)
 #endif
 }
 
+/*
+ * IO_URING_F_CANCEL (6.7+): a pending command marked cancelable is handed
+ * back to ->uring_cmd() with this flag when its ring or task goes away.
+ * Without it a pending command keeps the ring alive, and hcomm ends its
+ * commands itself when the owning process exits (hcomm_main.c).
+ */
+#ifdef HCOMM_HAVE_URING_CANCEL
+#define HCOMM_URING_CAN_CANCEL 1
+static inline void hcomm_uring_mark_cancelable(struct io_uring_cmd *c,
+					       unsigned int issue_flags)
+{
+	io_uring_cmd_mark_cancelable(c, issue_flags);
+}
+
+static inline bool hcomm_uring_is_cancel(unsigned int issue_flags)
+{
+	return issue_flags & IO_URING_F_CANCEL;
+}
+#else
+static inline void hcomm_uring_mark_cancelable(struct io_uring_cmd *c,
+					       unsigned int issue_flags)
+{
+}
+
+static inline bool hcomm_uring_is_cancel(unsigned int issue_flags)
+{
+	return false;
+}
+#endif
+
+/* vm_flags became read-only behind accessors in 6.3. */
+#include <linux/mm.h>
+static inline void hcomm_vm_flags_set(struct vm_area_struct *vma,
+				      vm_flags_t flags)
+{
+#ifdef HCOMM_HAVE_VM_FLAGS_SET
+	vm_flags_set(vma, flags);
+#else
+	vma->vm_flags |= flags;
+#endif
+}
+
+static inline void hcomm_vm_flags_mod(struct vm_area_struct *vma,
+				      vm_flags_t set, vm_flags_t clear)
+{
+#ifdef HCOMM_HAVE_VM_FLAGS_SET
+	vm_flags_mod(vma, set, clear);
+#else
+	vma->vm_flags = (vma->vm_flags | set) & ~clear;
+#endif
+}
+
 #endif /* _HCOMM_COMPAT_H */

@@ -15,6 +15,8 @@
 #include <linux/fs.h>
 #include <linux/slab.h>
 #include <linux/sched/mm.h>
+#include <linux/vmalloc.h>
+#include <linux/sizes.h>
 
 #include "hcomm.h"
 #include "hcomm_compat.h"
@@ -29,10 +31,100 @@ module_param_named(max_regions, hcomm_max_regions, uint, 0644);
 MODULE_PARM_DESC(max_regions,
 		 "Regions one context (open file) may hold (default 65536)");
 
+unsigned int hcomm_max_inline = 4096;
+module_param_named(max_inline, hcomm_max_inline, uint, 0644);
+MODULE_PARM_DESC(max_inline,
+		 "Transfers up to this many bytes complete in the submitting call (default 4096, at most 65536)");
+
+unsigned int hcomm_chunk_size = SZ_256K;
+module_param_named(chunk_size, hcomm_chunk_size, uint, 0644);
+MODULE_PARM_DESC(chunk_size,
+		 "Bytes the engine copies per scheduling step (default 262144)");
+
+unsigned int hcomm_nr_doorbells = 4096;
+module_param_named(doorbells, hcomm_nr_doorbells, uint, 0644);
+MODULE_PARM_DESC(doorbells,
+		 "64-bit doorbells per context (default 4096)");
+
+unsigned long hcomm_cache_limit = SZ_64M;
+module_param_named(cache_limit, hcomm_cache_limit, ulong, 0644);
+MODULE_PARM_DESC(cache_limit,
+		 "Bytes of deregistered memory a context's registration cache keeps pinned (default 64 MiB)");
+
+unsigned int hcomm_workers;
+module_param_named(workers, hcomm_workers, uint, 0444);
+MODULE_PARM_DESC(workers,
+		 "Transfer engine workers (default: one per online CPU)");
+
 struct hcomm_stats hcomm_stats;
 
 /* Parent of the misc device and the device dma-buf attachments use. */
 static struct device *hcomm_dma_dev;
+
+static void hcomm_ctx_free(struct kref *ref)
+{
+	struct hcomm_ctx *ctx = container_of(ref, struct hcomm_ctx, ref);
+
+	vfree(ctx->db);
+	free_page((unsigned long)ctx->gen);
+	mmdrop(ctx->mm);
+	mutex_destroy(&ctx->cache_lock);
+	mutex_destroy(&ctx->db_mutex);
+	kfree(ctx);
+	atomic64_dec(&hcomm_stats.contexts);
+}
+
+/**
+ * hcomm_ctx_put() - drop a reference to a context.
+ * @ctx: context; freed with the last reference.
+ */
+void hcomm_ctx_put(struct hcomm_ctx *ctx)
+{
+	kref_put(&ctx->ref, hcomm_ctx_free);
+}
+
+/*
+ * The opener's address space is going away: its process has exited.  On
+ * kernels without IO_URING_F_CANCEL nothing else ends a parked io_uring
+ * command of this context (it keeps the file and the ring alive), so end
+ * every pending operation here.
+ */
+static void hcomm_mm_release(struct mmu_notifier *mn, struct mm_struct *mm)
+{
+	struct hcomm_ctx *ctx = container_of(mn, struct hcomm_ctx, mn);
+
+	hcomm_ctx_cancel_all(ctx);
+}
+
+static const struct mmu_notifier_ops hcomm_mm_ops = {
+	.release = hcomm_mm_release,
+};
+
+/**
+ * hcomm_ctx_watch_exit() - make sure @ctx learns of its process's exit.
+ * @ctx: context about to park an io_uring command; called by its owner.
+ *
+ * Only needed where io_uring cannot cancel a parked command itself
+ * (no IO_URING_F_CANCEL); registered once, on the first parked command.
+ *
+ * Return: 0 or -errno of mmu_notifier_register().
+ */
+int hcomm_ctx_watch_exit(struct hcomm_ctx *ctx)
+{
+	int ret = 0;
+
+	if (IS_ENABLED(HCOMM_URING_CAN_CANCEL) ||
+	    smp_load_acquire(&ctx->mn_registered))
+		return 0;
+	mutex_lock(&ctx->db_mutex);
+	if (!ctx->mn_registered) {
+		ret = mmu_notifier_register(&ctx->mn, ctx->mm);
+		if (!ret)
+			smp_store_release(&ctx->mn_registered, true);
+	}
+	mutex_unlock(&ctx->db_mutex);
+	return ret;
+}
 
 static int hcomm_open(struct inode *inode, struct file *file)
 {
@@ -41,12 +133,25 @@ static int hcomm_open(struct inode *inode, struct file *file)
 	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL_ACCOUNT);
 	if (!ctx)
 		return -ENOMEM;
+	ctx->gen = (u64 *)get_zeroed_page(GFP_KERNEL_ACCOUNT);
+	if (!ctx->gen) {
+		kfree(ctx);
+		return -ENOMEM;
+	}
+	kref_init(&ctx->ref);
 	xa_init_flags(&ctx->regions, XA_FLAGS_ALLOC1);
+	mutex_init(&ctx->cache_lock);
+	spin_lock_init(&ctx->inval_lock);
+	ctx->cache_tree = RB_ROOT_CACHED;
+	INIT_LIST_HEAD(&ctx->lru);
+	ctx->cache_limit = READ_ONCE(hcomm_cache_limit);
+	hcomm_ctx_engine_init(ctx);
 	mmgrab(current->mm);
 	ctx->mm = current->mm;
 	ctx->dev = hcomm_dma_dev;
-	file->private_data = ctx;
+	ctx->mn.ops = &hcomm_mm_ops;
 	atomic64_inc(&hcomm_stats.contexts);
+	file->private_data = ctx;
 	return nonseekable_open(inode, file);
 }
 
@@ -54,10 +159,13 @@ static int hcomm_release(struct inode *inode, struct file *file)
 {
 	struct hcomm_ctx *ctx = file->private_data;
 
+	/* No command of this file is running or pending any more. */
+	if (ctx->mn_registered)
+		mmu_notifier_unregister(&ctx->mn, ctx->mm);
 	hcomm_ctx_release_regions(ctx);
-	mmdrop(ctx->mm);
-	kfree(ctx);
-	atomic64_dec(&hcomm_stats.contexts);
+	hcomm_cache_release(ctx);
+	hcomm_ctx_engine_release(ctx);
+	hcomm_ctx_put(ctx);
 	return 0;
 }
 
@@ -68,6 +176,7 @@ static const struct file_operations hcomm_fops = {
 	.unlocked_ioctl = hcomm_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
 	.uring_cmd = hcomm_uring_cmd,
+	.mmap = hcomm_mmap,
 };
 
 static struct miscdevice hcomm_misc = {
@@ -87,6 +196,10 @@ static int __init hcomm_init(void)
 	ret = dma_coerce_mask_and_coherent(hcomm_dma_dev, DMA_BIT_MASK(64));
 	if (ret)
 		goto err_unregister_root;
+	hcomm_max_inline = min_t(unsigned int, hcomm_max_inline, SZ_64K);
+	ret = hcomm_engine_init();
+	if (ret)
+		goto err_unregister_root;
 	hcomm_debugfs_init();
 	hcomm_misc.parent = hcomm_dma_dev;
 	ret = misc_register(&hcomm_misc);
@@ -96,6 +209,7 @@ static int __init hcomm_init(void)
 
 err_debugfs:
 	hcomm_debugfs_exit();
+	hcomm_engine_exit();
 err_unregister_root:
 	root_device_unregister(hcomm_dma_dev);
 	return ret;
@@ -105,6 +219,7 @@ static void __exit hcomm_exit(void)
 {
 	misc_deregister(&hcomm_misc);
 	hcomm_debugfs_exit();
+	hcomm_engine_exit();
 	root_device_unregister(hcomm_dma_dev);
 }
 

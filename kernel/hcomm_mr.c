@@ -6,7 +6,15 @@
  * Host memory is charged to the caller's RLIMIT_MEMLOCK (user->locked_vm,
  * and mm->pinned_vm for reporting) before anything is pinned, pinned with
  * FOLL_LONGTERM in batches of one page worth of page pointers, and recorded
- * only in the VAT->PAT table: unpinning walks the extents.  Every function here may sleep.
+ * only in the VAT->PAT table: unpinning walks the extents.
+ *
+ * Pinned host ranges (struct hcomm_umem) are the registration cache of
+ * their context: a registration inside a range the context holds with
+ * enough access shares it, and a range whose last region goes stays
+ * pinned in an LRU up to the context's cache_limit.  An mmu interval
+ * notifier on every cacheable range marks it stale as soon as the mapping
+ * changes, so the cache never hands out pages that are no longer mapped at
+ * the address.  Every function here may sleep, except the notifier.
  */
 #include <linux/mm.h>
 #include <linux/sched/mm.h>
@@ -34,7 +42,8 @@ static int hcomm_check_access(u32 access)
 	return 0;
 }
 
-static struct hcomm_region *hcomm_region_alloc(u32 type, u32 access)
+static struct hcomm_region *hcomm_region_alloc(struct hcomm_ctx *ctx,
+					       u32 type, u32 access)
 {
 	struct hcomm_region *r;
 
@@ -43,16 +52,27 @@ static struct hcomm_region *hcomm_region_alloc(u32 type, u32 access)
 		return NULL;
 	kref_init(&r->ref);
 	INIT_HLIST_NODE(&r->key_node);
+	INIT_LIST_HEAD(&r->umem_node);
 	hcomm_vat_init(&r->vat);
 	r->type = type;
 	r->access = access;
 	r->state = HCOMM_STATE_ACTIVE;
 	r->key = hcomm_key_new();
+	r->grant_scope = HCOMM_GRANT_NONE;
+	hcomm_ctx_get(ctx);
+	r->ctx = ctx;
 	return r;
 }
 
+static void hcomm_region_free(struct hcomm_region *r)
+{
+	hcomm_vat_free(&r->vat);
+	hcomm_ctx_put(r->ctx);
+	kfree(r);
+}
+
 /*
- * Charge @r->nr_pages to RLIMIT_MEMLOCK.  The limit is enforced on the
+ * Charge @um->npages to RLIMIT_MEMLOCK.  The limit is enforced on the
  * caller's user (user->locked_vm, as io_uring does), not only on its mm:
  * a region outlives the mm that registered it when the file is passed on
  * or kept across exec, and a per-mm budget would then start afresh.
@@ -60,11 +80,11 @@ static struct hcomm_region *hcomm_region_alloc(u32 type, u32 access)
  * show as VmPin in /proc/<pid>/status.  CAP_IPC_LOCK lifts the limit but
  * the pages are still counted.
  */
-static int hcomm_memlock_charge(struct hcomm_region *r, struct mm_struct *mm)
+static int hcomm_memlock_charge(struct hcomm_umem *um, struct mm_struct *mm)
 {
 	unsigned long limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
 	struct user_struct *user = current_user();
-	unsigned long npages = r->nr_pages, cur, new;
+	unsigned long npages = um->npages, cur, new;
 
 	cur = atomic_long_read(&user->locked_vm);
 	do {
@@ -75,41 +95,40 @@ static int hcomm_memlock_charge(struct hcomm_region *r, struct mm_struct *mm)
 			return -ENOMEM;
 	} while (!atomic_long_try_cmpxchg(&user->locked_vm, &cur, new));
 
-	r->user = get_uid(user);
+	um->user = get_uid(user);
 	mmgrab(mm);
-	r->mm = mm;
+	um->mm = mm;
 	atomic64_add(npages, &mm->pinned_vm);
 	atomic64_add(npages, &hcomm_stats.memlock_pages);
 	return 0;
 }
 
-static void hcomm_memlock_uncharge(struct hcomm_region *r)
+static void hcomm_memlock_uncharge(struct hcomm_umem *um)
 {
-	atomic_long_sub(r->nr_pages, &r->user->locked_vm);
-	free_uid(r->user);
-	atomic64_sub(r->nr_pages, &r->mm->pinned_vm);
-	mmdrop(r->mm);
-	atomic64_sub(r->nr_pages, &hcomm_stats.memlock_pages);
+	atomic_long_sub(um->npages, &um->user->locked_vm);
+	free_uid(um->user);
+	atomic64_sub(um->npages, &um->mm->pinned_vm);
+	mmdrop(um->mm);
+	atomic64_sub(um->npages, &hcomm_stats.memlock_pages);
 }
 
 /* Unpin every page the VAT->PAT table records. */
-static void hcomm_mr_unpin(struct hcomm_region *r)
+static void hcomm_umem_unpin(struct hcomm_umem *um)
 {
-	bool dirty = r->access & HCOMM_ACCESS_LOCAL_WRITE;
 	u64 i;
 
-	for (i = 0; i < r->vat.nr; i++) {
-		const struct hcomm_vat_extent *e = &r->vat.ext[i];
+	for (i = 0; i < um->vat.nr; i++) {
+		const struct hcomm_vat_extent *e = &um->vat.ext[i];
 
 		unpin_user_page_range_dirty_lock(pfn_to_page(PHYS_PFN(e->addr)),
-						 e->npages, dirty);
+						 e->npages, um->writable);
 		cond_resched();
 	}
-	atomic64_sub(r->vat.npages, &hcomm_stats.pinned_pages);
+	atomic64_sub(um->vat.npages, &hcomm_stats.pinned_pages);
 }
 
 /* Record @n freshly pinned pages, coalescing physically contiguous runs. */
-static int hcomm_mr_record(struct hcomm_region *r, struct page **pages, int n)
+static int hcomm_umem_record(struct hcomm_umem *um, struct page **pages, int n)
 {
 	int i = 0, j, ret;
 
@@ -119,7 +138,7 @@ static int hcomm_mr_record(struct hcomm_region *r, struct page **pages, int n)
 		for (j = i + 1; j < n; j++)
 			if (page_to_pfn(pages[j]) != pfn + (j - i))
 				break;
-		ret = hcomm_vat_append(&r->vat, PFN_PHYS(pfn), j - i);
+		ret = hcomm_vat_append(&um->vat, PFN_PHYS(pfn), j - i);
 		if (ret) {
 			/* Pages before i are in the table; drop the rest. */
 			unpin_user_pages(pages + i, n - i);
@@ -132,10 +151,10 @@ static int hcomm_mr_record(struct hcomm_region *r, struct page **pages, int n)
 }
 
 /*
- * Pin @npages pages from @start in batches.  On failure the pages pinned so
- * far are in r->vat and the caller unpins them with hcomm_mr_unpin().
+ * Pin the pages of @um in batches.  On failure the pages pinned so far are
+ * in um->vat and the caller unpins them with hcomm_umem_unpin().
  */
-static int hcomm_mr_pin(struct hcomm_region *r, u64 start, u64 npages)
+static int hcomm_umem_pin(struct hcomm_umem *um)
 {
 	unsigned int gup_flags = FOLL_LONGTERM;
 	const int batch = PAGE_SIZE / sizeof(struct page *);
@@ -143,16 +162,16 @@ static int hcomm_mr_pin(struct hcomm_region *r, u64 start, u64 npages)
 	u64 done = 0;
 	int ret = 0;
 
-	if (r->access & HCOMM_ACCESS_LOCAL_WRITE)
+	if (um->writable)
 		gup_flags |= FOLL_WRITE;
 	pages = (struct page **)__get_free_page(GFP_KERNEL);
 	if (!pages)
 		return -ENOMEM;
 
-	while (done < npages) {
-		int n = min_t(u64, npages - done, batch);
+	while (done < um->npages) {
+		int n = min_t(u64, um->npages - done, batch);
 
-		ret = pin_user_pages_fast(start + done * PAGE_SIZE, n,
+		ret = pin_user_pages_fast(um->start + done * PAGE_SIZE, n,
 					  gup_flags, pages);
 		if (ret <= 0) {
 			ret = ret ? ret : -EFAULT;
@@ -160,7 +179,7 @@ static int hcomm_mr_pin(struct hcomm_region *r, u64 start, u64 npages)
 		}
 		atomic64_add(ret, &hcomm_stats.pinned_pages);
 		done += ret;
-		ret = hcomm_mr_record(r, pages, ret);
+		ret = hcomm_umem_record(um, pages, ret);
 		if (ret)
 			break;
 		if (fatal_signal_pending(current)) {
@@ -171,6 +190,310 @@ static int hcomm_mr_pin(struct hcomm_region *r, u64 start, u64 npages)
 	}
 	free_page((unsigned long)pages);
 	return ret;
+}
+
+/**
+ * hcomm_gen_bump() - change generation slot @id of @ctx.
+ * @ctx: context.
+ * @id:  region id; the slot is @id % HCOMM_GEN_SLOTS.
+ *
+ * Caller holds ctx->inval_lock.
+ */
+void hcomm_gen_bump(struct hcomm_ctx *ctx, u32 id)
+{
+	u64 *slot = &ctx->gen[id % HCOMM_GEN_SLOTS];
+
+	lockdep_assert_held(&ctx->inval_lock);
+	WRITE_ONCE(*slot, *slot + 1);
+}
+
+/*
+ * The mapping under a pinned range changed (munmap, mremap, madvise,
+ * fork's write protection, ...): the pages we hold are no longer what the
+ * address shows, so the range must never satisfy a registration again,
+ * and the regions on it see their generation change.  May run in any
+ * context the mm core invalidates from: only the spinlock is taken.
+ */
+static bool hcomm_umem_invalidate(struct mmu_interval_notifier *mni,
+				  const struct mmu_notifier_range *range,
+				  unsigned long cur_seq)
+{
+	struct hcomm_umem *um = container_of(mni, struct hcomm_umem, notifier);
+	struct hcomm_ctx *ctx = um->ctx;
+	struct hcomm_region *r;
+
+	spin_lock(&ctx->inval_lock);
+	mmu_interval_set_seq(mni, cur_seq);
+	if (!um->stale) {
+		WRITE_ONCE(um->stale, true);
+		atomic64_inc(&hcomm_stats.cache_invalidations);
+		list_for_each_entry(r, &um->regions, umem_node)
+			hcomm_gen_bump(ctx, r->id);
+	}
+	spin_unlock(&ctx->inval_lock);
+	return true;
+}
+
+static const struct mmu_interval_notifier_ops hcomm_umem_mn_ops = {
+	.invalidate = hcomm_umem_invalidate,
+};
+
+/* Release a range nobody uses and that is no longer in the cache. */
+static void hcomm_umem_free(struct hcomm_umem *um)
+{
+	if (um->notifier_ok)
+		mmu_interval_notifier_remove(&um->notifier);
+	hcomm_umem_unpin(um);
+	atomic64_sub(um->npages, &um->ctx->pinned_pages);
+	hcomm_memlock_uncharge(um);
+	hcomm_vat_free(&um->vat);
+	atomic64_dec(&hcomm_stats.umems);
+	kfree(um);
+}
+
+/* Take @um out of the tree and, when it is there, the LRU. */
+static void hcomm_umem_unlink(struct hcomm_ctx *ctx, struct hcomm_umem *um)
+{
+	lockdep_assert_held(&ctx->cache_lock);
+	interval_tree_remove(&um->it, &ctx->cache_tree);
+	if (!list_empty(&um->lru)) {
+		list_del_init(&um->lru);
+		ctx->cache_bytes -= um->npages << PAGE_SHIFT;
+		atomic64_sub(um->npages << PAGE_SHIFT, &hcomm_stats.cache_bytes);
+	}
+}
+
+/*
+ * Move LRU entries to @out until the LRU holds at most @limit bytes;
+ * stale entries go first whatever the limit.
+ */
+static void hcomm_cache_trim(struct hcomm_ctx *ctx, u64 limit,
+			     struct list_head *out, bool count)
+{
+	struct hcomm_umem *um, *tmp;
+
+	lockdep_assert_held(&ctx->cache_lock);
+	list_for_each_entry_safe(um, tmp, &ctx->lru, lru) {
+		if (READ_ONCE(um->stale)) {
+			hcomm_umem_unlink(ctx, um);
+			list_add_tail(&um->lru, out);
+		}
+	}
+	list_for_each_entry_safe(um, tmp, &ctx->lru, lru) {
+		if (ctx->cache_bytes <= limit)
+			break;
+		hcomm_umem_unlink(ctx, um);
+		list_add_tail(&um->lru, out);
+		if (count)
+			atomic64_inc(&hcomm_stats.cache_evictions);
+	}
+}
+
+static void hcomm_umem_free_list(struct list_head *list)
+{
+	struct hcomm_umem *um, *tmp;
+
+	list_for_each_entry_safe(um, tmp, list, lru) {
+		list_del(&um->lru);
+		hcomm_umem_free(um);
+		cond_resched();
+	}
+}
+
+/* A cached range covering [start, start + npages) with enough access. */
+static struct hcomm_umem *hcomm_cache_find(struct hcomm_ctx *ctx, u64 start,
+					   u64 npages, bool writable)
+{
+	u64 last = start + (npages << PAGE_SHIFT) - 1;
+	struct interval_tree_node *it;
+
+	lockdep_assert_held(&ctx->cache_lock);
+	for (it = interval_tree_iter_first(&ctx->cache_tree, start, last); it;
+	     it = interval_tree_iter_next(it, start, last)) {
+		struct hcomm_umem *um = container_of(it, struct hcomm_umem, it);
+
+		if (it->start <= start && it->last >= last && um->cacheable &&
+		    !READ_ONCE(um->stale) && (um->writable || !writable))
+			return um;
+	}
+	return NULL;
+}
+
+/* Cache lookup; on a hit the range gains a user and leaves the LRU. */
+static struct hcomm_umem *hcomm_cache_get(struct hcomm_ctx *ctx, u64 start,
+					  u64 npages, bool writable)
+{
+	struct hcomm_umem *um;
+	LIST_HEAD(dead);
+
+	mutex_lock(&ctx->cache_lock);
+	hcomm_cache_trim(ctx, ctx->cache_bytes, &dead, false);
+	um = hcomm_cache_find(ctx, start, npages, writable);
+	if (um) {
+		if (!list_empty(&um->lru)) {
+			list_del_init(&um->lru);
+			ctx->cache_bytes -= um->npages << PAGE_SHIFT;
+			atomic64_sub(um->npages << PAGE_SHIFT,
+				     &hcomm_stats.cache_bytes);
+		}
+		um->users++;
+	}
+	mutex_unlock(&ctx->cache_lock);
+	hcomm_umem_free_list(&dead);
+	return um;
+}
+
+/* Give back every cached range of @ctx (memlock pressure). */
+static bool hcomm_cache_shrink(struct hcomm_ctx *ctx)
+{
+	LIST_HEAD(dead);
+
+	mutex_lock(&ctx->cache_lock);
+	hcomm_cache_trim(ctx, 0, &dead, true);
+	mutex_unlock(&ctx->cache_lock);
+	if (list_empty(&dead))
+		return false;
+	hcomm_umem_free_list(&dead);
+	return true;
+}
+
+/* Pin a new range for @ctx and put it in the cache tree with one user. */
+static int hcomm_umem_create(struct hcomm_ctx *ctx, u64 start, u64 npages,
+			     bool writable, bool cacheable,
+			     struct hcomm_umem **out)
+{
+	struct hcomm_umem *um;
+	unsigned long seq = 0;
+	int ret;
+
+	um = kzalloc(sizeof(*um), GFP_KERNEL_ACCOUNT);
+	if (!um)
+		return -ENOMEM;
+	um->ctx = ctx;
+	um->start = start;
+	um->npages = npages;
+	um->writable = writable;
+	um->cacheable = cacheable;
+	um->users = 1;
+	INIT_LIST_HEAD(&um->lru);
+	INIT_LIST_HEAD(&um->regions);
+	hcomm_vat_init(&um->vat);
+	um->it.start = start;
+	um->it.last = start + (npages << PAGE_SHIFT) - 1;
+
+	ret = hcomm_memlock_charge(um, ctx->mm);
+	if (ret == -ENOMEM && hcomm_cache_shrink(ctx))
+		ret = hcomm_memlock_charge(um, ctx->mm);
+	if (ret)
+		goto err_free;
+
+	/*
+	 * Watch the range before pinning it: a change while pinning is seen
+	 * by mmu_interval_read_retry() and keeps the range out of the cache.
+	 */
+	if (cacheable) {
+		ret = mmu_interval_notifier_insert(&um->notifier, ctx->mm,
+						   start, npages << PAGE_SHIFT,
+						   &hcomm_umem_mn_ops);
+		um->notifier_ok = !ret;
+		if (ret)
+			um->cacheable = false;
+		else
+			seq = mmu_interval_read_begin(&um->notifier);
+	}
+	ret = hcomm_umem_pin(um);
+	if (ret)
+		goto err_unpin;
+
+	mutex_lock(&ctx->cache_lock);
+	spin_lock(&ctx->inval_lock);
+	if (um->notifier_ok && mmu_interval_read_retry(&um->notifier, seq))
+		um->stale = true;
+	spin_unlock(&ctx->inval_lock);
+	interval_tree_insert(&um->it, &ctx->cache_tree);
+	mutex_unlock(&ctx->cache_lock);
+	atomic64_add(npages, &ctx->pinned_pages);
+	atomic64_inc(&hcomm_stats.umems);
+	*out = um;
+	return 0;
+
+err_unpin:
+	if (um->notifier_ok)
+		mmu_interval_notifier_remove(&um->notifier);
+	hcomm_umem_unpin(um);
+	hcomm_memlock_uncharge(um);
+err_free:
+	hcomm_vat_free(&um->vat);
+	kfree(um);
+	return ret;
+}
+
+/*
+ * A region stopped using @um.  The last user either parks it in the LRU
+ * (the next registration of the range is a hit) or frees it.
+ */
+static void hcomm_umem_put(struct hcomm_umem *um)
+{
+	struct hcomm_ctx *ctx = um->ctx;
+	u64 bytes = um->npages << PAGE_SHIFT;
+	LIST_HEAD(dead);
+
+	mutex_lock(&ctx->cache_lock);
+	if (--um->users) {
+		mutex_unlock(&ctx->cache_lock);
+		return;
+	}
+	if (um->cacheable && !READ_ONCE(um->stale) && !ctx->closed &&
+	    bytes <= ctx->cache_limit) {
+		list_add_tail(&um->lru, &ctx->lru);
+		ctx->cache_bytes += bytes;
+		atomic64_add(bytes, &hcomm_stats.cache_bytes);
+		hcomm_cache_trim(ctx, ctx->cache_limit, &dead, true);
+	} else {
+		if (um->cacheable && !READ_ONCE(um->stale) && !ctx->closed)
+			atomic64_inc(&hcomm_stats.cache_evictions);
+		hcomm_umem_unlink(ctx, um);
+		list_add(&um->lru, &dead);
+	}
+	mutex_unlock(&ctx->cache_lock);
+	hcomm_umem_free_list(&dead);
+}
+
+/**
+ * hcomm_cache_set_limit() - change how much the LRU of @ctx may keep.
+ * @ctx:   context.
+ * @limit: bytes; lowering it evicts at once.
+ *
+ * Return: 0.
+ */
+int hcomm_cache_set_limit(struct hcomm_ctx *ctx, u64 limit)
+{
+	LIST_HEAD(dead);
+
+	mutex_lock(&ctx->cache_lock);
+	ctx->cache_limit = limit;
+	hcomm_cache_trim(ctx, limit, &dead, true);
+	mutex_unlock(&ctx->cache_lock);
+	hcomm_umem_free_list(&dead);
+	return 0;
+}
+
+/**
+ * hcomm_cache_release() - empty the cache of a context being closed.
+ * @ctx: context whose file was released; its regions are already unlinked.
+ *
+ * Ranges still used by regions that transfers of other contexts hold are
+ * freed when those regions go.
+ */
+void hcomm_cache_release(struct hcomm_ctx *ctx)
+{
+	LIST_HEAD(dead);
+
+	mutex_lock(&ctx->cache_lock);
+	ctx->closed = true;
+	hcomm_cache_trim(ctx, 0, &dead, false);
+	mutex_unlock(&ctx->cache_lock);
+	hcomm_umem_free_list(&dead);
 }
 
 /*
@@ -192,22 +515,33 @@ static int hcomm_region_reserve(struct hcomm_ctx *ctx, struct hcomm_region *r)
  * Publish @r under its reserved id and key.  Fills @id and @key for
  * userspace and returns with a reference for the caller, who may still
  * need @r (to undo the registration) after a DEREG guessing the id.
+ * Returns the region's generation.
  */
-static void hcomm_region_commit(struct hcomm_ctx *ctx, struct hcomm_region *r,
-				u32 *id, u64 *key)
+static u64 hcomm_region_commit(struct hcomm_ctx *ctx, struct hcomm_region *r,
+			       u32 *id, u64 *key)
 {
+	u64 gen;
+
 	hcomm_key_publish(r);
 	*id = r->id;
 	*key = r->key;
 	kref_get(&r->ref);
 	atomic_inc(&ctx->nr_regions);
-	if (r->type == HCOMM_REGION_HOST)
-		atomic64_add(r->nr_pages, &ctx->pinned_pages);
 	atomic64_inc(&hcomm_stats.regions);
 	atomic64_inc(r->type == HCOMM_REGION_HOST ?
 		     &hcomm_stats.host_regions : &hcomm_stats.dmabuf_regions);
+	spin_lock(&ctx->inval_lock);
+	if (r->umem)
+		list_add(&r->umem_node, &r->umem->regions);
+	hcomm_gen_bump(ctx, r->id);
+	gen = ctx->gen[r->id % HCOMM_GEN_SLOTS];
+	/* A change of the mapping since the pages were pinned shows now. */
+	if (r->umem && READ_ONCE(r->umem->stale))
+		hcomm_gen_bump(ctx, r->id);
+	spin_unlock(&ctx->inval_lock);
 	/* The slot is reserved: storing allocates nothing and cannot fail. */
 	xa_store(&ctx->regions, r->id, r, GFP_KERNEL_ACCOUNT);
+	return gen;
 }
 
 /*
@@ -230,9 +564,10 @@ static struct hcomm_region *hcomm_region_unlink(struct hcomm_ctx *ctx, u32 id,
 	if (!r)
 		return NULL;
 	atomic_dec(&ctx->nr_regions);
-	if (r->type == HCOMM_REGION_HOST)
-		atomic64_sub(r->nr_pages, &ctx->pinned_pages);
 	hcomm_key_revoke(r);
+	spin_lock(&ctx->inval_lock);
+	hcomm_gen_bump(ctx, r->id);
+	spin_unlock(&ctx->inval_lock);
 	return r;
 }
 
@@ -254,9 +589,11 @@ void hcomm_region_undo(struct hcomm_ctx *ctx, struct hcomm_region *r)
 }
 
 /**
- * hcomm_reg_mem() - pin a user range and register it in @ctx.
+ * hcomm_reg_mem() - register a user range in @ctx, pinning it unless the
+ * context already holds it pinned.
  * @ctx: the caller's context.
- * @arg: validated copy of the user's argument; region and key are filled.
+ * @arg: validated copy of the user's argument; region, key, cache and
+ *       generation are filled.
  * @out: the new region, with a reference the caller must put.
  *
  * Return: 0 or -errno (see uapi/linux/hcomm.h); on error nothing stays
@@ -265,13 +602,15 @@ void hcomm_region_undo(struct hcomm_ctx *ctx, struct hcomm_region *r)
 int hcomm_reg_mem(struct hcomm_ctx *ctx, struct hcomm_reg_mem *arg,
 		  struct hcomm_region **out)
 {
+	bool writable = arg->access & HCOMM_ACCESS_LOCAL_WRITE;
+	bool nocache = arg->flags & HCOMM_REG_NOCACHE;
+	struct hcomm_umem *um = NULL;
 	struct hcomm_region *r;
 	u64 first, npages;
 	u32 offset;
 	int ret;
 
-	if (arg->flags || arg->reserved0 || arg->reserved[0] ||
-	    arg->reserved[1])
+	if ((arg->flags & ~HCOMM_REG_NOCACHE) || arg->reserved)
 		return -EINVAL;
 	ret = hcomm_check_access(arg->access);
 	if (ret)
@@ -286,7 +625,7 @@ int hcomm_reg_mem(struct hcomm_ctx *ctx, struct hcomm_reg_mem *arg,
 	if (current->mm != ctx->mm)
 		return -EPERM;
 
-	r = hcomm_region_alloc(HCOMM_REGION_HOST, arg->access);
+	r = hcomm_region_alloc(ctx, HCOMM_REGION_HOST, arg->access);
 	if (!r)
 		return -ENOMEM;
 	r->addr = arg->addr;
@@ -297,25 +636,30 @@ int hcomm_reg_mem(struct hcomm_ctx *ctx, struct hcomm_reg_mem *arg,
 	ret = hcomm_region_reserve(ctx, r);
 	if (ret)
 		goto err_free;
-	ret = hcomm_memlock_charge(r, ctx->mm);
-	if (ret)
-		goto err_release_id;
 
-	ret = hcomm_mr_pin(r, first, npages);
-	if (ret)
-		goto err_unpin;
-	hcomm_region_commit(ctx, r, &arg->region, &arg->key);
+	if (!nocache)
+		um = hcomm_cache_get(ctx, first, npages, writable);
+	if (um) {
+		atomic64_inc(&hcomm_stats.cache_hits);
+		arg->cache = HCOMM_REG_HIT;
+	} else {
+		atomic64_inc(&hcomm_stats.cache_misses);
+		ret = hcomm_umem_create(ctx, first, npages, writable, !nocache,
+					&um);
+		if (ret)
+			goto err_release_id;
+		arg->cache = HCOMM_REG_MISS;
+	}
+	r->umem = um;
+	r->base = arg->addr - um->start;
+	arg->generation = hcomm_region_commit(ctx, r, &arg->region, &arg->key);
 	*out = r;
 	return 0;
 
-err_unpin:
-	hcomm_mr_unpin(r);
-	hcomm_memlock_uncharge(r);
 err_release_id:
 	xa_release(&ctx->regions, r->id);
 err_free:
-	hcomm_vat_free(&r->vat);
-	kfree(r);
+	hcomm_region_free(r);
 	return ret;
 }
 
@@ -485,7 +829,7 @@ int hcomm_reg_dmabuf(struct hcomm_ctx *ctx, struct hcomm_reg_dmabuf *arg,
 		goto err_put;
 	}
 
-	r = hcomm_region_alloc(HCOMM_REGION_DMABUF, arg->access);
+	r = hcomm_region_alloc(ctx, HCOMM_REGION_DMABUF, arg->access);
 	if (!r) {
 		ret = -ENOMEM;
 		goto err_put;
@@ -517,8 +861,7 @@ err_detach:
 err_release_id:
 	xa_release(&ctx->regions, r->id);
 err_free:
-	hcomm_vat_free(&r->vat);
-	kfree(r);
+	hcomm_region_free(r);
 err_put:
 	dma_buf_put(dmabuf);
 	return ret;
@@ -530,8 +873,12 @@ static void hcomm_region_release(struct kref *ref)
 
 	hcomm_key_revoke(r);
 	if (r->type == HCOMM_REGION_HOST) {
-		hcomm_mr_unpin(r);
-		hcomm_memlock_uncharge(r);
+		struct hcomm_ctx *ctx = r->ctx;
+
+		spin_lock(&ctx->inval_lock);
+		list_del(&r->umem_node);
+		spin_unlock(&ctx->inval_lock);
+		hcomm_umem_put(r->umem);
 		atomic64_dec(&hcomm_stats.host_regions);
 	} else {
 		hcomm_dmabuf_unmap(r);
@@ -540,8 +887,7 @@ static void hcomm_region_release(struct kref *ref)
 		atomic64_dec(&hcomm_stats.dmabuf_regions);
 	}
 	atomic64_dec(&hcomm_stats.regions);
-	hcomm_vat_free(&r->vat);
-	kfree(r);
+	hcomm_region_free(r);
 }
 
 /**

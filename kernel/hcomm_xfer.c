@@ -1,0 +1,1109 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The transfer engine and the operations that may complete after their
+ * command returns: XFER, FENCE and DB_WAIT.
+ *
+ * A transfer copies bytes between two registered regions by walking both
+ * VAT->PAT tables extent by extent: one copy, no bounce buffer.  Up to
+ * max_inline bytes are copied in the submitting call.  Larger transfers
+ * are queued on their context and copied in chunk_size pieces by the
+ * engine's workers; which context's chunk goes next is the QoS scheduler's
+ * choice (hcomm_qos.c).  No transfer is copied by a dmaengine channel:
+ * the machines hcomm targets have none for memory-to-memory copies, so
+ * the CPU copies and HCOMM_FEAT_DMA_ENGINE stays clear.
+ *
+ * Submission takes no engine-wide lock: a transfer is pushed on its
+ * context's lock-free list, and only a context that was idle takes the
+ * engine lock to join the active set.  Workers take the engine lock once
+ * per chunk to pick it and once to account for it.
+ *
+ * Every pending operation holds a reference on its context and a
+ * transfer holds references on both regions, so DEREG or the owner's exit
+ * during a transfer only drops the table's reference: the pages stay
+ * pinned until the transfer ends.  Operations end exactly once, through
+ * hcomm_op_deliver(): io_uring commands complete in the submitter's task
+ * work, ioctl callers are woken.  Cancellation (CANCEL, IO_URING_F_CANCEL,
+ * or the exit of the owning process) marks an operation; a transfer stops
+ * handing out chunks and ends once the chunks being copied have landed.
+ *
+ * Lock order: ctx->op_lock, then the engine lock; ctx->db_lock is taken
+ * alone.
+ */
+#include <linux/slab.h>
+#include <linux/mm.h>
+#include <linux/highmem.h>
+#include <linux/sched/signal.h>
+#include <linux/overflow.h>
+#include <linux/uaccess.h>
+#include <linux/ktime.h>
+#include <linux/jiffies.h>
+#include <linux/workqueue.h>
+
+#include "hcomm.h"
+#include "hcomm_compat.h"
+
+enum hcomm_op_kind {
+	HCOMM_OP_XFER,
+	HCOMM_OP_FENCE,
+	HCOMM_OP_WAIT,
+};
+
+/**
+ * struct hcomm_op - an operation that completes asynchronously.
+ * @kind:      HCOMM_OP_*.
+ * @cancelled: cancellation was asked.
+ * @ctx:       submitting context (a reference until delivery).
+ * @node:      entry in ctx->pending, ctx->fences or ctx->waiters; empty once
+ *             the operation is on its way to completion.
+ * @ioucmd:    the io_uring command, or NULL for ioctl.
+ * @done:      ioctl: completed at delivery.
+ * @res:       result (0 or -errno).
+ * @res2:      transfers: bytes copied; waits: the doorbell value.
+ * @tag:       user tag for CANCEL.
+ * @seq:       transfers: submission order; fences: last transfer covered.
+ * @x:         transfer state; the engine lock protects @x.next,
+ *             @x.inflight, @x.finishing and @x.qnode.
+ * @w:         DB_WAIT state.
+ */
+struct hcomm_op {
+	enum hcomm_op_kind kind;
+	bool cancelled;
+	struct hcomm_ctx *ctx;
+	struct list_head node;
+	struct io_uring_cmd *ioucmd;
+	struct completion done;
+	int res;
+	u64 res2;
+	u64 tag;
+	u64 seq;
+	union {
+		struct {
+			struct llist_node llnode;
+			struct list_head qnode;
+			struct hcomm_region *src;
+			struct hcomm_region *dst;
+			struct hcomm_ctx *db_ctx;
+			u64 src_off;
+			u64 dst_off;
+			u64 len;
+			u64 next;
+			u64 landed;
+			unsigned int inflight;
+			bool finishing;
+			u32 flags;
+			u32 db_index;
+			u64 db_value;
+		} x;
+		struct {
+			u32 index;
+			u64 value;
+			struct delayed_work timeout;
+		} w;
+	};
+};
+
+/* What an io_uring command carries in its pdu while it is pending. */
+struct hcomm_pdu {
+	struct hcomm_op *op;
+};
+
+static struct hcomm_engine {
+	spinlock_t lock;		/* everything below but wq */
+	struct hcomm_qos_sched sched;
+	struct list_head reap;		/* cancelled transfers to end */
+	u32 min_sum;			/* sum of the contexts' min_rate */
+	struct workqueue_struct *wq;
+	unsigned int nr_workers;
+	struct work_struct *workers;
+} hcomm_engine;
+
+static struct hcomm_pdu *hcomm_pdu(struct io_uring_cmd *ioucmd)
+{
+	BUILD_BUG_ON(sizeof(struct hcomm_pdu) > sizeof(ioucmd->pdu));
+	return (struct hcomm_pdu *)ioucmd->pdu;
+}
+
+/* ------------------------------------------------------------------ */
+/* delivery                                                            */
+/* ------------------------------------------------------------------ */
+
+static void hcomm_op_tw(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
+{
+	struct hcomm_op *op = hcomm_pdu(ioucmd)->op;
+
+	io_uring_cmd_done(ioucmd, op->res, op->res2, issue_flags);
+	kfree(op);
+}
+
+/*
+ * Hand a finished operation to its waiter.  The context reference goes
+ * first: the ioctl caller and the io_uring request keep the file (and so
+ * the context) alive themselves.  After this @op belongs to the waiter.
+ */
+static void hcomm_op_deliver(struct hcomm_op *op)
+{
+	hcomm_ctx_put(op->ctx);
+	if (op->ioucmd)
+		io_uring_cmd_complete_in_task(op->ioucmd, hcomm_op_tw);
+	else
+		complete(&op->done);
+}
+
+static struct hcomm_op *hcomm_op_alloc(struct hcomm_ctx *ctx,
+				       enum hcomm_op_kind kind, u64 tag,
+				       const struct hcomm_cmd_io *io)
+{
+	struct hcomm_op *op = kzalloc(sizeof(*op), GFP_KERNEL_ACCOUNT);
+
+	if (!op)
+		return NULL;
+	op->kind = kind;
+	op->tag = tag;
+	INIT_LIST_HEAD(&op->node);
+	init_completion(&op->done);
+	hcomm_ctx_get(ctx);
+	op->ctx = ctx;
+	if (io->ioucmd) {
+		op->ioucmd = io->ioucmd;
+		hcomm_pdu(io->ioucmd)->op = op;
+	}
+	return op;
+}
+
+/* An operation that never started: nothing else saw it. */
+static void hcomm_op_discard(struct hcomm_op *op)
+{
+	hcomm_ctx_put(op->ctx);
+	kfree(op);
+}
+
+/*
+ * Park @op as pending on its io_uring command: it may now be cancelled by
+ * io_uring (kernels with IO_URING_F_CANCEL).  Must precede anything that
+ * can complete it.
+ */
+static int hcomm_op_queued(struct hcomm_op *op, const struct hcomm_cmd_io *io)
+{
+	int ret = hcomm_ctx_watch_exit(op->ctx);
+
+	if (ret)
+		return ret;
+	hcomm_uring_mark_cancelable(io->ioucmd, io->issue_flags);
+	return -EIOCBQUEUED;
+}
+
+/*
+ * ioctl callers wait here.  A fatal signal (or any signal, for
+ * @interruptible waits) cancels the operation; it then ends promptly,
+ * once the chunk being copied has landed.
+ */
+static int hcomm_op_wait(struct hcomm_op *op, bool interruptible,
+			 void (*cancel)(struct hcomm_op *op))
+{
+	int ret;
+
+	if (interruptible)
+		ret = wait_for_completion_interruptible(&op->done);
+	else
+		ret = wait_for_completion_killable(&op->done);
+	if (ret) {
+		cancel(op);
+		wait_for_completion(&op->done);
+		if (op->res == -ECANCELED)
+			return -EINTR;
+	}
+	return op->res;
+}
+
+/* ------------------------------------------------------------------ */
+/* copying                                                             */
+/* ------------------------------------------------------------------ */
+
+struct hcomm_cursor {
+	const struct hcomm_vat *vat;
+	u64 idx;	/* extent */
+	u64 off;	/* byte offset within the extent */
+};
+
+static void hcomm_cursor_init(struct hcomm_cursor *c,
+			      const struct hcomm_region *r, u64 pos)
+{
+	const struct hcomm_vat_extent *e;
+	u64 base;
+
+	c->vat = hcomm_region_vat(r, &base);
+	pos += base;
+	e = hcomm_vat_lookup(c->vat, pos >> PAGE_SHIFT);
+	/* pos < region length was checked at submission */
+	c->idx = e - c->vat->ext;
+	c->off = pos - (e->pgoff << PAGE_SHIFT);
+}
+
+/* Bytes left in the cursor's extent; @c moves on by @n later. */
+static u64 hcomm_cursor_left(const struct hcomm_cursor *c, phys_addr_t *pa)
+{
+	const struct hcomm_vat_extent *e = &c->vat->ext[c->idx];
+
+	*pa = e->addr + c->off;
+	return (e->npages << PAGE_SHIFT) - c->off;
+}
+
+static void hcomm_cursor_advance(struct hcomm_cursor *c, u64 n)
+{
+	c->off += n;
+	if (c->off == c->vat->ext[c->idx].npages << PAGE_SHIFT) {
+		c->idx++;
+		c->off = 0;
+	}
+}
+
+/* Copy @n bytes between physically contiguous runs. */
+static void hcomm_copy_phys(phys_addr_t dst, phys_addr_t src, size_t n)
+{
+#ifdef CONFIG_HIGHMEM
+	while (n) {
+		size_t k = min3(n, PAGE_SIZE - offset_in_page(dst),
+				PAGE_SIZE - offset_in_page(src));
+		void *d = kmap_local_page(pfn_to_page(PHYS_PFN(dst)));
+		void *s = kmap_local_page(pfn_to_page(PHYS_PFN(src)));
+
+		memcpy(d + offset_in_page(dst), s + offset_in_page(src), k);
+		kunmap_local(s);
+		kunmap_local(d);
+		dst += k;
+		src += k;
+		n -= k;
+	}
+#else
+	/* Pinned pages are in the direct map, and a run is contiguous there. */
+	memcpy(page_address(pfn_to_page(PHYS_PFN(dst))) + offset_in_page(dst),
+	       page_address(pfn_to_page(PHYS_PFN(src))) + offset_in_page(src),
+	       n);
+#endif
+}
+
+/* Copy [src_pos, src_pos + n) of @src to @dst at @dst_pos. */
+static void hcomm_copy(const struct hcomm_region *dst, u64 dst_pos,
+		       const struct hcomm_region *src, u64 src_pos, u64 n)
+{
+	struct hcomm_cursor d, s;
+
+	if (!n)
+		return;
+	hcomm_cursor_init(&d, dst, dst_pos);
+	hcomm_cursor_init(&s, src, src_pos);
+	while (n) {
+		phys_addr_t dpa, spa;
+		u64 k = min3(n, hcomm_cursor_left(&d, &dpa),
+			     hcomm_cursor_left(&s, &spa));
+
+		hcomm_copy_phys(dpa, spa, k);
+		hcomm_cursor_advance(&d, k);
+		hcomm_cursor_advance(&s, k);
+		n -= k;
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* transfers                                                           */
+/* ------------------------------------------------------------------ */
+
+/* Complete fences that no longer wait for anything.  op_lock held. */
+static void hcomm_fences_ready(struct hcomm_ctx *ctx, struct list_head *out)
+{
+	struct hcomm_op *f, *tmp;
+	u64 oldest = U64_MAX;
+
+	lockdep_assert_held(&ctx->op_lock);
+	if (!list_empty(&ctx->pending))
+		oldest = list_first_entry(&ctx->pending, struct hcomm_op,
+					  node)->seq;
+	list_for_each_entry_safe(f, tmp, &ctx->fences, node) {
+		if (f->seq >= oldest)
+			break;
+		list_move_tail(&f->node, out);
+	}
+}
+
+static void hcomm_deliver_list(struct list_head *list)
+{
+	struct hcomm_op *op, *tmp;
+
+	list_for_each_entry_safe(op, tmp, list, node) {
+		list_del_init(&op->node);
+		hcomm_op_deliver(op);
+	}
+}
+
+/*
+ * A transfer has no chunk in flight and will get no more: signal its
+ * doorbell, release its regions, wake fences, deliver.  Process context.
+ */
+static void hcomm_xfer_end(struct hcomm_op *op)
+{
+	struct hcomm_ctx *ctx = op->ctx;
+	LIST_HEAD(ready);
+
+	if (op->x.landed == op->x.len) {
+		op->res = 0;
+		if (op->x.flags & (HCOMM_XFER_DB_ADD | HCOMM_XFER_DB_SET))
+			hcomm_db_signal(op->x.db_ctx, op->x.db_index,
+					op->x.db_value,
+					op->x.flags & HCOMM_XFER_DB_SET);
+	} else {
+		op->res = -ECANCELED;
+		atomic64_inc(&hcomm_stats.xfer_cancelled);
+	}
+	op->res2 = op->x.landed;
+	hcomm_region_put(op->x.src);
+	hcomm_region_put(op->x.dst);
+	if (op->x.db_ctx)
+		hcomm_ctx_put(op->x.db_ctx);
+	atomic64_dec(&hcomm_stats.xfers_active);
+
+	spin_lock(&ctx->op_lock);
+	list_del_init(&op->node);
+	hcomm_fences_ready(ctx, &ready);
+	spin_unlock(&ctx->op_lock);
+	hcomm_op_deliver(op);
+	hcomm_deliver_list(&ready);
+}
+
+/* Move submitted transfers of @ctx to its queue, in order.  Engine lock. */
+static void hcomm_ctx_drain(struct hcomm_ctx *ctx)
+{
+	struct llist_node *list = llist_del_all(&ctx->incoming);
+	struct hcomm_op *op, *tmp;
+
+	lockdep_assert_held(&hcomm_engine.lock);
+	list = llist_reverse_order(list);
+	llist_for_each_entry_safe(op, tmp, list, x.llnode) {
+		if (op->cancelled)
+			list_add_tail(&op->x.qnode, &hcomm_engine.reap);
+		else
+			list_add_tail(&op->x.qnode, &ctx->xq);
+	}
+}
+
+/*
+ * Pick the next chunk: the QoS scheduler names the context, its oldest
+ * transfer gives the bytes.  Engine lock held.
+ */
+static struct hcomm_op *hcomm_engine_next(u64 *off, u64 *n)
+{
+	struct hcomm_engine *eng = &hcomm_engine;
+	u64 chunk = max_t(u32, READ_ONCE(hcomm_chunk_size), PAGE_SIZE);
+	struct hcomm_qos_class *c;
+	struct hcomm_ctx *ctx;
+	struct hcomm_op *op;
+
+	while ((c = hcomm_qos_pick(&eng->sched))) {
+		ctx = container_of(c, struct hcomm_ctx, qos);
+		hcomm_ctx_drain(ctx);
+		if (list_empty(&ctx->xq)) {
+			/* Idle: leave the active set unless work raced in. */
+			hcomm_qos_deactivate(&eng->sched, c);
+			clear_bit(0, &ctx->queued);
+			smp_mb__after_atomic();
+			if (!llist_empty(&ctx->incoming) &&
+			    !test_and_set_bit(0, &ctx->queued))
+				hcomm_qos_activate(&eng->sched, c);
+			continue;
+		}
+		op = list_first_entry(&ctx->xq, struct hcomm_op, x.qnode);
+		*off = op->x.next;
+		*n = min(chunk, op->x.len - op->x.next);
+		op->x.next += *n;
+		op->x.inflight++;
+		if (op->x.next == op->x.len)
+			list_del_init(&op->x.qnode);
+		hcomm_qos_charge(&eng->sched, c, *n);
+		return op;
+	}
+	return NULL;
+}
+
+/* A chunk of @op landed.  The last one ends the transfer. */
+static void hcomm_chunk_done(struct hcomm_op *op, u64 n)
+{
+	bool end;
+
+	spin_lock(&hcomm_engine.lock);
+	op->x.inflight--;
+	op->x.landed += n;
+	end = !op->x.inflight && list_empty(&op->x.qnode) &&
+	      (op->x.next == op->x.len || op->cancelled) && !op->x.finishing;
+	if (end)
+		op->x.finishing = true;
+	spin_unlock(&hcomm_engine.lock);
+	if (end)
+		hcomm_xfer_end(op);
+}
+
+static void hcomm_engine_work(struct work_struct *work)
+{
+	struct hcomm_engine *eng = &hcomm_engine;
+	struct hcomm_op *op;
+	u64 off, n;
+
+	for (;;) {
+		ktime_t t0;
+
+		spin_lock(&eng->lock);
+		if (!list_empty(&eng->reap)) {
+			op = list_first_entry(&eng->reap, struct hcomm_op,
+					      x.qnode);
+			list_del_init(&op->x.qnode);
+			op->x.finishing = true;
+			spin_unlock(&eng->lock);
+			hcomm_xfer_end(op);
+			continue;
+		}
+		op = hcomm_engine_next(&off, &n);
+		spin_unlock(&eng->lock);
+		if (!op)
+			break;
+		t0 = ktime_get();
+		hcomm_copy(op->x.dst, op->x.dst_off + off, op->x.src,
+			   op->x.src_off + off, n);
+		atomic64_add(ktime_to_ns(ktime_sub(ktime_get(), t0)),
+			     &hcomm_stats.engine_busy_ns);
+		atomic64_inc(&hcomm_stats.xfer_chunks);
+		atomic64_add(n, &hcomm_stats.xfer_bytes);
+		hcomm_chunk_done(op, n);
+		cond_resched();
+	}
+}
+
+static void hcomm_engine_kick(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < hcomm_engine.nr_workers; i++)
+		queue_work(hcomm_engine.wq, &hcomm_engine.workers[i]);
+}
+
+/* Queue @op on its context; the context joins the active set if idle. */
+static void hcomm_xfer_queue(struct hcomm_op *op)
+{
+	struct hcomm_ctx *ctx = op->ctx;
+
+	llist_add(&op->x.llnode, &ctx->incoming);
+	if (!test_and_set_bit(0, &ctx->queued)) {
+		spin_lock(&hcomm_engine.lock);
+		hcomm_qos_activate(&hcomm_engine.sched, &ctx->qos);
+		spin_unlock(&hcomm_engine.lock);
+	}
+	hcomm_engine_kick();
+}
+
+/*
+ * Cancel transfer @op: it gets no more chunks; it ends now if none is in
+ * flight (through a worker, which may drop the last region references),
+ * else when the last one lands.  ctx->op_lock held, so @op cannot end
+ * under us; returns whether it was still cancellable.
+ */
+static bool hcomm_xfer_cancel_locked(struct hcomm_op *op)
+{
+	struct hcomm_engine *eng = &hcomm_engine;
+	bool reap = false, ret = false;
+
+	lockdep_assert_held(&op->ctx->op_lock);
+	spin_lock(&eng->lock);
+	hcomm_ctx_drain(op->ctx);
+	if (!op->cancelled && !op->x.finishing) {
+		op->cancelled = true;
+		ret = true;
+		if (!list_empty(&op->x.qnode)) {
+			list_del_init(&op->x.qnode);
+			reap = !op->x.inflight;
+		}
+		/* reaped by hcomm_ctx_drain() already: in eng->reap */
+		if (reap)
+			list_add_tail(&op->x.qnode, &eng->reap);
+	}
+	spin_unlock(&eng->lock);
+	if (reap)
+		hcomm_engine_kick();
+	return ret;
+}
+
+static void hcomm_xfer_cancel(struct hcomm_op *op)
+{
+	struct hcomm_ctx *ctx = op->ctx;
+
+	spin_lock(&ctx->op_lock);
+	if (!list_empty(&op->node))
+		hcomm_xfer_cancel_locked(op);
+	spin_unlock(&ctx->op_lock);
+}
+
+static int hcomm_xfer_check(struct hcomm_xfer *arg)
+{
+	const u32 db = HCOMM_XFER_DB_ADD | HCOMM_XFER_DB_SET;
+	const u32 known = db | HCOMM_XFER_DB_REMOTE | HCOMM_XFER_NO_INLINE;
+
+	if (arg->reserved0 || arg->reserved[0] || arg->reserved[1])
+		return -EINVAL;
+	if (arg->flags & ~known)
+		return -EINVAL;
+	if ((arg->flags & db) == db)
+		return -EINVAL;
+	if (!(arg->flags & db) && (arg->db_index || arg->db_value ||
+				   (arg->flags & HCOMM_XFER_DB_REMOTE)))
+		return -EINVAL;
+	return 0;
+}
+
+/* Is [off, off + len) inside @r and is @r copyable by the CPU? */
+static int hcomm_xfer_range(const struct hcomm_region *r, u64 off, u64 len)
+{
+	u64 end;
+
+	if (r->type != HCOMM_REGION_HOST)
+		return -EOPNOTSUPP;
+	if (check_add_overflow(off, len, &end) || end > r->len)
+		return -ERANGE;
+	return 0;
+}
+
+static int hcomm_xfer_reply(void __user *uarg, struct hcomm_xfer *arg,
+			    u64 done, u32 engine)
+{
+	if (!uarg)
+		return 0;
+	arg->done = done;
+	arg->engine = engine;
+	return copy_to_user(uarg, arg, sizeof(*arg)) ? -EFAULT : 0;
+}
+
+/**
+ * hcomm_xfer() - HCOMM_CMD_XFER.
+ * @ctx:  the caller's context.
+ * @arg:  copy of the user's argument.
+ * @io:   how the command arrived.
+ * @uarg: the user's argument (for done/engine), ioctl only.
+ *
+ * Return: 0, -EIOCBQUEUED (io_uring, completes later) or -errno.
+ */
+int hcomm_xfer(struct hcomm_ctx *ctx, struct hcomm_xfer *arg,
+	       const struct hcomm_cmd_io *io, void __user *uarg)
+{
+	struct hcomm_region *src, *dst;
+	struct hcomm_ctx *db_ctx = NULL;
+	bool signal = arg->flags & (HCOMM_XFER_DB_ADD | HCOMM_XFER_DB_SET);
+	struct hcomm_op *op;
+	int ret;
+
+	ret = hcomm_xfer_check(arg);
+	if (ret)
+		return ret;
+	if (current->mm != ctx->mm)
+		return -EPERM;
+	src = hcomm_key_lookup(ctx, arg->src_key, HCOMM_ACCESS_REMOTE_READ);
+	if (IS_ERR(src))
+		return PTR_ERR(src);
+	dst = hcomm_key_lookup(ctx, arg->dst_key, HCOMM_ACCESS_LOCAL_WRITE);
+	if (IS_ERR(dst)) {
+		ret = PTR_ERR(dst);
+		goto out_src;
+	}
+	ret = hcomm_xfer_range(src, arg->src_off, arg->len);
+	if (!ret)
+		ret = hcomm_xfer_range(dst, arg->dst_off, arg->len);
+	if (ret)
+		goto out_dst;
+	if (signal) {
+		db_ctx = (arg->flags & HCOMM_XFER_DB_REMOTE) ? dst->ctx : ctx;
+		ret = hcomm_db_check(db_ctx, arg->db_index);
+		if (ret)
+			goto out_dst;
+	}
+
+	if (arg->len <= READ_ONCE(ctx->max_inline) &&
+	    !(arg->flags & HCOMM_XFER_NO_INLINE)) {
+		hcomm_copy(dst, arg->dst_off, src, arg->src_off, arg->len);
+		if (signal)
+			hcomm_db_signal(db_ctx, arg->db_index, arg->db_value,
+					arg->flags & HCOMM_XFER_DB_SET);
+		atomic64_inc(&hcomm_stats.xfer_inline);
+		atomic64_add(arg->len, &hcomm_stats.xfer_bytes);
+		hcomm_region_put(dst);
+		hcomm_region_put(src);
+		return hcomm_xfer_reply(uarg, arg, arg->len,
+					HCOMM_ENGINE_INLINE);
+	}
+
+	op = hcomm_op_alloc(ctx, HCOMM_OP_XFER, arg->tag, io);
+	if (!op) {
+		ret = -ENOMEM;
+		goto out_dst;
+	}
+	INIT_LIST_HEAD(&op->x.qnode);
+	op->x.src = src;
+	op->x.dst = dst;
+	op->x.src_off = arg->src_off;
+	op->x.dst_off = arg->dst_off;
+	op->x.len = arg->len;
+	op->x.flags = arg->flags;
+	op->x.db_index = arg->db_index;
+	op->x.db_value = arg->db_value;
+	if (signal) {
+		hcomm_ctx_get(db_ctx);
+		op->x.db_ctx = db_ctx;
+	}
+	if (io->ioucmd) {
+		ret = hcomm_op_queued(op, io);
+		if (ret != -EIOCBQUEUED) {
+			hcomm_op_discard(op);
+			if (db_ctx)
+				hcomm_ctx_put(db_ctx);
+			goto out_dst;
+		}
+	}
+	atomic64_inc(&hcomm_stats.xfer_async);
+	atomic64_inc(&hcomm_stats.xfers_active);
+	spin_lock(&ctx->op_lock);
+	op->seq = ++ctx->seq;
+	list_add_tail(&op->node, &ctx->pending);
+	spin_unlock(&ctx->op_lock);
+	/* A zero-length signal has nothing to copy: end it at once. */
+	if (!arg->len) {
+		spin_lock(&hcomm_engine.lock);
+		op->x.finishing = true;
+		spin_unlock(&hcomm_engine.lock);
+		if (io->ioucmd) {
+			hcomm_xfer_end(op);
+			return ret;
+		}
+		hcomm_xfer_end(op);
+	} else {
+		hcomm_xfer_queue(op);
+		if (io->ioucmd)
+			return ret;
+	}
+
+	ret = hcomm_op_wait(op, false, hcomm_xfer_cancel);
+	if (ret != -EINTR) {
+		int r2 = hcomm_xfer_reply(uarg, arg, op->res2, HCOMM_ENGINE_CPU);
+
+		ret = ret ? ret : r2;
+	}
+	kfree(op);
+	return ret;
+
+out_dst:
+	hcomm_region_put(dst);
+out_src:
+	hcomm_region_put(src);
+	return ret;
+}
+
+/* ------------------------------------------------------------------ */
+/* fences                                                              */
+/* ------------------------------------------------------------------ */
+
+static void hcomm_fence_cancel(struct hcomm_op *op)
+{
+	struct hcomm_ctx *ctx = op->ctx;
+	bool mine = false;
+
+	spin_lock(&ctx->op_lock);
+	if (!list_empty(&op->node)) {
+		list_del_init(&op->node);
+		mine = true;
+	}
+	spin_unlock(&ctx->op_lock);
+	if (mine) {
+		op->res = -ECANCELED;
+		hcomm_op_deliver(op);
+	}
+}
+
+/**
+ * hcomm_fence() - HCOMM_CMD_FENCE.
+ * @ctx: the caller's context.
+ * @arg: copy of the user's argument.
+ * @io:  how the command arrived.
+ *
+ * Return: 0, -EIOCBQUEUED or -errno.
+ */
+int hcomm_fence(struct hcomm_ctx *ctx, struct hcomm_fence *arg,
+		const struct hcomm_cmd_io *io)
+{
+	struct hcomm_op *op;
+	int ret = 0;
+
+	if (arg->flags || arg->reserved0 || arg->reserved[0] ||
+	    arg->reserved[1])
+		return -EINVAL;
+	if (current->mm != ctx->mm)
+		return -EPERM;
+	op = hcomm_op_alloc(ctx, HCOMM_OP_FENCE, arg->tag, io);
+	if (!op)
+		return -ENOMEM;
+	if (io->ioucmd) {
+		ret = hcomm_op_queued(op, io);
+		if (ret != -EIOCBQUEUED) {
+			hcomm_op_discard(op);
+			return ret;
+		}
+	}
+	spin_lock(&ctx->op_lock);
+	if (list_empty(&ctx->pending)) {
+		spin_unlock(&ctx->op_lock);
+		if (io->ioucmd) {
+			/* already marked: complete through the normal path */
+			hcomm_op_deliver(op);
+			return ret;
+		}
+		hcomm_op_discard(op);
+		return 0;
+	}
+	op->seq = ctx->seq;
+	list_add_tail(&op->node, &ctx->fences);
+	spin_unlock(&ctx->op_lock);
+	if (io->ioucmd)
+		return ret;
+
+	ret = hcomm_op_wait(op, false, hcomm_fence_cancel);
+	kfree(op);
+	return ret;
+}
+
+/* ------------------------------------------------------------------ */
+/* doorbell waits                                                      */
+/* ------------------------------------------------------------------ */
+
+static u64 hcomm_db_read(struct hcomm_ctx *ctx, u32 index)
+{
+	return atomic64_read_acquire(&ctx->db[index]);
+}
+
+/* End a wait taken off ctx->waiters by the caller. */
+static void hcomm_wait_end(struct hcomm_op *op, int res, bool sync_timer)
+{
+	if (sync_timer)
+		cancel_delayed_work_sync(&op->w.timeout);
+	op->res = res;
+	op->res2 = hcomm_db_read(op->ctx, op->w.index);
+	atomic64_dec(&hcomm_stats.waits_pending);
+	hcomm_op_deliver(op);
+}
+
+/**
+ * hcomm_db_wake() - complete the waits on doorbell @index that now hold.
+ * @ctx:   context owning the doorbell.
+ * @index: the doorbell just signalled.
+ */
+void hcomm_db_wake(struct hcomm_ctx *ctx, u32 index)
+{
+	struct hcomm_op *op, *tmp;
+	LIST_HEAD(ready);
+
+	spin_lock(&ctx->db_lock);
+	list_for_each_entry_safe(op, tmp, &ctx->waiters, node) {
+		if (op->w.index == index &&
+		    hcomm_db_read(ctx, index) >= op->w.value)
+			list_move_tail(&op->node, &ready);
+	}
+	spin_unlock(&ctx->db_lock);
+	list_for_each_entry_safe(op, tmp, &ready, node) {
+		list_del_init(&op->node);
+		atomic64_inc(&hcomm_stats.db_wakeups);
+		hcomm_wait_end(op, 0, true);
+	}
+}
+
+static void hcomm_wait_timeout(struct work_struct *work)
+{
+	struct hcomm_op *op = container_of(to_delayed_work(work),
+					   struct hcomm_op, w.timeout);
+	struct hcomm_ctx *ctx = op->ctx;
+	bool mine = false;
+
+	spin_lock(&ctx->db_lock);
+	if (!list_empty(&op->node)) {
+		list_del_init(&op->node);
+		mine = true;
+	}
+	spin_unlock(&ctx->db_lock);
+	if (mine)
+		hcomm_wait_end(op, -ETIME, false);
+}
+
+static void hcomm_wait_cancel(struct hcomm_op *op)
+{
+	struct hcomm_ctx *ctx = op->ctx;
+	bool mine = false;
+
+	spin_lock(&ctx->db_lock);
+	if (!list_empty(&op->node)) {
+		list_del_init(&op->node);
+		mine = true;
+	}
+	spin_unlock(&ctx->db_lock);
+	if (mine)
+		hcomm_wait_end(op, -ECANCELED, true);
+}
+
+/**
+ * hcomm_db_wait() - HCOMM_CMD_DB_WAIT.
+ * @ctx:  the caller's context.
+ * @arg:  copy of the user's argument.
+ * @io:   how the command arrived.
+ * @uarg: the user's argument (for current_value), ioctl only.
+ *
+ * Return: 0, -EIOCBQUEUED or -errno.
+ */
+int hcomm_db_wait(struct hcomm_ctx *ctx, struct hcomm_db_wait *arg,
+		  const struct hcomm_cmd_io *io, void __user *uarg)
+{
+	struct hcomm_op *op;
+	int ret = 0;
+
+	if (arg->flags || arg->reserved[0] || arg->reserved[1])
+		return -EINVAL;
+	if (current->mm != ctx->mm)
+		return -EPERM;
+	ret = hcomm_db_check(ctx, arg->index);
+	if (ret)
+		return ret;
+	op = hcomm_op_alloc(ctx, HCOMM_OP_WAIT, arg->tag, io);
+	if (!op)
+		return -ENOMEM;
+	op->w.index = arg->index;
+	op->w.value = arg->value;
+	INIT_DELAYED_WORK(&op->w.timeout, hcomm_wait_timeout);
+
+	spin_lock(&ctx->db_lock);
+	if (hcomm_db_read(ctx, arg->index) >= arg->value) {
+		spin_unlock(&ctx->db_lock);
+		arg->current_value = hcomm_db_read(ctx, arg->index);
+		hcomm_op_discard(op);
+		if (uarg && copy_to_user(uarg, arg, sizeof(*arg)))
+			return -EFAULT;
+		return 0;
+	}
+	spin_unlock(&ctx->db_lock);
+	if (io->ioucmd) {
+		ret = hcomm_op_queued(op, io);
+		if (ret != -EIOCBQUEUED) {
+			hcomm_op_discard(op);
+			return ret;
+		}
+	}
+	atomic64_inc(&hcomm_stats.waits_pending);
+	spin_lock(&ctx->db_lock);
+	list_add_tail(&op->node, &ctx->waiters);
+	if (arg->timeout_ns)
+		mod_delayed_work(system_wq, &op->w.timeout,
+				 nsecs_to_jiffies(arg->timeout_ns) + 1);
+	spin_unlock(&ctx->db_lock);
+	/* A signal between the check and the parking must not be lost. */
+	hcomm_db_wake(ctx, arg->index);
+	if (io->ioucmd)
+		return ret;
+
+	ret = hcomm_op_wait(op, true, hcomm_wait_cancel);
+	arg->current_value = op->res2;
+	kfree(op);
+	if (ret != -EINTR && copy_to_user(uarg, arg, sizeof(*arg)))
+		return -EFAULT;
+	return ret;
+}
+
+/* ------------------------------------------------------------------ */
+/* cancellation                                                        */
+/* ------------------------------------------------------------------ */
+
+/* Cancel the operations of @ctx matching @tag (every one when @all). */
+static unsigned int hcomm_cancel_match(struct hcomm_ctx *ctx, u64 tag,
+				       bool all)
+{
+	struct hcomm_op *op, *tmp;
+	unsigned int count = 0;
+	LIST_HEAD(fences);
+	LIST_HEAD(waits);
+
+	spin_lock(&ctx->op_lock);
+	list_for_each_entry(op, &ctx->pending, node)
+		if ((all || op->tag == tag) && hcomm_xfer_cancel_locked(op))
+			count++;
+	list_for_each_entry_safe(op, tmp, &ctx->fences, node)
+		if (all || op->tag == tag)
+			list_move_tail(&op->node, &fences);
+	spin_unlock(&ctx->op_lock);
+
+	spin_lock(&ctx->db_lock);
+	list_for_each_entry_safe(op, tmp, &ctx->waiters, node)
+		if (all || op->tag == tag)
+			list_move_tail(&op->node, &waits);
+	spin_unlock(&ctx->db_lock);
+
+	list_for_each_entry_safe(op, tmp, &fences, node) {
+		list_del_init(&op->node);
+		op->res = -ECANCELED;
+		hcomm_op_deliver(op);
+		count++;
+	}
+	list_for_each_entry_safe(op, tmp, &waits, node) {
+		list_del_init(&op->node);
+		hcomm_wait_end(op, -ECANCELED, true);
+		count++;
+	}
+	return count;
+}
+
+/**
+ * hcomm_cancel() - HCOMM_CMD_CANCEL.
+ * @ctx: the caller's context.
+ * @tag: tag to match.
+ * @all: cancel everything pending.
+ *
+ * Return: the number of operations cancelled.
+ */
+int hcomm_cancel(struct hcomm_ctx *ctx, u64 tag, bool all)
+{
+	return hcomm_cancel_match(ctx, tag, all);
+}
+
+/**
+ * hcomm_ctx_cancel_all() - end every pending operation of @ctx.
+ * @ctx: a context whose process is exiting.
+ */
+void hcomm_ctx_cancel_all(struct hcomm_ctx *ctx)
+{
+	hcomm_cancel_match(ctx, 0, true);
+}
+
+/**
+ * hcomm_uring_cancel() - io_uring asks to cancel a pending command
+ * (IO_URING_F_CANCEL: the ring or the task is going away).
+ * @ioucmd: a command this driver returned -EIOCBQUEUED for and marked
+ *          cancelable; it is still pending, so its operation is alive.
+ */
+void hcomm_uring_cancel(struct io_uring_cmd *ioucmd)
+{
+	struct hcomm_op *op = hcomm_pdu(ioucmd)->op;
+
+	switch (op->kind) {
+	case HCOMM_OP_XFER:
+		hcomm_xfer_cancel(op);
+		break;
+	case HCOMM_OP_FENCE:
+		hcomm_fence_cancel(op);
+		break;
+	case HCOMM_OP_WAIT:
+		hcomm_wait_cancel(op);
+		break;
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* QoS and the engine's lifetime                                       */
+/* ------------------------------------------------------------------ */
+
+/**
+ * hcomm_set_qos() - HCOMM_CMD_SET_QOS.
+ * @ctx: the caller's context.
+ * @arg: copy of the user's argument.
+ *
+ * Return: 0, -EINVAL or -ENOSPC.
+ */
+int hcomm_set_qos(struct hcomm_ctx *ctx, struct hcomm_qos *arg)
+{
+	struct hcomm_engine *eng = &hcomm_engine;
+	int ret;
+
+	if (arg->flags || arg->reserved[0] || arg->reserved[1])
+		return -EINVAL;
+	ret = hcomm_qos_validate(arg->min_rate, arg->max_rate, arg->priority);
+	if (ret)
+		return ret;
+	spin_lock(&eng->lock);
+	if (eng->min_sum - ctx->qos.min_rate + arg->min_rate > 100) {
+		ret = -ENOSPC;
+	} else {
+		eng->min_sum += arg->min_rate - ctx->qos.min_rate;
+		hcomm_qos_set(&eng->sched, &ctx->qos, arg->min_rate,
+			      arg->max_rate, arg->priority);
+	}
+	spin_unlock(&eng->lock);
+	return ret;
+}
+
+/**
+ * hcomm_ctx_engine_init() - engine state of a new context.
+ * @ctx: the context.
+ */
+void hcomm_ctx_engine_init(struct hcomm_ctx *ctx)
+{
+	spin_lock_init(&ctx->op_lock);
+	spin_lock_init(&ctx->db_lock);
+	mutex_init(&ctx->db_mutex);
+	INIT_LIST_HEAD(&ctx->pending);
+	INIT_LIST_HEAD(&ctx->fences);
+	INIT_LIST_HEAD(&ctx->waiters);
+	INIT_LIST_HEAD(&ctx->xq);
+	init_llist_head(&ctx->incoming);
+	hcomm_qos_class_init(&ctx->qos);
+	ctx->max_inline = READ_ONCE(hcomm_max_inline);
+}
+
+/**
+ * hcomm_ctx_engine_release() - leave the engine for good.
+ * @ctx: a context with no operation left (its file is being released).
+ */
+void hcomm_ctx_engine_release(struct hcomm_ctx *ctx)
+{
+	struct hcomm_engine *eng = &hcomm_engine;
+
+	spin_lock(&eng->lock);
+	if (test_and_clear_bit(0, &ctx->queued))
+		hcomm_qos_deactivate(&eng->sched, &ctx->qos);
+	eng->min_sum -= ctx->qos.min_rate;
+	spin_unlock(&eng->lock);
+	WARN_ON_ONCE(!list_empty(&ctx->pending) || !list_empty(&ctx->xq) ||
+		     !list_empty(&ctx->waiters) || !list_empty(&ctx->fences));
+}
+
+/**
+ * hcomm_engine_init() - start the engine's workqueue.
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int hcomm_engine_init(void)
+{
+	struct hcomm_engine *eng = &hcomm_engine;
+	unsigned int i, n = READ_ONCE(hcomm_workers);
+
+	if (!n)
+		n = num_online_cpus();
+	n = clamp_t(unsigned int, n, 1, 64);
+	spin_lock_init(&eng->lock);
+	hcomm_qos_sched_init(&eng->sched);
+	INIT_LIST_HEAD(&eng->reap);
+	eng->workers = kcalloc(n, sizeof(*eng->workers), GFP_KERNEL);
+	if (!eng->workers)
+		return -ENOMEM;
+	eng->wq = alloc_workqueue("hcomm_engine", WQ_UNBOUND, n);
+	if (!eng->wq) {
+		kfree(eng->workers);
+		return -ENOMEM;
+	}
+	for (i = 0; i < n; i++)
+		INIT_WORK(&eng->workers[i], hcomm_engine_work);
+	eng->nr_workers = n;
+	hcomm_workers = n;
+	return 0;
+}
+
+/**
+ * hcomm_engine_exit() - stop the engine; no context exists any more.
+ */
+void hcomm_engine_exit(void)
+{
+	destroy_workqueue(hcomm_engine.wq);
+	kfree(hcomm_engine.workers);
+}
