@@ -246,6 +246,8 @@ struct hcomm_umem {
  * @grant_scope:  HCOMM_GRANT_*.
  * @grant_access: HCOMM_ACCESS_REMOTE_* granted.
  * @grant_uid:    uid for HCOMM_GRANT_UID / SAME_UID.
+ * @undone:   the registration was undone before userspace saw it: its
+ *            range is not kept in the cache.
  * @vat:      dma-buf regions: the table.
  * @sgt:      dma-buf mapping; NULL once move_notify invalidated it
  *            (protected by the dma-buf's reservation lock).
@@ -269,6 +271,7 @@ struct hcomm_region {
 	u32 grant_scope;
 	u32 grant_access;
 	kuid_t grant_uid;
+	bool undone;
 	struct hcomm_vat vat;
 	struct dma_buf *dmabuf;
 	struct dma_buf_attachment *attach;

@@ -145,6 +145,30 @@ static int hcomm_cmd_dereg(struct hcomm_ctx *ctx, void __user *uarg,
 }
 
 /*
+ * The extents of @r: the part of its table covering the region's pages,
+ * clipped to them (a region may share a larger pinned range).  *@first_idx
+ * is the table index of the region's first extent, *@pg0 its first page.
+ */
+static u64 hcomm_region_extents(const struct hcomm_region *r,
+				const struct hcomm_vat **vatp, u64 *first_idx,
+				u64 *pg0)
+{
+	const struct hcomm_vat_extent *e0, *e1;
+	const struct hcomm_vat *vat;
+	u64 base;
+
+	vat = hcomm_region_vat(r, &base);
+	*vatp = vat;
+	*pg0 = r->umem ? base >> PAGE_SHIFT : 0;
+	e0 = hcomm_vat_lookup(vat, *pg0);
+	e1 = hcomm_vat_lookup(vat, *pg0 + r->nr_pages - 1);
+	if (!e0 || !e1)
+		return 0;
+	*first_idx = e0 - vat->ext;
+	return e1 - e0 + 1;
+}
+
+/*
  * Copy up to @max extents of @r, starting at extent @first, to @uext.
  * Physical addresses are shown only to CAP_SYS_ADMIN, as in pagemap.
  */
@@ -153,17 +177,23 @@ static int hcomm_query_extents(const struct hcomm_region *r,
 			       u32 max)
 {
 	bool show_phys = ns_capable_noaudit(&init_user_ns, CAP_SYS_ADMIN);
-	u64 i, n;
+	const struct hcomm_vat *vat;
+	u64 i, n, nr, idx0, pg0, pg_end;
 
-	if (first >= r->vat.nr)
+	nr = hcomm_region_extents(r, &vat, &idx0, &pg0);
+	pg_end = pg0 + r->nr_pages;
+	if (first >= nr)
 		return 0;
-	n = min_t(u64, max, r->vat.nr - first);
+	n = min_t(u64, max, nr - first);
 	for (i = 0; i < n; i++) {
-		const struct hcomm_vat_extent *e = &r->vat.ext[first + i];
+		const struct hcomm_vat_extent *e = &vat->ext[idx0 + first + i];
+		u64 s = max(e->pgoff, pg0);
+		u64 end = min(e->pgoff + e->npages, pg_end);
 		struct hcomm_extent out = {
-			.offset = e->pgoff << PAGE_SHIFT,
-			.len = e->npages << PAGE_SHIFT,
-			.phys = show_phys ? e->addr : 0,
+			.offset = (s - pg0) << PAGE_SHIFT,
+			.len = (end - s) << PAGE_SHIFT,
+			.phys = show_phys ? e->addr +
+				((s - e->pgoff) << PAGE_SHIFT) : 0,
 		};
 
 		if (copy_to_user(&uext[i], &out, sizeof(out)))
@@ -197,7 +227,13 @@ static int hcomm_cmd_query(struct hcomm_ctx *ctx, void __user *uarg,
 	q.len = r->len;
 	q.key = r->key;
 	q.nr_pages = r->nr_pages;
-	q.nr_extents = min_t(u64, r->vat.nr, U32_MAX);
+	{
+		const struct hcomm_vat *vat;
+		u64 idx0, pg0;
+
+		q.nr_extents = min_t(u64, hcomm_region_extents(r, &vat, &idx0,
+							       &pg0), U32_MAX);
+	}
 	q.offset = r->offset;
 	q.access = r->access;
 	q.state = READ_ONCE(r->state);

@@ -46,10 +46,10 @@ module_param_named(doorbells, hcomm_nr_doorbells, uint, 0644);
 MODULE_PARM_DESC(doorbells,
 		 "64-bit doorbells per context (default 4096)");
 
-unsigned long hcomm_cache_limit = SZ_64M;
+unsigned long hcomm_cache_limit;
 module_param_named(cache_limit, hcomm_cache_limit, ulong, 0644);
 MODULE_PARM_DESC(cache_limit,
-		 "Bytes of deregistered memory a context's registration cache keeps pinned (default 64 MiB)");
+		 "Bytes of deregistered memory a new context's registration cache keeps pinned (default 0: DEREG unpins; raise per context with SET_CTX)");
 
 unsigned int hcomm_workers;
 module_param_named(workers, hcomm_workers, uint, 0444);

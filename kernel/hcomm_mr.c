@@ -432,7 +432,7 @@ err_free:
  * A region stopped using @um.  The last user either parks it in the LRU
  * (the next registration of the range is a hit) or frees it.
  */
-static void hcomm_umem_put(struct hcomm_umem *um)
+static void hcomm_umem_put(struct hcomm_umem *um, bool keep)
 {
 	struct hcomm_ctx *ctx = um->ctx;
 	u64 bytes = um->npages << PAGE_SHIFT;
@@ -443,15 +443,13 @@ static void hcomm_umem_put(struct hcomm_umem *um)
 		mutex_unlock(&ctx->cache_lock);
 		return;
 	}
-	if (um->cacheable && !READ_ONCE(um->stale) && !ctx->closed &&
+	if (keep && um->cacheable && !READ_ONCE(um->stale) && !ctx->closed &&
 	    bytes <= ctx->cache_limit) {
 		list_add_tail(&um->lru, &ctx->lru);
 		ctx->cache_bytes += bytes;
 		atomic64_add(bytes, &hcomm_stats.cache_bytes);
 		hcomm_cache_trim(ctx, ctx->cache_limit, &dead, true);
 	} else {
-		if (um->cacheable && !READ_ONCE(um->stale) && !ctx->closed)
-			atomic64_inc(&hcomm_stats.cache_evictions);
 		hcomm_umem_unlink(ctx, um);
 		list_add(&um->lru, &dead);
 	}
@@ -584,8 +582,11 @@ void hcomm_region_undo(struct hcomm_ctx *ctx, struct hcomm_region *r)
 {
 	struct hcomm_region *found = hcomm_region_unlink(ctx, r->id, r);
 
-	if (found)
+	if (found) {
+		/* Never reported: nothing worth caching. */
+		found->undone = true;
 		hcomm_region_put(found);
+	}
 }
 
 /**
@@ -878,7 +879,7 @@ static void hcomm_region_release(struct kref *ref)
 		spin_lock(&ctx->inval_lock);
 		list_del(&r->umem_node);
 		spin_unlock(&ctx->inval_lock);
-		hcomm_umem_put(r->umem);
+		hcomm_umem_put(r->umem, !r->undone);
 		atomic64_dec(&hcomm_stats.host_regions);
 	} else {
 		hcomm_dmabuf_unmap(r);

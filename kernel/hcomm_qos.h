@@ -4,25 +4,40 @@
  * next.  Pure logic over plain structs; the caller (hcomm_xfer.c) holds the
  * engine lock around every call, so nothing here locks, sleeps or
  * allocates, and the KUnit suite can drive it directly.
+ *
+ * The shares and the virtual-time rules are described at the top of
+ * hcomm_qos.c.
  */
 #ifndef _HCOMM_QOS_H
 #define _HCOMM_QOS_H
 
+#include <linux/bits.h>
 #include <linux/types.h>
 #include <linux/list.h>
 
 #define HCOMM_QOS_MAX_PRIO	7
 
+/* Shares are kept in parts per million of the engine. */
+#define HCOMM_QOS_SCALE		1000000U
+
+/* One charge counts at most this many bytes of virtual time (1 TiB). */
+#define HCOMM_QOS_MAX_CHARGE	BIT_ULL(40)
+
 /**
  * struct hcomm_qos_class - the scheduling state of one context.
  * @node:     entry in hcomm_qos_sched.active while @active.
  * @min_rate: percent of the engine guaranteed while the class has work.
- * @max_rate: percent never exceeded while another class has work.
+ * @max_rate: percent never exceeded while another class has work that is
+ *            not itself held at its @max_rate.
  * @priority: 0 .. HCOMM_QOS_MAX_PRIO; breaks ties, higher first.
  * @active:   the class has work queued (is in the active list).
  * @vtime:    virtual finish time: service received divided by the share
  *            it is entitled to, in the scheduler's units.
  * @served:   bytes charged since the class last became active.
+ * @share:    target share of the engine in parts per HCOMM_QOS_SCALE;
+ *            current while @active and hcomm_qos_sched.shares_valid.
+ * @idle_vclock: hcomm_qos_sched.vclock when the class last went idle
+ *            (0 for a new class).
  */
 struct hcomm_qos_class {
 	struct list_head node;
@@ -32,6 +47,8 @@ struct hcomm_qos_class {
 	bool active;
 	u64 vtime;
 	u64 served;
+	u32 share;
+	u64 idle_vclock;
 };
 
 /**

@@ -270,7 +270,6 @@ TEST_F(hcomm, query_bad_extent_pointer)
 TEST_F(hcomm, get_info_bad_flags)
 {
 	struct hcomm_info i;
-	size_t k;
 
 	memset(&i, 0, sizeof(i));
 	i.flags = 1;
@@ -582,9 +581,9 @@ TEST_F(uring, batch_of_commands)
 		a[i].addr = (uintptr_t)(buf + i * PG + i);
 		a[i].len = PG - i;
 		a[i].access = ACC_RW;
-		/* every fourth one is invalid: flags set */
+		/* every fourth one is invalid: unknown flag set */
 		if (i % 4 == 3)
-			a[i].flags = 1;
+			a[i].flags = 2;
 		memset(sqe, 0, sizeof(*sqe));
 		sqe->opcode = IORING_OP_URING_CMD;
 		sqe->fd = self->fd;
