@@ -127,26 +127,35 @@ static struct hcomm_pdu *hcomm_pdu(struct io_uring_cmd *ioucmd)
 /* delivery                                                            */
 /* ------------------------------------------------------------------ */
 
+static void hcomm_xfer_retire(struct hcomm_op *op);
+
 static void hcomm_op_tw(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 {
 	struct hcomm_op *op = hcomm_pdu(ioucmd)->op;
+	struct hcomm_ctx *ctx = op->ctx;
 
 	io_uring_cmd_done(ioucmd, op->res, op->res2, issue_flags);
+	/* Only now, with its CQE posted, may a later FENCE complete. */
+	if (op->kind == HCOMM_OP_XFER)
+		hcomm_xfer_retire(op);
 	kfree(op);
+	hcomm_ctx_put(ctx);
 }
 
 /*
- * Hand a finished operation to its waiter.  The context reference goes
- * first: the ioctl caller and the io_uring request keep the file (and so
- * the context) alive themselves.  After this @op belongs to the waiter.
+ * Hand a finished operation to its waiter; after this @op belongs to the
+ * waiter.  An io_uring command completes in its task's task work, which
+ * drops the context reference; an ioctl caller holds the file (and so the
+ * context) itself, so the reference goes first.
  */
 static void hcomm_op_deliver(struct hcomm_op *op)
 {
-	hcomm_ctx_put(op->ctx);
-	if (op->ioucmd)
+	if (op->ioucmd) {
 		io_uring_cmd_complete_in_task(op->ioucmd, hcomm_op_tw);
-	else
+	} else {
+		hcomm_ctx_put(op->ctx);
 		complete(&op->done);
+	}
 }
 
 static struct hcomm_op *hcomm_op_alloc(struct hcomm_ctx *ctx,
@@ -336,14 +345,29 @@ static void hcomm_deliver_list(struct list_head *list)
 }
 
 /*
- * A transfer has no chunk in flight and will get no more: signal its
- * doorbell, release its regions, wake fences, deliver.  Process context.
+ * Take a completed transfer off its context's pending list and complete
+ * the fences that waited only for it.  For io_uring transfers this runs
+ * after the transfer's CQE was posted, so a fence's CQE always follows
+ * the CQEs of the transfers before it.
  */
-static void hcomm_xfer_end(struct hcomm_op *op)
+static void hcomm_xfer_retire(struct hcomm_op *op)
 {
 	struct hcomm_ctx *ctx = op->ctx;
 	LIST_HEAD(ready);
 
+	spin_lock(&ctx->op_lock);
+	list_del_init(&op->node);
+	hcomm_fences_ready(ctx, &ready);
+	spin_unlock(&ctx->op_lock);
+	hcomm_deliver_list(&ready);
+}
+
+/*
+ * A transfer has no chunk in flight and will get no more: signal its
+ * doorbell, release its regions, deliver.  Process context.
+ */
+static void hcomm_xfer_end(struct hcomm_op *op)
+{
 	if (op->x.landed == op->x.len) {
 		op->res = 0;
 		if (op->x.flags & (HCOMM_XFER_DB_ADD | HCOMM_XFER_DB_SET))
@@ -361,12 +385,9 @@ static void hcomm_xfer_end(struct hcomm_op *op)
 		hcomm_ctx_put(op->x.db_ctx);
 	atomic64_dec(&hcomm_stats.xfers_active);
 
-	spin_lock(&ctx->op_lock);
-	list_del_init(&op->node);
-	hcomm_fences_ready(ctx, &ready);
-	spin_unlock(&ctx->op_lock);
+	if (!op->ioucmd)
+		hcomm_xfer_retire(op);
 	hcomm_op_deliver(op);
-	hcomm_deliver_list(&ready);
 }
 
 /* Move submitted transfers of @ctx to its queue, in order.  Engine lock. */
