@@ -168,21 +168,21 @@ struct hcomm_ctx {
 	struct mmu_notifier mn;
 	bool mn_registered;
 
-	struct mutex cache_lock;
+	struct mutex cache_lock;	/* see @cache_lock above */
 	struct rb_root_cached cache_tree;
 	struct list_head lru;
 	u64 cache_bytes;
 	u64 cache_limit;
-	spinlock_t inval_lock;
+	spinlock_t inval_lock;		/* see @inval_lock above */
 	u64 *gen;
 
-	spinlock_t db_lock;
-	struct mutex db_mutex;
+	spinlock_t db_lock;		/* see @db_lock above */
+	struct mutex db_mutex;		/* see @db_mutex above */
 	atomic64_t *db;
 	u32 nr_db;
 	struct list_head waiters;
 
-	spinlock_t op_lock;
+	spinlock_t op_lock;		/* see @op_lock above */
 	struct list_head pending;
 	struct list_head fences;
 	u64 seq;
@@ -279,8 +279,8 @@ struct hcomm_region {
 };
 
 /* Where a region's bytes live: its VAT->PAT table and the byte offset. */
-static inline const struct hcomm_vat *hcomm_region_vat(const struct hcomm_region *r,
-							u64 *base)
+static inline const struct hcomm_vat *
+hcomm_region_vat(const struct hcomm_region *r, u64 *base)
 {
 	if (r->umem) {
 		*base = r->base;

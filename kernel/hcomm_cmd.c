@@ -103,7 +103,7 @@ static int hcomm_reg_reply(struct hcomm_ctx *ctx, struct hcomm_region *r,
 }
 
 static int hcomm_cmd_reg_mem(struct hcomm_ctx *ctx, void __user *uarg,
-			      const struct hcomm_cmd_io *io)
+			     const struct hcomm_cmd_io *io)
 {
 	struct hcomm_reg_mem arg;
 	struct hcomm_region *r;
@@ -118,7 +118,7 @@ static int hcomm_cmd_reg_mem(struct hcomm_ctx *ctx, void __user *uarg,
 }
 
 static int hcomm_cmd_reg_dmabuf(struct hcomm_ctx *ctx, void __user *uarg,
-			      const struct hcomm_cmd_io *io)
+				const struct hcomm_cmd_io *io)
 {
 	struct hcomm_reg_dmabuf arg;
 	struct hcomm_region *r;
@@ -133,7 +133,7 @@ static int hcomm_cmd_reg_dmabuf(struct hcomm_ctx *ctx, void __user *uarg,
 }
 
 static int hcomm_cmd_dereg(struct hcomm_ctx *ctx, void __user *uarg,
-			      const struct hcomm_cmd_io *io)
+			   const struct hcomm_cmd_io *io)
 {
 	struct hcomm_dereg arg;
 
@@ -208,7 +208,7 @@ static int hcomm_query_extents(const struct hcomm_region *r,
 }
 
 static int hcomm_cmd_query(struct hcomm_ctx *ctx, void __user *uarg,
-			      const struct hcomm_cmd_io *io)
+			   const struct hcomm_cmd_io *io)
 {
 	struct hcomm_region *r;
 	struct hcomm_query q;

@@ -53,7 +53,11 @@ static inline bool hcomm_uring_can_punt(void)
  * commands itself when the owning process exits (hcomm_main.c).
  */
 #ifdef HCOMM_HAVE_URING_CANCEL
-#define HCOMM_URING_CAN_CANCEL 1
+static inline bool hcomm_uring_can_cancel(void)
+{
+	return true;
+}
+
 static inline void hcomm_uring_mark_cancelable(struct io_uring_cmd *c,
 					       unsigned int issue_flags)
 {
@@ -65,6 +69,11 @@ static inline bool hcomm_uring_is_cancel(unsigned int issue_flags)
 	return issue_flags & IO_URING_F_CANCEL;
 }
 #else
+static inline bool hcomm_uring_can_cancel(void)
+{
+	return false;
+}
+
 static inline void hcomm_uring_mark_cancelable(struct io_uring_cmd *c,
 					       unsigned int issue_flags)
 {

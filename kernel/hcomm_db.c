@@ -31,6 +31,7 @@ int hcomm_db_ensure(struct hcomm_ctx *ctx)
 	atomic64_t *db;
 	int ret = 0;
 
+	/* Pairs with the release below: a non-NULL array is initialised. */
 	if (smp_load_acquire(&ctx->db))
 		return 0;
 	mutex_lock(&ctx->db_mutex);
@@ -39,6 +40,7 @@ int hcomm_db_ensure(struct hcomm_ctx *ctx)
 		db = vmalloc_user(PAGE_ALIGN((size_t)nr * sizeof(*db)));
 		if (db) {
 			ctx->nr_db = nr;
+			/* nr_db before db: readers test db, then use nr_db */
 			smp_store_release(&ctx->db, db);
 		} else {
 			ret = -ENOMEM;

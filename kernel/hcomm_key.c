@@ -162,7 +162,7 @@ int hcomm_grant(struct hcomm_ctx *ctx, struct hcomm_grant *arg)
 		return -EINVAL;
 	if (arg->scope > HCOMM_GRANT_ANY || (arg->access & ~remote))
 		return -EINVAL;
-	if ((arg->scope == HCOMM_GRANT_NONE) != !arg->access)
+	if (arg->scope == HCOMM_GRANT_NONE ? arg->access : !arg->access)
 		return -EINVAL;
 	if (arg->scope == HCOMM_GRANT_UID) {
 		uid = make_kuid(current_user_ns(), arg->uid);

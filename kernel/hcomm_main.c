@@ -113,13 +113,15 @@ int hcomm_ctx_watch_exit(struct hcomm_ctx *ctx)
 {
 	int ret = 0;
 
-	if (IS_ENABLED(HCOMM_URING_CAN_CANCEL) ||
-	    smp_load_acquire(&ctx->mn_registered))
+	if (hcomm_uring_can_cancel())
+		return 0;
+	/* Pairs with the release below. */
+	if (smp_load_acquire(&ctx->mn_registered))
 		return 0;
 	mutex_lock(&ctx->db_mutex);
 	if (!ctx->mn_registered) {
 		ret = mmu_notifier_register(&ctx->mn, ctx->mm);
-		if (!ret)
+		if (!ret) /* registered before the flag lets others skip */
 			smp_store_release(&ctx->mn_registered, true);
 	}
 	mutex_unlock(&ctx->db_mutex);

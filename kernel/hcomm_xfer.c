@@ -425,6 +425,7 @@ static struct hcomm_op *hcomm_engine_next(u64 *off, u64 *n)
 			/* Idle: leave the active set unless work raced in. */
 			hcomm_qos_deactivate(&eng->sched, c);
 			clear_bit(0, &ctx->queued);
+			/* Clear before the re-check; pairs with llist_add(). */
 			smp_mb__after_atomic();
 			if (!llist_empty(&ctx->incoming) &&
 			    !test_and_set_bit(0, &ctx->queued))

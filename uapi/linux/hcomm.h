@@ -459,9 +459,10 @@ struct hcomm_ctx_opts {
  * (__atomic_load_n(p, __ATOMIC_ACQUIRE)) also sees the transferred data.
  *
  * HCOMM_MMAP_GENERATION: HCOMM_GEN_SLOTS read-only __u64 counters (one
- * page of 4 KiB).  Slot (region % HCOMM_GEN_SLOTS) changes whenever a region using it is registered,
- * deregistered, or loses the pages it registered from its address range
- * (munmap, mremap, madvise(MADV_DONTNEED), fork copy-on-write ...).
+ * page of 4 KiB).  Slot (region % HCOMM_GEN_SLOTS) changes whenever a
+ * region using it is registered, deregistered, or loses the pages it
+ * registered from its address range (munmap, mremap,
+ * madvise(MADV_DONTNEED), fork copy-on-write ...).
  * Slots are shared, so a change may concern another region: re-check with
  * REG_MEM (a cache hit when nothing changed).
  */
