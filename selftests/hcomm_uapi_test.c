@@ -65,6 +65,33 @@ TEST(field_offsets)
 	ASSERT_EQ(32, OFF(hcomm_reg_dmabuf, key));
 	ASSERT_EQ(40, OFF(hcomm_reg_dmabuf, reserved));
 
+	ASSERT_EQ(96, sizeof(struct hcomm_xfer));
+	ASSERT_EQ(0, OFF(hcomm_xfer, src_key));
+	ASSERT_EQ(8, OFF(hcomm_xfer, src_off));
+	ASSERT_EQ(16, OFF(hcomm_xfer, dst_key));
+	ASSERT_EQ(24, OFF(hcomm_xfer, dst_off));
+	ASSERT_EQ(32, OFF(hcomm_xfer, len));
+	ASSERT_EQ(40, OFF(hcomm_xfer, tag));
+	ASSERT_EQ(48, OFF(hcomm_xfer, flags));
+	ASSERT_EQ(52, OFF(hcomm_xfer, db_index));
+	ASSERT_EQ(56, OFF(hcomm_xfer, db_value));
+	ASSERT_EQ(64, OFF(hcomm_xfer, done));
+	ASSERT_EQ(72, OFF(hcomm_xfer, engine));
+	ASSERT_EQ(80, OFF(hcomm_xfer, reserved));
+	ASSERT_EQ(32, sizeof(struct hcomm_cancel));
+	ASSERT_EQ(12, OFF(hcomm_cancel, count));
+	ASSERT_EQ(32, sizeof(struct hcomm_fence));
+	ASSERT_EQ(56, sizeof(struct hcomm_db_wait));
+	ASSERT_EQ(8, OFF(hcomm_db_wait, value));
+	ASSERT_EQ(24, OFF(hcomm_db_wait, timeout_ns));
+	ASSERT_EQ(32, OFF(hcomm_db_wait, current_value));
+	ASSERT_EQ(40, sizeof(struct hcomm_grant));
+	ASSERT_EQ(12, OFF(hcomm_grant, uid));
+	ASSERT_EQ(32, sizeof(struct hcomm_qos));
+	ASSERT_EQ(8, OFF(hcomm_qos, priority));
+	ASSERT_EQ(32, sizeof(struct hcomm_ctx_opts));
+	ASSERT_EQ(8, OFF(hcomm_ctx_opts, cache_limit));
+
 	ASSERT_EQ(0, OFF(hcomm_dereg, region));
 	ASSERT_EQ(4, OFF(hcomm_dereg, flags));
 	ASSERT_EQ(8, OFF(hcomm_dereg, reserved));
@@ -132,29 +159,41 @@ TEST(feature_and_access_bits)
 	ASSERT_EQ(2, HCOMM_FEAT_DMABUF);
 	ASSERT_EQ(4, HCOMM_FEAT_DMABUF_MOVE_NOTIFY);
 	ASSERT_EQ(8, HCOMM_FEAT_HUGE_EXTENTS);
+	ASSERT_EQ(16, HCOMM_FEAT_XFER);
+	ASSERT_EQ(32, HCOMM_FEAT_REG_CACHE);
+	ASSERT_EQ(64, HCOMM_FEAT_DMA_ENGINE);
+	ASSERT_EQ(512, HCOMM_GEN_SLOTS);
+	ASSERT_EQ(0x10000000ULL, HCOMM_MMAP_GENERATION);
 	ASSERT_EQ(7, HCOMM_ACCESS_ALL);
 	ASSERT_EQ(1, HCOMM_ABI_VERSION);
 }
 
 TEST(stats_parser)
 {
-	const char *good =
-		"contexts 1\nregions 2\nhost_regions 1\ndmabuf_regions 1\n"
-		"pinned_pages 513\nmemlock_pages 0\ncmd_get_info 7\n"
-		"cmd_reg_mem 3\ncmd_reg_dmabuf 1\ncmd_dereg 2\ncmd_query 4\n"
-		"cmd_errors 5\nuring_cmds 6\nioctls 11\nsomething_new 42\n";
+	char good[4096];
 	struct hcomm_stats s, t;
+	size_t i, n = 0;
+
+	/* every field the module prints, each with its own value, plus one
+	 * unknown line that must be ignored */
+	for (i = 0; i < ARRAY_SIZE(hcomm_stat_fields); i++)
+		n += snprintf(good + n, sizeof(good) - n, "%s %zu\n",
+			      hcomm_stat_fields[i].name, 100 + i);
+	n += snprintf(good + n, sizeof(good) - n, "something_new 42\n");
+	ASSERT_GT(sizeof(good), n);
 
 	ASSERT_EQ(0, hcomm_stats_parse(good, &s));
-	ASSERT_EQ(1, s.contexts);
-	ASSERT_EQ(2, s.regions);
-	ASSERT_EQ(513, s.pinned_pages);
-	ASSERT_EQ(5, s.cmd_errors);
-	ASSERT_EQ(11, s.ioctls);
+	for (i = 0; i < ARRAY_SIZE(hcomm_stat_fields); i++)
+		ASSERT_EQ(100 + i, hcomm_stat_get(&s, i))
+			TH_LOG("field %zu", i);
 	t = s;
 	t.ioctls++;		/* a counter: gauges still equal */
+	t.xfer_bytes++;
 	ASSERT_TRUE(hcomm_gauges_equal(&s, &t));
 	t.memlock_pages++;
+	ASSERT_FALSE(hcomm_gauges_equal(&s, &t));
+	t = s;
+	t.waits_pending++;
 	ASSERT_FALSE(hcomm_gauges_equal(&s, &t));
 	ASSERT_EQ(-ENOENT, hcomm_stats_parse("contexts 0\n", &s));
 	ASSERT_EQ(-EINVAL, hcomm_stats_parse("contexts\n", &s));
