@@ -58,10 +58,14 @@ if [ \"\${HCOMM_BENCH:-1}\" != 0 ]; then
 fi
 rmmod hcomm || { echo 'rmmod hcomm failed'; rc=1; }
 exit \$rc"
+# The guest script lives in the build tree (visible in the guest).
+script=$(mktemp "$repo/build/bench/demo-guest.XXXXXX")
+trap 'rm -f "$script"' EXIT
+printf '%s\n' "$guest" > "$script"
 rc=0
 HCOMM_KO=$repo/build/kmod/$v/hcomm.ko scripts/vm-run.sh \
 	--kernel "/boot/vmlinuz-$v" --log "$console" --timeout 600 \
-	--live -- /bin/sh -c "$guest" || rc=$?
+	--live -- /bin/sh "${script#"$repo"/}" || rc=$?
 
 # Lines between the markers "HCOMM-BENCH-<what>-BEGIN" and "-END".
 between() {
