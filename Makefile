@@ -2,7 +2,8 @@
 #   make            libhcomm, selftests, hcomm.ko for every kernel with headers
 #                   in /lib/modules/*/build (output in build/kmod/<version>/)
 #   make check      everything, host tests, and the VM tests (scripts/check.sh)
-#   make demo       boot a stock 6.12 VM and run hcomm_demo (scripts/demo.sh)
+#   make demo       boot a stock 6.12 VM and run hcomm_demo and the data-path
+#                   benchmark (scripts/demo.sh)
 #   make lint       scripts/lint.sh
 #   make install    install libhcomm (PREFIX, DESTDIR as in lib/Makefile)
 #   make clean
@@ -13,15 +14,18 @@ BUILD := $(CURDIR)/build
 KVERS ?= $(shell for d in /lib/modules/*/build; do \
 	[ -d "$$d" ] && basename "$$(dirname "$$d")"; done | sort -V)
 
-.PHONY: all lib selftests modules check demo lint install clean
+.PHONY: all lib selftests bench modules check demo lint install clean
 
-all: lib selftests modules
+all: lib selftests bench modules
 
 lib:
 	$(MAKE) -C lib
 
 selftests: lib
 	$(MAKE) -C selftests
+
+bench:
+	$(MAKE) -C bench
 
 modules:
 	@[ -n "$(KVERS)" ] || { echo "no kernel headers in /lib/modules/*/build" >&2; exit 1; }
@@ -46,4 +50,5 @@ install:
 clean:
 	-$(MAKE) -C lib clean
 	-$(MAKE) -C selftests clean
+	-$(MAKE) -C bench clean
 	rm -rf $(BUILD)

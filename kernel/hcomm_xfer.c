@@ -652,6 +652,11 @@ int hcomm_xfer(struct hcomm_ctx *ctx, struct hcomm_xfer *arg,
 		atomic64_add(arg->len, &hcomm_stats.xfer_bytes);
 		hcomm_region_put(dst);
 		hcomm_region_put(src);
+		if (io->ioucmd) {
+			/* Post the CQE here so that CQE32 rings get the count. */
+			io_uring_cmd_done(io->ioucmd, 0, arg->len, io->issue_flags);
+			return -EIOCBQUEUED;
+		}
 		return hcomm_xfer_reply(uarg, arg, arg->len,
 					HCOMM_ENGINE_INLINE);
 	}

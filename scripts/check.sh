@@ -75,6 +75,7 @@ esac
 
 phase build-lib make -C lib
 phase build-selftests make -C selftests
+phase build-bench make -C bench
 phase lint scripts/lint.sh
 
 declare -A kver kimage kdir
