@@ -62,7 +62,8 @@ enum hcomm_op_kind {
  * @tag:       user tag for CANCEL.
  * @seq:       transfers: submission order; fences: last transfer covered.
  * @x:         transfer state; the engine lock protects @x.next,
- *             @x.inflight, @x.finishing and @x.qnode.
+ *             @x.inflight, @x.finishing and @x.qnode; ctx->op_lock
+ *             @x.ended.
  * @w:         DB_WAIT state.
  */
 struct hcomm_op {
@@ -90,6 +91,7 @@ struct hcomm_op {
 			u64 landed;
 			unsigned int inflight;
 			bool finishing;
+			bool ended;
 			u32 flags;
 			u32 db_index;
 			u64 db_value;
@@ -317,21 +319,29 @@ static void hcomm_copy(const struct hcomm_region *dst, u64 dst_pos,
 /* transfers                                                           */
 /* ------------------------------------------------------------------ */
 
-/* Complete fences that no longer wait for anything.  op_lock held. */
+/*
+ * Complete fences that no longer wait for anything.  op_lock held.  An
+ * io_uring fence waits until the transfers before it are retired (their
+ * CQEs posted); an ioctl fence only until they ended: the ioctl caller may
+ * be the very thread whose task work would post those CQEs.
+ */
 static void hcomm_fences_ready(struct hcomm_ctx *ctx, struct list_head *out)
 {
-	struct hcomm_op *f, *tmp;
-	u64 oldest = U64_MAX;
+	u64 oldest = U64_MAX, oldest_live = U64_MAX;
+	struct hcomm_op *op, *tmp;
 
 	lockdep_assert_held(&ctx->op_lock);
-	if (!list_empty(&ctx->pending))
-		oldest = list_first_entry(&ctx->pending, struct hcomm_op,
-					  node)->seq;
-	list_for_each_entry_safe(f, tmp, &ctx->fences, node) {
-		if (f->seq >= oldest)
+	list_for_each_entry(op, &ctx->pending, node) {
+		if (oldest == U64_MAX)
+			oldest = op->seq;
+		if (!op->x.ended) {
+			oldest_live = op->seq;
 			break;
-		list_move_tail(&f->node, out);
+		}
 	}
+	list_for_each_entry_safe(op, tmp, &ctx->fences, node)
+		if (op->seq < (op->ioucmd ? oldest : oldest_live))
+			list_move_tail(&op->node, out);
 }
 
 static void hcomm_deliver_list(struct list_head *list)
@@ -385,8 +395,17 @@ static void hcomm_xfer_end(struct hcomm_op *op)
 		hcomm_ctx_put(op->x.db_ctx);
 	atomic64_dec(&hcomm_stats.xfers_active);
 
-	if (!op->ioucmd)
+	if (!op->ioucmd) {
 		hcomm_xfer_retire(op);
+	} else {
+		LIST_HEAD(ready);
+
+		spin_lock(&op->ctx->op_lock);
+		op->x.ended = true;
+		hcomm_fences_ready(op->ctx, &ready);
+		spin_unlock(&op->ctx->op_lock);
+		hcomm_deliver_list(&ready);
+	}
 	hcomm_op_deliver(op);
 }
 
@@ -758,7 +777,9 @@ static void hcomm_fence_cancel(struct hcomm_op *op)
 int hcomm_fence(struct hcomm_ctx *ctx, struct hcomm_fence *arg,
 		const struct hcomm_cmd_io *io)
 {
-	struct hcomm_op *op;
+	struct hcomm_op *op, *f, *tmp;
+	bool mine = false;
+	LIST_HEAD(ready);
 	int ret = 0;
 
 	if (arg->flags || arg->reserved0 || arg->reserved[0] ||
@@ -777,19 +798,25 @@ int hcomm_fence(struct hcomm_ctx *ctx, struct hcomm_fence *arg,
 		}
 	}
 	spin_lock(&ctx->op_lock);
-	if (list_empty(&ctx->pending)) {
-		spin_unlock(&ctx->op_lock);
-		if (io->ioucmd) {
-			/* already marked: complete through the normal path */
-			hcomm_op_deliver(op);
-			return ret;
-		}
-		hcomm_op_discard(op);
-		return 0;
-	}
 	op->seq = ctx->seq;
 	list_add_tail(&op->node, &ctx->fences);
+	hcomm_fences_ready(ctx, &ready);
 	spin_unlock(&ctx->op_lock);
+	list_for_each_entry_safe(f, tmp, &ready, node) {
+		list_del_init(&f->node);
+		if (f == op)
+			mine = true;
+		else
+			hcomm_op_deliver(f);
+	}
+	if (mine) {
+		if (!io->ioucmd) {
+			hcomm_op_discard(op);
+			return 0;
+		}
+		/* already marked: complete through the normal path */
+		hcomm_op_deliver(op);
+	}
 	if (io->ioucmd)
 		return ret;
 
@@ -887,6 +914,7 @@ int hcomm_db_wait(struct hcomm_ctx *ctx, struct hcomm_db_wait *arg,
 		  const struct hcomm_cmd_io *io, void __user *uarg)
 {
 	struct hcomm_op *op;
+	ktime_t deadline;
 	int ret = 0;
 
 	if (arg->flags || arg->reserved[0] || arg->reserved[1])
@@ -932,10 +960,28 @@ int hcomm_db_wait(struct hcomm_ctx *ctx, struct hcomm_db_wait *arg,
 	if (io->ioucmd)
 		return ret;
 
+	deadline = ktime_add_ns(ktime_get(), arg->timeout_ns);
 	ret = hcomm_op_wait(op, true, hcomm_wait_cancel);
 	arg->current_value = op->res2;
 	kfree(op);
-	if (ret != -EINTR && copy_to_user(uarg, arg, sizeof(*arg)))
+	if (ret == -EINTR) {
+		/*
+		 * A signal, or only io_uring task work of this thread: let
+		 * the syscall be restarted (transparently when no handler
+		 * runs) with the time that is left, as select(2) does.
+		 */
+		if (arg->timeout_ns) {
+			s64 left = ktime_to_ns(ktime_sub(deadline, ktime_get()));
+
+			if (left <= 0)
+				return -ETIME;
+			arg->timeout_ns = left;
+			if (copy_to_user(uarg, arg, sizeof(*arg)))
+				return -EFAULT;
+		}
+		return -ERESTARTSYS;
+	}
+	if (copy_to_user(uarg, arg, sizeof(*arg)))
 		return -EFAULT;
 	return ret;
 }

@@ -354,11 +354,13 @@ struct hcomm_fence {
 
 /**
  * struct hcomm_db_wait - argument of HCOMM_CMD_DB_WAIT.
- * @index:      in: doorbell index (below the mapped doorbells).
+ * @index:      in: doorbell index, < nr_doorbells (GET_INFO).
  * @flags:      in: must be zero.
  * @value:      in: complete once doorbell >= value (unsigned compare).
  * @tag:        in: tag for HCOMM_CMD_CANCEL.
  * @timeout_ns: in: give up with -ETIME after this long; 0 waits forever.
+ *              out (ioctl): when a signal interrupts the wait, the time
+ *              left, so that the restarted call waits no longer in all.
  * @current_value: out (ioctl): doorbell value when the wait ended.
  * @reserved:   must be zero.
  *
@@ -518,8 +520,7 @@ struct hcomm_ctx_opts {
  *                        not grant this caller the access needed, or the
  *                        caller's own destination lacks LOCAL_WRITE;
  *              EINVAL    DB_ADD with DB_SET, a doorbell field without a
- *                        DB flag, a doorbell index beyond the mapped
- *                        doorbells (or none mapped);
+ *                        DB flag, a doorbell index >= nr_doorbells;
  *              ERANGE    off + len beyond a region (or wrapping);
  *              EOPNOTSUPP a dma-buf region (not copyable by the CPU);
  *              ESTALE    a dma-buf region invalidated by move_notify;
@@ -529,10 +530,11 @@ struct hcomm_ctx_opts {
  *              ENOMEM    out of memory.
  * CANCEL:      no other errors; count may be 0.
  * FENCE:       ECANCELED, EINTR as for XFER.
- * DB_WAIT:     EINVAL    index beyond the mapped doorbells (or none);
+ * DB_WAIT:     EINVAL    index >= nr_doorbells;
  *              ETIME     the timeout passed;
  *              ECANCELED cancelled, or the context or ring went away;
- *              EINTR     (ioctl) a signal arrived.
+ *              EINTR     (ioctl) a signal arrived and its handler does
+ *                        not restart system calls.
  * GRANT:       ENOENT    no region with this id in this context;
  *              EINVAL    unknown scope, access bits outside the region's
  *                        REMOTE_* access, access 0 with a scope other
