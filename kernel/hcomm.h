@@ -24,6 +24,7 @@
 #include <linux/uidgid.h>
 #include <linux/mmu_notifier.h>
 #include <linux/interval_tree.h>
+#include <linux/iosys-map.h>
 
 #include "hcomm_qos.h"
 
@@ -251,6 +252,9 @@ struct hcomm_umem {
  * @vat:      dma-buf regions: the table.
  * @sgt:      dma-buf mapping; NULL once move_notify invalidated it
  *            (protected by the dma-buf's reservation lock).
+ * @vmap:     dma-buf regions: the exporter's kernel mapping of the whole
+ *            buffer, when @vmapped (system memory only).
+ * @vmapped:  @vmap is valid: transfers may copy with the CPU.
  */
 struct hcomm_region {
 	struct kref ref;
@@ -276,6 +280,8 @@ struct hcomm_region {
 	struct dma_buf *dmabuf;
 	struct dma_buf_attachment *attach;
 	struct sg_table *sgt;
+	struct iosys_map vmap;
+	bool vmapped;
 };
 
 /* Where a region's bytes live: its VAT->PAT table and the byte offset. */

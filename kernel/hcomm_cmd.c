@@ -379,6 +379,10 @@ static int hcomm_cmd_run(struct hcomm_ctx *ctx,
 {
 	int ret = desc->fn(ctx, uarg, io);
 
+	/* -EAGAIN: io_uring reissues it from a worker; counted then. */
+	if (ret == -EAGAIN && io->ioucmd &&
+	    (io->issue_flags & IO_URING_F_NONBLOCK))
+		return ret;
 	atomic64_inc(&hcomm_stats.cmd[_IOC_NR(desc->cmd)]);
 	if (ret && ret != -EIOCBQUEUED)
 		atomic64_inc(&hcomm_stats.cmd_errors);
@@ -428,6 +432,7 @@ int hcomm_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 	struct hcomm_cmd_io io = { ioucmd, issue_flags };
 	u64 addr;
 	u32 size, flags;
+	int ret;
 
 	if (hcomm_uring_is_cancel(issue_flags)) {
 		hcomm_uring_cancel(ioucmd);
@@ -453,6 +458,10 @@ int hcomm_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 		atomic64_inc(&hcomm_stats.cmd_errors);
 		return -EINVAL;
 	}
-	return hcomm_cmd_run(ioucmd->file->private_data, desc,
-			     u64_to_user_ptr(addr), &io);
+	ret = hcomm_cmd_run(ioucmd->file->private_data, desc,
+			    u64_to_user_ptr(addr), &io);
+	/* punted after all (see hcomm_op_queued()): counted on reissue */
+	if (ret == -EAGAIN && (issue_flags & IO_URING_F_NONBLOCK))
+		atomic64_dec(&hcomm_stats.uring_cmds);
+	return ret;
 }

@@ -107,4 +107,30 @@ static inline void hcomm_vm_flags_mod(struct vm_area_struct *vma,
 #endif
 }
 
+/*
+ * Kernel mappings of a dma-buf: 6.2 moved dma_buf_vmap() under the
+ * reservation lock and added dma_buf_vmap_unlocked() for callers that do
+ * not hold it; before, dma_buf_vmap() locked internally.
+ */
+#include <linux/dma-buf.h>
+static inline int hcomm_dmabuf_vmap(struct dma_buf *dmabuf,
+				    struct iosys_map *map)
+{
+#ifdef HCOMM_HAVE_DMA_BUF_VMAP_UNLOCKED
+	return dma_buf_vmap_unlocked(dmabuf, map);
+#else
+	return dma_buf_vmap(dmabuf, map);
+#endif
+}
+
+static inline void hcomm_dmabuf_vunmap(struct dma_buf *dmabuf,
+				       struct iosys_map *map)
+{
+#ifdef HCOMM_HAVE_DMA_BUF_VMAP_UNLOCKED
+	dma_buf_vunmap_unlocked(dmabuf, map);
+#else
+	dma_buf_vunmap(dmabuf, map);
+#endif
+}
+
 #endif /* _HCOMM_COMPAT_H */

@@ -31,6 +31,7 @@
 #include <linux/uaccess.h>
 
 #include "hcomm.h"
+#include "hcomm_compat.h"
 
 static int hcomm_check_access(u32 access)
 {
@@ -853,6 +854,17 @@ int hcomm_reg_dmabuf(struct hcomm_ctx *ctx, struct hcomm_reg_dmabuf *arg,
 	ret = hcomm_dmabuf_map(r, arg->offset);
 	if (ret)
 		goto err_detach;
+	/*
+	 * A kernel mapping lets transfers copy with the CPU.  Exporters
+	 * without vmap (or with I/O memory) still register; XFER then
+	 * answers EOPNOTSUPP.
+	 */
+	if (!hcomm_dmabuf_vmap(dmabuf, &r->vmap)) {
+		if (r->vmap.is_iomem)
+			hcomm_dmabuf_vunmap(dmabuf, &r->vmap);
+		else
+			r->vmapped = true;
+	}
 	hcomm_region_commit(ctx, r, &arg->region, &arg->key);
 	*out = r;
 	return 0;
@@ -882,6 +894,8 @@ static void hcomm_region_release(struct kref *ref)
 		hcomm_umem_put(r->umem, !r->undone);
 		atomic64_dec(&hcomm_stats.host_regions);
 	} else {
+		if (r->vmapped)
+			hcomm_dmabuf_vunmap(r->dmabuf, &r->vmap);
 		hcomm_dmabuf_unmap(r);
 		dma_buf_detach(r->dmabuf, r->attach);
 		dma_buf_put(r->dmabuf);

@@ -8,7 +8,9 @@
  * max_inline bytes are copied in the submitting call.  Larger transfers
  * are queued on their context and copied in chunk_size pieces by the
  * engine's workers; which context's chunk goes next is the QoS scheduler's
- * choice (hcomm_qos.c).  No transfer is copied by a dmaengine channel:
+ * choice (hcomm_qos.c).  A dma-buf region is copied through the
+ * exporter's kernel mapping, bracketed by begin/end_cpu_access and after
+ * its fences.  No transfer is copied by a dmaengine channel:
  * the machines hcomm targets have none for memory-to-memory copies, so
  * the CPU copies and HCOMM_FEAT_DMA_ENGINE stays clear.
  *
@@ -38,6 +40,8 @@
 #include <linux/ktime.h>
 #include <linux/jiffies.h>
 #include <linux/workqueue.h>
+#include <linux/dma-buf.h>
+#include <linux/dma-resv.h>
 
 #include "hcomm.h"
 #include "hcomm_compat.h"
@@ -197,6 +201,14 @@ static int hcomm_op_queued(struct hcomm_op *op, const struct hcomm_cmd_io *io)
 {
 	int ret = hcomm_ctx_watch_exit(op->ctx);
 
+	/*
+	 * Registering the notifier fails with -EINTR while the submitter has
+	 * io_uring task work pending (it looks like a signal).  Where the
+	 * command may be punted, let an io-wq worker, which has none, retry.
+	 */
+	if (ret == -EINTR && (io->issue_flags & IO_URING_F_NONBLOCK) &&
+	    hcomm_uring_can_punt())
+		return -EAGAIN;
 	if (ret)
 		return ret;
 	hcomm_uring_mark_cancelable(io->ioucmd, io->issue_flags);
@@ -230,10 +242,15 @@ static int hcomm_op_wait(struct hcomm_op *op, bool interruptible,
 /* copying                                                             */
 /* ------------------------------------------------------------------ */
 
+/*
+ * One side of a copy: a host region walked extent by extent, or a dma-buf
+ * region through the exporter's kernel mapping (@kva, linear).
+ */
 struct hcomm_cursor {
 	const struct hcomm_vat *vat;
 	u64 idx;	/* extent */
 	u64 off;	/* byte offset within the extent */
+	u8 *kva;	/* dma-buf: next byte */
 };
 
 static void hcomm_cursor_init(struct hcomm_cursor *c,
@@ -242,6 +259,12 @@ static void hcomm_cursor_init(struct hcomm_cursor *c,
 	const struct hcomm_vat_extent *e;
 	u64 base;
 
+	if (r->type == HCOMM_REGION_DMABUF) {
+		c->vat = NULL;
+		c->kva = (u8 *)r->vmap.vaddr + r->addr + pos;
+		return;
+	}
+	c->kva = NULL;
 	c->vat = hcomm_region_vat(r, &base);
 	pos += base;
 	e = hcomm_vat_lookup(c->vat, pos >> PAGE_SHIFT);
@@ -250,17 +273,47 @@ static void hcomm_cursor_init(struct hcomm_cursor *c,
 	c->off = pos - (e->pgoff << PAGE_SHIFT);
 }
 
-/* Bytes left in the cursor's extent; @c moves on by @n later. */
-static u64 hcomm_cursor_left(const struct hcomm_cursor *c, phys_addr_t *pa)
+/*
+ * Map at most @n bytes at the cursor; returns the kernel address and sets
+ * *@n to what is contiguous there (the rest of the extent, or of the page
+ * on CONFIG_HIGHMEM).  Undo with hcomm_cursor_unmap().
+ */
+static void *hcomm_cursor_map(const struct hcomm_cursor *c, u64 *n)
 {
-	const struct hcomm_vat_extent *e = &c->vat->ext[c->idx];
+	const struct hcomm_vat_extent *e;
+	phys_addr_t pa;
+	u64 left;
 
-	*pa = e->addr + c->off;
-	return (e->npages << PAGE_SHIFT) - c->off;
+	if (c->kva)
+		return c->kva;
+	e = &c->vat->ext[c->idx];
+	pa = e->addr + c->off;
+	left = (e->npages << PAGE_SHIFT) - c->off;
+#ifdef CONFIG_HIGHMEM
+	left = min_t(u64, left, PAGE_SIZE - offset_in_page(pa));
+	*n = min(*n, left);
+	return kmap_local_page(pfn_to_page(PHYS_PFN(pa))) + offset_in_page(pa);
+#else
+	/* Pinned pages are in the direct map, and a run is contiguous there. */
+	*n = min(*n, left);
+	return page_address(pfn_to_page(PHYS_PFN(pa))) + offset_in_page(pa);
+#endif
+}
+
+static void hcomm_cursor_unmap(const struct hcomm_cursor *c, void *va)
+{
+#ifdef CONFIG_HIGHMEM
+	if (!c->kva)
+		kunmap_local(va);
+#endif
 }
 
 static void hcomm_cursor_advance(struct hcomm_cursor *c, u64 n)
 {
+	if (c->kva) {
+		c->kva += n;
+		return;
+	}
 	c->off += n;
 	if (c->off == c->vat->ext[c->idx].npages << PAGE_SHIFT) {
 		c->idx++;
@@ -268,29 +321,16 @@ static void hcomm_cursor_advance(struct hcomm_cursor *c, u64 n)
 	}
 }
 
-/* Copy @n bytes between physically contiguous runs. */
-static void hcomm_copy_phys(phys_addr_t dst, phys_addr_t src, size_t n)
+/* Bracket CPU access to a dma-buf region for the exporter's caches. */
+static void hcomm_cpu_access(const struct hcomm_region *r,
+			     enum dma_data_direction dir, bool begin)
 {
-#ifdef CONFIG_HIGHMEM
-	while (n) {
-		size_t k = min3(n, PAGE_SIZE - offset_in_page(dst),
-				PAGE_SIZE - offset_in_page(src));
-		void *d = kmap_local_page(pfn_to_page(PHYS_PFN(dst)));
-		void *s = kmap_local_page(pfn_to_page(PHYS_PFN(src)));
-
-		memcpy(d + offset_in_page(dst), s + offset_in_page(src), k);
-		kunmap_local(s);
-		kunmap_local(d);
-		dst += k;
-		src += k;
-		n -= k;
-	}
-#else
-	/* Pinned pages are in the direct map, and a run is contiguous there. */
-	memcpy(page_address(pfn_to_page(PHYS_PFN(dst))) + offset_in_page(dst),
-	       page_address(pfn_to_page(PHYS_PFN(src))) + offset_in_page(src),
-	       n);
-#endif
+	if (r->type != HCOMM_REGION_DMABUF)
+		return;
+	if (begin)
+		dma_buf_begin_cpu_access(r->dmabuf, dir);
+	else
+		dma_buf_end_cpu_access(r->dmabuf, dir);
 }
 
 /* Copy [src_pos, src_pos + n) of @src to @dst at @dst_pos. */
@@ -301,18 +341,25 @@ static void hcomm_copy(const struct hcomm_region *dst, u64 dst_pos,
 
 	if (!n)
 		return;
+	hcomm_cpu_access(src, DMA_FROM_DEVICE, true);
+	hcomm_cpu_access(dst, DMA_TO_DEVICE, true);
 	hcomm_cursor_init(&d, dst, dst_pos);
 	hcomm_cursor_init(&s, src, src_pos);
 	while (n) {
-		phys_addr_t dpa, spa;
-		u64 k = min3(n, hcomm_cursor_left(&d, &dpa),
-			     hcomm_cursor_left(&s, &spa));
+		u64 k = n;
+		void *dva = hcomm_cursor_map(&d, &k);
+		void *sva = hcomm_cursor_map(&s, &k);
 
-		hcomm_copy_phys(dpa, spa, k);
+		/* k shrank to the shorter run; the first map is still valid */
+		memcpy(dva, sva, k);
+		hcomm_cursor_unmap(&s, sva);
+		hcomm_cursor_unmap(&d, dva);
 		hcomm_cursor_advance(&d, k);
 		hcomm_cursor_advance(&s, k);
 		n -= k;
 	}
+	hcomm_cpu_access(dst, DMA_TO_DEVICE, false);
+	hcomm_cpu_access(src, DMA_FROM_DEVICE, false);
 }
 
 /* ------------------------------------------------------------------ */
@@ -596,15 +643,31 @@ static int hcomm_xfer_check(struct hcomm_xfer *arg)
 	return 0;
 }
 
-/* Is [off, off + len) inside @r and is @r copyable by the CPU? */
-static int hcomm_xfer_range(const struct hcomm_region *r, u64 off, u64 len)
+/*
+ * Is [off, off + len) inside @r and is @r copyable by the CPU?  For a
+ * dma-buf, wait for the exporter's fences: writers before we read,
+ * everyone before we write (implicit synchronisation).
+ */
+static int hcomm_xfer_range(const struct hcomm_region *r, u64 off, u64 len,
+			    bool write)
 {
 	u64 end;
+	long t;
 
-	if (r->type != HCOMM_REGION_HOST)
-		return -EOPNOTSUPP;
 	if (check_add_overflow(off, len, &end) || end > r->len)
 		return -ERANGE;
+	if (r->type == HCOMM_REGION_HOST)
+		return 0;
+	if (!r->vmapped)
+		return -EOPNOTSUPP;
+	if (READ_ONCE(r->state) != HCOMM_STATE_ACTIVE)
+		return -ESTALE;
+	t = dma_resv_wait_timeout(r->dmabuf->resv,
+				  write ? DMA_RESV_USAGE_READ :
+					  DMA_RESV_USAGE_WRITE,
+				  true, MAX_SCHEDULE_TIMEOUT);
+	if (t < 0)
+		return t == -ERESTARTSYS ? -EINTR : t;
 	return 0;
 }
 
@@ -649,9 +712,9 @@ int hcomm_xfer(struct hcomm_ctx *ctx, struct hcomm_xfer *arg,
 		ret = PTR_ERR(dst);
 		goto out_src;
 	}
-	ret = hcomm_xfer_range(src, arg->src_off, arg->len);
+	ret = hcomm_xfer_range(src, arg->src_off, arg->len, false);
 	if (!ret)
-		ret = hcomm_xfer_range(dst, arg->dst_off, arg->len);
+		ret = hcomm_xfer_range(dst, arg->dst_off, arg->len, true);
 	if (ret)
 		goto out_dst;
 	if (signal) {

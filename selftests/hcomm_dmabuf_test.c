@@ -2,12 +2,16 @@
 /*
  * hcomm: REG_DMABUF with udmabuf, vgem and the dma-heap system heap (each
  * skipped with a reason where the kernel lacks it), whole buffers and
- * page-aligned sub-ranges, QUERY, gauges, and every bad dma-buf input.
+ * page-aligned sub-ranges, QUERY, gauges, every bad dma-buf input, and
+ * transfers between dma-buf and host regions (data checked through the
+ * dma-buf's own mmap).
  * Every test runs through ioctl() and through io_uring passthrough.
  */
 #include "kselftest_harness.h"
 #include "hcomm_fixture.h"
 #include "hcomm_dmabuf.h"
+#include "hcomm_xfer.h"
+#include <linux/dma-buf.h>
 
 #define ACC_RW	(HCOMM_ACCESS_LOCAL_WRITE | HCOMM_ACCESS_REMOTE_READ)
 #define BUF_SZ	(1 * MiB)
@@ -124,6 +128,146 @@ TEST_F(hcomm, dmabuf_vgem)
 TEST_F(hcomm, dmabuf_heap_system)
 {
 	dmabuf_basic(_metadata, self, variant, DMABUF_HEAP);
+}
+
+/* CPU access to a dma-buf's mmap, bracketed as the dma-buf ABI asks. */
+static int dmabuf_sync(int buf, uint64_t flags)
+{
+	struct dma_buf_sync sync = { .flags = flags };
+
+	return ioctl(buf, DMA_BUF_IOCTL_SYNC, &sync) ? -errno : 0;
+}
+
+/*
+ * XFER dma-buf -> host and host -> dma-buf, inline and through the engine,
+ * at odd offsets and through a region that starts inside the dma-buf; the
+ * dma-buf side is read and written through its own mmap.
+ */
+static void dmabuf_xfer(struct __test_metadata *_metadata,
+			FIXTURE_DATA(hcomm) *self,
+			const FIXTURE_VARIANT(hcomm) *variant,
+			enum dmabuf_provider p)
+{
+	const uint64_t sub = 64 * KiB;	/* start of the sub-range region */
+	const uint64_t lens[] = { 100, 4097, BUF_SZ / 2 + 3 };
+	struct hcomm_reg_dmabuf d, ds;
+	struct hcomm_reg_mem h;
+	struct hcomm_stats s0, s1;
+	struct hcomm_xfer x;
+	unsigned char *map, *host, *want;
+	uint64_t done, bytes = 0;
+	int buf, ret;
+	size_t i;
+
+	buf = dmabuf_create(p, BUF_SZ);
+	if (buf == -ENODEV)
+		SKIP(return, "no %s on this kernel", dmabuf_provider_name[p]);
+	ASSERT_LE(0, buf) TH_LOG("%s: %s", dmabuf_provider_name[p],
+				 strerror(-buf));
+	map = mmap(NULL, BUF_SZ, PROT_READ | PROT_WRITE, MAP_SHARED, buf, 0);
+	ASSERT_NE(MAP_FAILED, map) TH_LOG("mmap of the %s dma-buf: %s",
+					  dmabuf_provider_name[p],
+					  strerror(errno));
+	host = map_anon(BUF_SZ);
+	want = malloc(BUF_SZ);
+	ASSERT_NE(NULL, host);
+	ASSERT_NE(NULL, want);
+
+	ASSERT_EQ(0, dmabuf_sync(buf, DMA_BUF_SYNC_START | DMA_BUF_SYNC_RW));
+	hx_fill(map, BUF_SZ, 11);
+	ASSERT_EQ(0, dmabuf_sync(buf, DMA_BUF_SYNC_END | DMA_BUF_SYNC_RW));
+	hx_fill(host, BUF_SZ, 22);
+	ASSERT_EQ(0, hc_reg_dmabuf(self->fd, self->r, buf, 0, BUF_SZ, ACC_RW,
+				   &d));
+	ASSERT_EQ(0, hc_reg_dmabuf(self->fd, self->r, buf, sub, BUF_SZ - sub,
+				   ACC_RW, &ds));
+	ASSERT_EQ(0, hc_reg_mem(self->fd, self->r, host, BUF_SZ, ACC_RW, &h));
+	ASSERT_STATS(s0);
+
+	for (i = 0; i < ARRAY_SIZE(lens); i++) {
+		uint64_t n = lens[i];
+
+		/* device -> host: dma-buf bytes [3, 3 + n) to host [5, ...) */
+		memcpy(want, host, BUF_SZ);
+		ASSERT_EQ(0, dmabuf_sync(buf, DMA_BUF_SYNC_START |
+					 DMA_BUF_SYNC_READ));
+		memcpy(want + 5, map + 3, n);
+		ASSERT_EQ(0, dmabuf_sync(buf, DMA_BUF_SYNC_END |
+					 DMA_BUF_SYNC_READ));
+		hx_xfer_init(&x, d.key, 3, h.key, 5, n, 0);
+		ret = hx_xfer(self->fd, self->r, &x, &done);
+		ASSERT_EQ(0, ret) TH_LOG("dma-buf -> host, %llu B: %s",
+					 (unsigned long long)n, strerror(-ret));
+		ASSERT_EQ(SIZE_MAX, hx_first_diff(want, host, BUF_SZ))
+			TH_LOG("dma-buf -> host, %llu B: host differs at %zu",
+			       (unsigned long long)n,
+			       hx_first_diff(want, host, BUF_SZ));
+
+		/* host -> device, into the sub-range region at offset 7 */
+		hx_fill(host, BUF_SZ, 33 + i);
+		ASSERT_EQ(0, dmabuf_sync(buf, DMA_BUF_SYNC_START |
+					 DMA_BUF_SYNC_READ));
+		memcpy(want, map, BUF_SZ);
+		ASSERT_EQ(0, dmabuf_sync(buf, DMA_BUF_SYNC_END |
+					 DMA_BUF_SYNC_READ));
+		memcpy(want + sub + 7, host + 1, n);
+		hx_xfer_init(&x, h.key, 1, ds.key, 7, n, 0);
+		ret = hx_xfer(self->fd, self->r, &x, &done);
+		ASSERT_EQ(0, ret) TH_LOG("host -> dma-buf, %llu B: %s",
+					 (unsigned long long)n, strerror(-ret));
+		ASSERT_EQ(0, dmabuf_sync(buf, DMA_BUF_SYNC_START |
+					 DMA_BUF_SYNC_READ));
+		ASSERT_EQ(SIZE_MAX, hx_first_diff(want, map, BUF_SZ))
+			TH_LOG("host -> dma-buf, %llu B: dma-buf differs at %zu",
+			       (unsigned long long)n,
+			       hx_first_diff(want, map, BUF_SZ));
+		ASSERT_EQ(0, dmabuf_sync(buf, DMA_BUF_SYNC_END |
+					 DMA_BUF_SYNC_READ));
+		bytes += 2 * n;
+	}
+
+	/* dma-buf -> dma-buf (two regions of one buffer, disjoint ranges) */
+	ASSERT_EQ(0, dmabuf_sync(buf, DMA_BUF_SYNC_START | DMA_BUF_SYNC_READ));
+	memcpy(want, map, BUF_SZ);
+	ASSERT_EQ(0, dmabuf_sync(buf, DMA_BUF_SYNC_END | DMA_BUF_SYNC_READ));
+	memmove(want + 9, want + sub + 4096, 8191);
+	hx_xfer_init(&x, ds.key, 4096, d.key, 9, 8191, 0);
+	ASSERT_EQ(0, hx_xfer(self->fd, self->r, &x, &done));
+	bytes += 8191;
+	ASSERT_EQ(0, dmabuf_sync(buf, DMA_BUF_SYNC_START | DMA_BUF_SYNC_READ));
+	ASSERT_EQ(SIZE_MAX, hx_first_diff(want, map, BUF_SZ));
+	ASSERT_EQ(0, dmabuf_sync(buf, DMA_BUF_SYNC_END | DMA_BUF_SYNC_READ));
+
+	/* beyond the sub-range region's end */
+	hx_xfer_init(&x, h.key, 0, ds.key, BUF_SZ - sub - 10, 11, 0);
+	ASSERT_EQ(-ERANGE, hx_xfer(self->fd, self->r, &x, &done));
+
+	ASSERT_STATS(s1);
+	ASSERT_DELTA(s0, s1, cmd_xfer, 2 * ARRAY_SIZE(lens) + 2);
+	ASSERT_DELTA(s0, s1, xfer_bytes, bytes);
+	ASSERT_DELTA(s0, s1, cmd_errors, 1);
+	ASSERT_EQ(0, hc_dereg(self->fd, self->r, h.region));
+	ASSERT_EQ(0, hc_dereg(self->fd, self->r, ds.region));
+	ASSERT_EQ(0, hc_dereg(self->fd, self->r, d.region));
+	munmap(map, BUF_SZ);
+	munmap(host, BUF_SZ);
+	free(want);
+	close(buf);
+}
+
+TEST_F(hcomm, dmabuf_xfer_udmabuf)
+{
+	dmabuf_xfer(_metadata, self, variant, DMABUF_UDMABUF);
+}
+
+TEST_F(hcomm, dmabuf_xfer_vgem)
+{
+	dmabuf_xfer(_metadata, self, variant, DMABUF_VGEM);
+}
+
+TEST_F(hcomm, dmabuf_xfer_heap_system)
+{
+	dmabuf_xfer(_metadata, self, variant, DMABUF_HEAP);
 }
 
 /* Host memory and dma-buf regions side by side in one context. */

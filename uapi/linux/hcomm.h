@@ -522,7 +522,8 @@ struct hcomm_ctx_opts {
  *              EINVAL    DB_ADD with DB_SET, a doorbell field without a
  *                        DB flag, a doorbell index >= nr_doorbells;
  *              ERANGE    off + len beyond a region (or wrapping);
- *              EOPNOTSUPP a dma-buf region (not copyable by the CPU);
+ *              EOPNOTSUPP a dma-buf region whose exporter gives no kernel
+ *                        mapping of system memory (the CPU cannot copy);
  *              ESTALE    a dma-buf region invalidated by move_notify;
  *              EPERM     as for REG_MEM;
  *              ECANCELED cancelled (see struct hcomm_xfer);
