@@ -145,7 +145,9 @@ extern struct hcomm_stats hcomm_stats;
  * @gen:     generation page (HCOMM_GEN_SLOTS counters).
  * @db_lock: protects @waiters.
  * @db_mutex: serialises allocating @db.
- * @db:      doorbell array (vmalloc_user), NULL until first needed.
+ * @db:      doorbell array (a vmap of @db_pages), NULL until first needed.
+ * @db_pages: the pages of @db, mapped into userspace by mmap.
+ * @db_npages: pages in @db_pages.
  * @nr_db:   doorbells in @db.
  * @waiters: parked DB_WAIT operations.
  * @op_lock: protects @pending and @fences.
@@ -180,6 +182,8 @@ struct hcomm_ctx {
 	spinlock_t db_lock;		/* see @db_lock above */
 	struct mutex db_mutex;		/* see @db_mutex above */
 	atomic64_t *db;
+	struct page **db_pages;
+	unsigned int db_npages;
 	u32 nr_db;
 	struct list_head waiters;
 
@@ -328,6 +332,7 @@ int hcomm_grant(struct hcomm_ctx *ctx, struct hcomm_grant *arg);
 
 /* hcomm_db.c */
 int hcomm_db_ensure(struct hcomm_ctx *ctx);
+void hcomm_db_free(struct hcomm_ctx *ctx);
 int hcomm_db_check(struct hcomm_ctx *ctx, u32 index);
 void hcomm_db_signal(struct hcomm_ctx *ctx, u32 index, u64 value, bool set);
 int hcomm_mmap(struct file *file, struct vm_area_struct *vma);

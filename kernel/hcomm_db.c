@@ -4,7 +4,7 @@
  * userspace through mmap().
  *
  * Doorbells are an array of 64-bit counters per context (module parameter
- * doorbells), allocated on first use (mmap, DB_WAIT, or a transfer that
+ * doorbells), in pages allocated on first use (mmap, DB_WAIT, or a transfer that
  * signals into it) and freed with the context.  The engine updates one
  * with release ordering after the transfer's data is visible, then wakes
  * the DB_WAIT operations parked on that index; userspace may spin on the
@@ -13,11 +13,63 @@
  */
 #include <linux/mm.h>
 #include <linux/vmalloc.h>
+#include <linux/slab.h>
 #include <linux/io.h>
 #include <linux/fs.h>
 
 #include "hcomm.h"
 #include "hcomm_compat.h"
+
+/*
+ * Doorbell pages are allocated one by one (no high-order allocation) and
+ * without allocation-failure warnings: running out is an ordinary ENOMEM
+ * for the caller.  The kernel reaches them through a vmap, userspace
+ * through vm_insert_pages().
+ */
+static atomic64_t *hcomm_db_alloc(u32 nr, struct page ***pagesp,
+				  unsigned int *npagesp)
+{
+	unsigned int i, np = PAGE_ALIGN((size_t)nr * sizeof(u64)) >> PAGE_SHIFT;
+	const gfp_t gfp = GFP_KERNEL_ACCOUNT | __GFP_NOWARN;
+	struct page **pages;
+	void *db;
+
+	pages = kcalloc(np, sizeof(*pages), gfp);
+	if (!pages)
+		return NULL;
+	for (i = 0; i < np; i++) {
+		pages[i] = alloc_page(gfp | __GFP_ZERO);
+		if (!pages[i])
+			goto err;
+	}
+	db = vmap(pages, np, VM_MAP, PAGE_KERNEL);
+	if (!db)
+		goto err;
+	*pagesp = pages;
+	*npagesp = np;
+	return db;
+err:
+	while (i--)
+		__free_page(pages[i]);
+	kfree(pages);
+	return NULL;
+}
+
+/**
+ * hcomm_db_free() - free the doorbells of a context being freed.
+ * @ctx: context.
+ */
+void hcomm_db_free(struct hcomm_ctx *ctx)
+{
+	unsigned int i;
+
+	if (!ctx->db)
+		return;
+	vunmap(ctx->db);
+	for (i = 0; i < ctx->db_npages; i++)
+		__free_page(ctx->db_pages[i]);
+	kfree(ctx->db_pages);
+}
 
 /**
  * hcomm_db_ensure() - allocate the doorbells of @ctx if not yet done.
@@ -37,7 +89,7 @@ int hcomm_db_ensure(struct hcomm_ctx *ctx)
 	mutex_lock(&ctx->db_mutex);
 	if (!ctx->db) {
 		nr = clamp_t(u32, nr, 1, SZ_1M);
-		db = vmalloc_user(PAGE_ALIGN((size_t)nr * sizeof(*db)));
+		db = hcomm_db_alloc(nr, &ctx->db_pages, &ctx->db_npages);
 		if (db) {
 			ctx->nr_db = nr;
 			/* nr_db before db: readers test db, then use nr_db */
@@ -92,17 +144,20 @@ static int hcomm_mmap_doorbells(struct hcomm_ctx *ctx,
 				struct vm_area_struct *vma)
 {
 	unsigned long len = vma->vm_end - vma->vm_start;
+	unsigned long num;
 	int ret;
 
 	if (!(vma->vm_flags & VM_SHARED))
 		return -EINVAL;
+
 	ret = hcomm_db_ensure(ctx);
 	if (ret)
 		return ret;
-	if (len > PAGE_ALIGN((size_t)ctx->nr_db * sizeof(u64)))
+	if (len > (unsigned long)ctx->db_npages << PAGE_SHIFT)
 		return -EINVAL;
-	hcomm_vm_flags_set(vma, VM_DONTCOPY);
-	return remap_vmalloc_range(vma, ctx->db, 0);
+	hcomm_vm_flags_set(vma, VM_DONTCOPY | VM_DONTEXPAND | VM_DONTDUMP);
+	num = len >> PAGE_SHIFT;
+	return vm_insert_pages(vma, vma->vm_start, ctx->db_pages, &num);
 }
 
 static int hcomm_mmap_generation(struct hcomm_ctx *ctx,

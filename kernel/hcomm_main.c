@@ -65,7 +65,7 @@ static void hcomm_ctx_free(struct kref *ref)
 {
 	struct hcomm_ctx *ctx = container_of(ref, struct hcomm_ctx, ref);
 
-	vfree(ctx->db);
+	hcomm_db_free(ctx);
 	free_page((unsigned long)ctx->gen);
 	mmdrop(ctx->mm);
 	mutex_destroy(&ctx->cache_lock);

@@ -238,4 +238,128 @@ TEST_F_TIMEOUT(fault, reg_dmabuf_under_injection, 600)
 	close(dbuf);
 }
 
+/*
+ * The registration cache under injection: overlapping registrations that
+ * share pinned ranges, deregistrations that park ranges in the LRU and
+ * evictions, with failing allocations (interval notifiers included).
+ * Every call either works or fails with ENOMEM/EFAULT; once everything is
+ * deregistered and the cache emptied, nothing stays pinned.
+ */
+TEST_F_TIMEOUT(fault, cached_reg_under_injection, 600)
+{
+	const size_t area = 2 * MiB;
+	char *buf = map_anon(area);
+	unsigned int ok = 0, failed = 0, live = 0, i;
+	struct hcomm_ctx_opts o = { .mask = HCOMM_CTX_CACHE_LIMIT,
+				    .cache_limit = MiB };
+	uint32_t ids[ROUNDS];
+	struct hcomm_stats now;
+
+	ASSERT_NE(NULL, buf);
+	touch(buf, area);
+	ASSERT_EQ(0, submit(self->fd, NULL, HCOMM_CMD_SET_CTX, &o));
+	for (i = 0; i < ROUNDS; i++) {
+		struct hcomm_reg_mem r;
+		int ret;
+
+		memset(&r, 0, sizeof(r));
+		r.addr = (uintptr_t)buf + (i % 8) * 64 * KiB + (i % 5);
+		r.len = 1 + (i * 4099) % (512 * KiB);
+		r.access = i % 2 ? ACC_RW : HCOMM_ACCESS_REMOTE_READ;
+		inject(true);
+		ret = submit(self->fd, NULL, HCOMM_CMD_REG_MEM, &r);
+		inject(false);
+		if (ret == 0) {
+			ok++;
+			ids[live++] = r.region;
+		} else {
+			failed++;
+			ASSERT_TRUE(ret == -ENOMEM || ret == -EFAULT)
+				TH_LOG("round %u: unexpected %d (%s)", i, ret,
+				       strerror(-ret));
+		}
+		if (live && i % 2) {
+			ASSERT_EQ(0, hc_dereg(self->fd, NULL, ids[0]));
+			memmove(ids, ids + 1, --live * sizeof(ids[0]));
+		}
+		ASSERT_STATS(now);
+		ASSERT_EQ(self->base.regions + live, now.regions);
+		ASSERT_EQ(now.pinned_pages, now.memlock_pages);
+	}
+	TH_LOG("%u cached registrations succeeded, %u failed by injection",
+	       ok, failed);
+	ASSERT_GT(failed, 0);
+	ASSERT_GT(ok, 0);
+	while (live)
+		ASSERT_EQ(0, hc_dereg(self->fd, NULL, ids[--live]));
+	o.cache_limit = 0;
+	ASSERT_EQ(0, submit(self->fd, NULL, HCOMM_CMD_SET_CTX, &o));
+	ASSERT_STATS(now);
+	ASSERT_EQ(self->base.pinned_pages, now.pinned_pages);
+	ASSERT_EQ(self->base.umems, now.umems);
+	ASSERT_EQ(self->base.cache_bytes, now.cache_bytes);
+	munmap(buf, area);
+}
+
+/*
+ * Transfers under injection: inline and engine transfers with doorbell
+ * signals (the first one allocates the doorbell array) either complete
+ * with every byte in place or fail with ENOMEM having touched nothing in
+ * flight; nothing stays active.
+ */
+TEST_F_TIMEOUT(fault, xfer_under_injection, 600)
+{
+	const size_t len = 256 * KiB;
+	char *src = map_anon(len), *dst = map_anon(len);
+	unsigned int ok = 0, failed = 0, i;
+	struct hcomm_reg_mem rs, rd;
+	struct hcomm_stats now;
+
+	ASSERT_NE(NULL, src);
+	ASSERT_NE(NULL, dst);
+	for (i = 0; i < len; i++)
+		src[i] = (char)(i * 31 + 7);
+	ASSERT_EQ(0, hc_reg_mem(self->fd, NULL, src, len, ACC_RW, &rs));
+	ASSERT_EQ(0, hc_reg_mem(self->fd, NULL, dst, len, ACC_RW, &rd));
+	for (i = 0; i < ROUNDS / 2; i++) {
+		struct hcomm_xfer x;
+		uint64_t n = i % 2 ? 100 + i : 64 * KiB + i;
+		uint64_t off = (i * 997) % (len - n);
+		int ret;
+
+		memset(&x, 0, sizeof(x));
+		x.src_key = rs.key;
+		x.dst_key = rd.key;
+		x.src_off = off;
+		x.dst_off = off;
+		x.len = n;
+		x.flags = HCOMM_XFER_DB_ADD | (i % 3 ? HCOMM_XFER_NO_INLINE : 0);
+		x.db_index = i % 64;
+		x.db_value = 1;
+		memset(dst + off, 0, n);
+		inject(true);
+		ret = submit(self->fd, NULL, HCOMM_CMD_XFER, &x);
+		inject(false);
+		if (ret == 0) {
+			ok++;
+			ASSERT_EQ(n, x.done);
+			ASSERT_EQ(0, memcmp(src + off, dst + off, n))
+				TH_LOG("round %u: data differs", i);
+		} else {
+			failed++;
+			ASSERT_EQ(-ENOMEM, ret) TH_LOG("round %u: %d (%s)", i,
+						       ret, strerror(-ret));
+		}
+		ASSERT_STATS(now);
+		ASSERT_EQ(self->base.xfers_active, now.xfers_active);
+	}
+	TH_LOG("%u transfers succeeded, %u failed by injection", ok, failed);
+	ASSERT_GT(failed, 0);
+	ASSERT_GT(ok, 0);
+	ASSERT_EQ(0, hc_dereg(self->fd, NULL, rs.region));
+	ASSERT_EQ(0, hc_dereg(self->fd, NULL, rd.region));
+	munmap(src, len);
+	munmap(dst, len);
+}
+
 TEST_HARNESS_MAIN
