@@ -257,7 +257,7 @@ struct hcomm_umem {
  * @sgt:      dma-buf mapping; NULL once move_notify invalidated it
  *            (protected by the dma-buf's reservation lock).
  * @vmap:     dma-buf regions: the exporter's kernel mapping of the whole
- *            buffer, when @vmapped (system memory only).
+ *            buffer, taken by the first transfer (system memory only).
  * @vmapped:  @vmap is valid: transfers may copy with the CPU.
  */
 struct hcomm_region {
@@ -309,6 +309,7 @@ void hcomm_region_undo(struct hcomm_ctx *ctx, struct hcomm_region *r);
 int hcomm_dereg(struct hcomm_ctx *ctx, u32 id);
 struct hcomm_region *hcomm_region_get(struct hcomm_ctx *ctx, u32 id);
 void hcomm_region_put(struct hcomm_region *r);
+int hcomm_region_vmap(struct hcomm_region *r);
 void hcomm_ctx_release_regions(struct hcomm_ctx *ctx);
 void hcomm_cache_release(struct hcomm_ctx *ctx);
 int hcomm_cache_set_limit(struct hcomm_ctx *ctx, u64 limit);

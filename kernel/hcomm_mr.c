@@ -854,17 +854,7 @@ int hcomm_reg_dmabuf(struct hcomm_ctx *ctx, struct hcomm_reg_dmabuf *arg,
 	ret = hcomm_dmabuf_map(r, arg->offset);
 	if (ret)
 		goto err_detach;
-	/*
-	 * A kernel mapping lets transfers copy with the CPU.  Exporters
-	 * without vmap (or with I/O memory) still register; XFER then
-	 * answers EOPNOTSUPP.
-	 */
-	if (!hcomm_dmabuf_vmap(dmabuf, &r->vmap)) {
-		if (r->vmap.is_iomem)
-			hcomm_dmabuf_vunmap(dmabuf, &r->vmap);
-		else
-			r->vmapped = true;
-	}
+
 	hcomm_region_commit(ctx, r, &arg->region, &arg->key);
 	*out = r;
 	return 0;
@@ -877,6 +867,47 @@ err_free:
 	hcomm_region_free(r);
 err_put:
 	dma_buf_put(dmabuf);
+	return ret;
+}
+
+static DEFINE_MUTEX(hcomm_vmap_lock);	/* serialises hcomm_region_vmap() */
+
+/**
+ * hcomm_region_vmap() - make a dma-buf region copyable by the CPU.
+ * @r: dma-buf region.
+ *
+ * Takes the exporter's kernel mapping of the whole buffer on first use
+ * (kept until the region is released).  Exporters without vmap, or whose
+ * mapping is I/O memory, still register, but cannot be transferred.
+ *
+ * Return: 0, -EOPNOTSUPP, or the exporter's error (e.g. -ENOMEM).
+ */
+int hcomm_region_vmap(struct hcomm_region *r)
+{
+	struct iosys_map map;
+	int ret = 0;
+
+	/* Pairs with the release below: the mapping is complete. */
+	if (smp_load_acquire(&r->vmapped))
+		return 0;
+	mutex_lock(&hcomm_vmap_lock);
+	if (r->vmapped)
+		goto out;
+	ret = hcomm_dmabuf_vmap(r->dmabuf, &map);
+	if (ret) {
+		ret = ret == -EINVAL ? -EOPNOTSUPP : ret;
+		goto out;
+	}
+	if (map.is_iomem) {
+		hcomm_dmabuf_vunmap(r->dmabuf, &map);
+		ret = -EOPNOTSUPP;
+		goto out;
+	}
+	r->vmap = map;
+	/* the mapping before the flag that lets readers skip the lock */
+	smp_store_release(&r->vmapped, true);
+out:
+	mutex_unlock(&hcomm_vmap_lock);
 	return ret;
 }
 

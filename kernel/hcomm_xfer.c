@@ -648,7 +648,7 @@ static int hcomm_xfer_check(struct hcomm_xfer *arg)
  * dma-buf, wait for the exporter's fences: writers before we read,
  * everyone before we write (implicit synchronisation).
  */
-static int hcomm_xfer_range(const struct hcomm_region *r, u64 off, u64 len,
+static int hcomm_xfer_range(struct hcomm_region *r, u64 off, u64 len,
 			    bool write)
 {
 	u64 end;
@@ -658,8 +658,9 @@ static int hcomm_xfer_range(const struct hcomm_region *r, u64 off, u64 len,
 		return -ERANGE;
 	if (r->type == HCOMM_REGION_HOST)
 		return 0;
-	if (!r->vmapped)
-		return -EOPNOTSUPP;
+	t = hcomm_region_vmap(r);
+	if (t)
+		return t;
 	if (READ_ONCE(r->state) != HCOMM_STATE_ACTIVE)
 		return -ESTALE;
 	t = dma_resv_wait_timeout(r->dmabuf->resv,
