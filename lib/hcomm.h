@@ -16,6 +16,13 @@
  * parallel registration.  hcomm_close() must not race with other calls on
  * the same context, and an mr must not be used by two threads while one of
  * them deregisters it.
+ *
+ * Communicators (below): every operation may be called from any thread.
+ * A communicator has num_qps rings; a thread uses ring (thread index %
+ * num_qps), each ring has its own lock for submission, and completions are
+ * reaped by one thread at a time per ring (try-lock).  Collective calls
+ * (init, destroy, barrier, allgather, win_create, win_free) must be made
+ * by one thread per rank, in the same order on every rank.
  */
 #ifndef LIBHCOMM_H
 #define LIBHCOMM_H
@@ -144,6 +151,232 @@ const char *hcomm_strerror(int err);
 int hcomm_errno(void);
 /* One-line detail of the calling thread's last failure ("" if none). */
 const char *hcomm_errmsg(void);
+
+
+/* ------------------------------------------------------------------ */
+/* Configuration (hcomm_config.c)                                     */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Tuning, from code or from the environment.  hcomm_config_default() fills
+ * the defaults below; hcomm_config_from_env() overlays the HCOMM_* variables
+ * that are set.  Sizes accept a decimal number with an optional K, M or G
+ * suffix (powers of 1024, case-insensitive, optional "iB"/"B"): "2M",
+ * "64K", "4096".  Anything else (garbage, negative, overflow, out of range)
+ * is rejected with HCOMM_ERR_INVAL and hcomm_errmsg() naming the variable.
+ *
+ *  field                 variable              default  range
+ *  send_buf_size         HCOMM_SEND_BUF_SIZE   2M       4K .. 1G
+ *  recv_buf_size         HCOMM_RECV_BUF_SIZE   2M       4K .. 1G
+ *  max_inline            HCOMM_MAX_INLINE      4K       0 .. 64K (and at
+ *                                                       most the module's)
+ *  num_qps               HCOMM_NUM_QPS         1        1 .. 64 (rings)
+ *  queue_depth           HCOMM_QUEUE_DEPTH     256      8 .. 32768
+ *  cache_limit           HCOMM_CACHE_LIMIT     64M      0 .. 64G
+ *  enable_fp16_compress  HCOMM_FP16_COMPRESS   0        0 or 1
+ *  comp_threshold        HCOMM_COMP_THRESHOLD  64K      0 .. 1G
+ *  rank_table            HCOMM_RANK_TABLE      NULL     a file path
+ *  timeout_ms            HCOMM_TIMEOUT_MS      30000    1 .. 3600000
+ *
+ * Profiles (HCOMM_PROFILE=latency|bandwidth|default) set several fields at
+ * once before the individual variables apply; see Documentation/tuning.rst.
+ */
+struct hcomm_config {
+	uint64_t send_buf_size;
+	uint64_t recv_buf_size;
+	uint32_t max_inline;
+	uint32_t num_qps;
+	uint32_t queue_depth;
+	int enable_fp16_compress;
+	uint64_t cache_limit;
+	uint64_t comp_threshold;
+	const char *rank_table;
+	uint32_t timeout_ms;
+};
+
+void hcomm_config_default(struct hcomm_config *cfg);
+int hcomm_config_from_env(struct hcomm_config *cfg);
+/* Parse a size as above into *out; 0 or -HCOMM_ERR_INVAL. */
+int hcomm_parse_size(const char *s, uint64_t *out);
+
+/* ------------------------------------------------------------------ */
+/* Communicator (hcomm_comm.c)                                        */
+/* ------------------------------------------------------------------ */
+
+struct hcomm_comm;
+struct hcomm_win;
+
+/* Where hcomm_comm_init() found its rank and size. */
+enum hcomm_launcher {
+	HCOMM_LAUNCH_RANK_TABLE = 1,	/* cfg->rank_table / HCOMM_RANK_TABLE */
+	HCOMM_LAUNCH_ENV,		/* HCOMM_RANK, HCOMM_WORLD_SIZE */
+	HCOMM_LAUNCH_OMPI,		/* OMPI_COMM_WORLD_RANK/_SIZE */
+	HCOMM_LAUNCH_SLURM,		/* SLURM_PROCID, SLURM_NTASKS */
+	HCOMM_LAUNCH_PMI,		/* PMI_RANK, PMI_SIZE */
+	HCOMM_LAUNCH_SINGLE,		/* nothing set: one rank */
+};
+
+/*
+ * Create the communicator of this process (collective over all ranks).
+ * cfg may be NULL: defaults plus the environment.  Rank and size come from,
+ * in this order: the rank table, HCOMM_RANK/HCOMM_WORLD_SIZE, Open MPI's,
+ * Slurm's or PMI's variables, else a single rank.  Ranks on this host
+ * meet at a unix socket (abstract namespace) named by HCOMM_ROOT_ADDR or
+ * derived from the launcher's job id, open their own /dev/hcomm context
+ * and exchange what one-sided operations need.  Waits at most
+ * cfg->timeout_ms for the others (HCOMM_ERR_TIMEOUT).
+ */
+int hcomm_comm_init(struct hcomm_comm **comm, const struct hcomm_config *cfg);
+/* Collective: wait for outstanding operations, then tear everything down. */
+int hcomm_comm_destroy(struct hcomm_comm *comm);
+int hcomm_comm_rank(const struct hcomm_comm *comm);
+int hcomm_comm_size(const struct hcomm_comm *comm);
+enum hcomm_launcher hcomm_comm_launcher(const struct hcomm_comm *comm);
+/* The context (device) the communicator uses. */
+struct hcomm_ctx *hcomm_comm_ctx(struct hcomm_comm *comm);
+/* The transport in use: "kernel" (intra-node /dev/hcomm). */
+const char *hcomm_comm_transport(const struct hcomm_comm *comm);
+/* Collective barrier over the bootstrap channel. */
+int hcomm_barrier(struct hcomm_comm *comm);
+/* Collective: every rank's len bytes at send, gathered into recv[size*len]. */
+int hcomm_allgather(struct hcomm_comm *comm, const void *send, void *recv,
+		    size_t len);
+
+/*
+ * Windows: memory each rank exposes to the others (collective; every rank
+ * passes its own base/len, which may differ, len may be 0).  The library
+ * registers it, grants the other ranks read and write access, and
+ * exchanges the keys.
+ */
+int hcomm_win_create(struct hcomm_comm *comm, void *base, size_t len,
+		     struct hcomm_win **win);
+/* Collective; waits for outstanding operations on the window first. */
+int hcomm_win_free(struct hcomm_win *win);
+/* Bytes rank exposes in win (0 for a rank that passed len 0). */
+size_t hcomm_win_size(const struct hcomm_win *win, int rank);
+
+/* ------------------------------------------------------------------ */
+/* One-sided operations                                               */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Local buffers may be any memory of this process: the library registers
+ * them through its registration cache (validated against the kernel's
+ * generation page, so a hot buffer costs no system call) and keeps the
+ * registration until it is invalidated or evicted.  Offsets are bytes
+ * into the target rank's part of the window; the target may be this rank.
+ *
+ * Completion semantics: a blocking call returns when the data has landed
+ * in its destination (the kernel copies single-copy between the two
+ * address spaces; there is no separate remote completion).
+ */
+int hcomm_put(struct hcomm_win *win, int target, uint64_t target_off,
+	      const void *src, size_t len);
+int hcomm_get(struct hcomm_win *win, int target, uint64_t target_off,
+	      void *dst, size_t len);
+/*
+ * put, then add value to signal sig of the target once the data is
+ * visible there (acquire loads of the signal see the data).
+ */
+int hcomm_put_signal(struct hcomm_win *win, int target, uint64_t target_off,
+		     const void *src, size_t len, uint32_t sig,
+		     uint64_t value);
+/*
+ * Wait until this rank's signal sig reaches at least value (spins
+ * briefly, then sleeps in the kernel); timeout_ms < 0 waits forever.
+ * Returns the value seen (>= 0) or -HCOMM_ERR_TIMEOUT.
+ */
+int64_t hcomm_signal_wait(struct hcomm_comm *comm, uint32_t sig,
+			  uint64_t value, int timeout_ms);
+/* Current value of this rank's signal sig (acquire load; no syscall). */
+uint64_t hcomm_signal_read(struct hcomm_comm *comm, uint32_t sig);
+/* Number of signals per rank. */
+uint32_t hcomm_signal_count(const struct hcomm_comm *comm);
+/* Operations issued before it complete before any issued after it. */
+int hcomm_fence(struct hcomm_comm *comm);
+/* Wait until every operation issued so far by this rank has completed. */
+int hcomm_flush(struct hcomm_comm *comm);
+
+/* ------------------------------------------------------------------ */
+/* Non-blocking operations, batches, completions                      */
+/* ------------------------------------------------------------------ */
+
+struct hcomm_request;
+/* Completion callback: req->status is 0 or a negated hcomm_err. */
+typedef void (*hcomm_cb_fn)(struct hcomm_request *req, void *arg);
+
+/*
+ * Caller-owned request: no allocation on the fast path.  Set cb/cb_arg
+ * (or leave cb NULL) before issuing; read status/bytes after completion.
+ * The request must stay valid until it completed.
+ */
+struct hcomm_request {
+	int status;		/* out: 0 or -HCOMM_ERR_x, valid when done */
+	int done;		/* out: 1 once complete (acquire load) */
+	uint64_t bytes;		/* out: bytes moved */
+	hcomm_cb_fn cb;		/* in: called once on completion, or NULL */
+	void *cb_arg;		/* in */
+	uint64_t t_complete_ns;	/* out: CLOCK_MONOTONIC when it completed */
+	void *priv[4];		/* library use */
+};
+
+int hcomm_put_nb(struct hcomm_win *win, int target, uint64_t target_off,
+		 const void *src, size_t len, struct hcomm_request *req);
+int hcomm_get_nb(struct hcomm_win *win, int target, uint64_t target_off,
+		 void *dst, size_t len, struct hcomm_request *req);
+int hcomm_put_signal_nb(struct hcomm_win *win, int target,
+			uint64_t target_off, const void *src, size_t len,
+			uint32_t sig, uint64_t value,
+			struct hcomm_request *req);
+
+/* Batch descriptors: fixed size (48 bytes), as the real HComm's. */
+enum hcomm_op {
+	HCOMM_OP_PUT = 1,
+	HCOMM_OP_GET,
+	HCOMM_OP_PUT_SIGNAL,
+};
+
+struct hcomm_xfer_desc {
+	uint32_t op;		/* enum hcomm_op */
+	int32_t target;		/* rank */
+	uint64_t target_off;	/* into target's part of the window */
+	uint64_t local;		/* local address (uintptr_t) */
+	uint64_t len;
+	uint32_t sig;		/* HCOMM_OP_PUT_SIGNAL */
+	uint32_t reserved;	/* must be 0 */
+	uint64_t value;		/* HCOMM_OP_PUT_SIGNAL */
+};
+
+/*
+ * Issue n descriptors with one io_uring_submit (per ring).  reqs is NULL
+ * (wait for all before returning) or an array of n requests (return at
+ * once; each completes on its own).  Returns 0, or a negated error for a
+ * descriptor that failed validation (nothing was issued then).
+ */
+int hcomm_batch(struct hcomm_win *win, const struct hcomm_xfer_desc *d,
+		unsigned int n, struct hcomm_request *reqs);
+
+/*
+ * Reap completions: marks requests done and runs their callbacks in this
+ * thread (HCOMM_CB_INLINE) or hands them to the callback thread
+ * (HCOMM_CB_THREAD).  Returns the number of completions reaped.
+ */
+int hcomm_progress(struct hcomm_comm *comm);
+/* 1 if req completed (after progressing once), 0 if not. */
+int hcomm_test(struct hcomm_request *req);
+/* Progress until req completed; returns req->status. */
+int hcomm_wait(struct hcomm_request *req);
+
+enum hcomm_cb_mode {
+	HCOMM_CB_INLINE = 0,	/* callbacks run in the thread that progresses */
+	HCOMM_CB_THREAD,	/* a library thread progresses; callbacks are
+				 * passed to a dispatcher thread through a
+				 * lock-free MPSC queue */
+	HCOMM_CB_THREAD_LOCKED,	/* as THREAD, but a mutex+condvar queue (for
+				 * comparison) */
+};
+/* Set before issuing operations; the default is HCOMM_CB_INLINE. */
+int hcomm_comm_set_cb_mode(struct hcomm_comm *comm, enum hcomm_cb_mode mode);
 
 #ifdef __cplusplus
 }
