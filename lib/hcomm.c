@@ -42,19 +42,38 @@ static __thread int t_errno;
 static __thread char t_msg[256];
 
 /* Record the failure for hcomm_errno()/hcomm_errmsg(); return -code. */
-__attribute__((format(printf, 3, 4)))
-static int fail(int code, int err, const char *fmt, ...)
+__attribute__((format(printf, 3, 0)))
+static int vfail(int code, int err, const char *fmt, va_list ap)
 {
-	va_list ap;
-	int n;
+	int n = vsnprintf(t_msg, sizeof(t_msg), fmt, ap);
 
-	va_start(ap, fmt);
-	n = vsnprintf(t_msg, sizeof(t_msg), fmt, ap);
-	va_end(ap);
 	if (err && n >= 0 && (size_t)n < sizeof(t_msg))
 		snprintf(t_msg + n, sizeof(t_msg) - n, ": %s", strerror(err));
 	t_errno = err;
 	return -code;
+}
+
+__attribute__((format(printf, 3, 4)))
+static int fail(int code, int err, const char *fmt, ...)
+{
+	va_list ap;
+	int ret;
+
+	va_start(ap, fmt);
+	ret = vfail(code, err, fmt, ap);
+	va_end(ap);
+	return ret;
+}
+
+int hcomm__fail(int code, int err, const char *fmt, ...)
+{
+	va_list ap;
+	int ret;
+
+	va_start(ap, fmt);
+	ret = vfail(code, err, fmt, ap);
+	va_end(ap);
+	return ret;
 }
 
 static const char *const err_str[HCOMM_ERR__MAX] = {

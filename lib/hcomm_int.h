@@ -17,5 +17,11 @@ HCOMM_HIDDEN void hcomm__prep_cmd(struct io_uring_sqe *sqe, int fd,
  * that failed, or 0 for open() of the device.
  */
 HCOMM_HIDDEN int hcomm__err_code(uint32_t cmd_op, int err);
+/*
+ * Record a failure for hcomm_errno()/hcomm_errmsg() (printf format; ": "
+ * and strerror(err) appended when err is not 0); returns -code.
+ */
+HCOMM_HIDDEN __attribute__((format(printf, 3, 4)))
+int hcomm__fail(int code, int err, const char *fmt, ...);
 
 #endif /* LIBHCOMM_INT_H */
