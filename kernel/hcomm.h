@@ -25,6 +25,7 @@
 #include <linux/mmu_notifier.h>
 #include <linux/interval_tree.h>
 #include <linux/iosys-map.h>
+#include <linux/sched.h>
 
 #include "hcomm_qos.h"
 
@@ -159,6 +160,11 @@ extern struct hcomm_stats hcomm_stats;
  * @xq:      transfers with chunks left to hand out (engine lock).
  * @qos:     the context's QoS class (engine lock).
  * @max_inline: inline threshold of this context.
+ * @node:    entry in the list of all contexts (debugfs "contexts").
+ * @pid:     thread group of the opener.
+ * @comm:    command name of the opener.
+ * @xfers:   transfers of this context on the engine.
+ * @served:  bytes the engine copied for this context.
  */
 struct hcomm_ctx {
 	struct kref ref;
@@ -197,6 +203,12 @@ struct hcomm_ctx {
 	struct list_head xq;
 	struct hcomm_qos_class qos;
 	u32 max_inline;
+
+	struct list_head node;
+	pid_t pid;
+	char comm[TASK_COMM_LEN];
+	atomic_t xfers;
+	atomic64_t served;
 };
 
 /**
@@ -359,6 +371,12 @@ int hcomm_cancel(struct hcomm_ctx *ctx, u64 tag, bool all);
 void hcomm_uring_cancel(struct io_uring_cmd *ioucmd);
 int hcomm_set_qos(struct hcomm_ctx *ctx, struct hcomm_qos *arg);
 void hcomm_db_wake(struct hcomm_ctx *ctx, u32 index);
+void hcomm_ctx_qos_info(struct hcomm_ctx *ctx, struct hcomm_qos *out,
+			u32 *share);
+
+/* hcomm_main.c: every context, for debugfs */
+extern struct list_head hcomm_ctx_list;
+extern struct mutex hcomm_ctx_list_lock;
 
 /* hcomm_cmd.c */
 long hcomm_ioctl(struct file *file, unsigned int cmd, unsigned long arg);

@@ -6,6 +6,7 @@
  */
 #include <linux/debugfs.h>
 #include <linux/seq_file.h>
+#include <linux/mutex.h>
 
 #include "hcomm.h"
 
@@ -70,8 +71,36 @@ static int hcomm_stats_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(hcomm_stats);
 
+/* One line per open context: who, what it holds, its QoS. */
+static int hcomm_contexts_show(struct seq_file *m, void *unused)
+{
+	struct hcomm_ctx *ctx;
+
+	seq_puts(m, "# pid comm regions pinned_bytes cache_bytes xfers_active min_rate max_rate priority share_pct served_bytes\n");
+	mutex_lock(&hcomm_ctx_list_lock);
+	list_for_each_entry(ctx, &hcomm_ctx_list, node) {
+		struct hcomm_qos q;
+		u64 cache_bytes;
+		u32 share;
+
+		hcomm_ctx_qos_info(ctx, &q, &share);
+		mutex_lock(&ctx->cache_lock);
+		cache_bytes = ctx->cache_bytes;
+		mutex_unlock(&ctx->cache_lock);
+		seq_printf(m, "%d %s %d %lld %llu %d %u %u %u %u %lld\n",
+			   ctx->pid, ctx->comm, atomic_read(&ctx->nr_regions),
+			   (long long)atomic64_read(&ctx->pinned_pages) << PAGE_SHIFT,
+			   cache_bytes, atomic_read(&ctx->xfers), q.min_rate,
+			   q.max_rate, q.priority, share,
+			   (long long)atomic64_read(&ctx->served));
+	}
+	mutex_unlock(&hcomm_ctx_list_lock);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(hcomm_contexts);
+
 /**
- * hcomm_debugfs_init() - create /sys/kernel/debug/hcomm/stats.
+ * hcomm_debugfs_init() - create /sys/kernel/debug/hcomm/{stats,contexts}.
  *
  * debugfs failures are not fatal: the module works without statistics.
  */
@@ -80,6 +109,8 @@ void hcomm_debugfs_init(void)
 	hcomm_debugfs_dir = debugfs_create_dir("hcomm", NULL);
 	debugfs_create_file("stats", 0444, hcomm_debugfs_dir, NULL,
 			    &hcomm_stats_fops);
+	debugfs_create_file("contexts", 0400, hcomm_debugfs_dir, NULL,
+			    &hcomm_contexts_fops);
 }
 
 /**

@@ -58,6 +58,9 @@ MODULE_PARM_DESC(workers,
 
 struct hcomm_stats hcomm_stats;
 
+LIST_HEAD(hcomm_ctx_list);
+DEFINE_MUTEX(hcomm_ctx_list_lock);	/* protects hcomm_ctx_list */
+
 /* Parent of the misc device and the device dma-buf attachments use. */
 static struct device *hcomm_dma_dev;
 
@@ -152,6 +155,11 @@ static int hcomm_open(struct inode *inode, struct file *file)
 	ctx->mm = current->mm;
 	ctx->dev = hcomm_dma_dev;
 	ctx->mn.ops = &hcomm_mm_ops;
+	ctx->pid = task_tgid_nr(current);
+	get_task_comm(ctx->comm, current);
+	mutex_lock(&hcomm_ctx_list_lock);
+	list_add_tail(&ctx->node, &hcomm_ctx_list);
+	mutex_unlock(&hcomm_ctx_list_lock);
 	atomic64_inc(&hcomm_stats.contexts);
 	file->private_data = ctx;
 	return nonseekable_open(inode, file);
@@ -162,6 +170,9 @@ static int hcomm_release(struct inode *inode, struct file *file)
 	struct hcomm_ctx *ctx = file->private_data;
 
 	/* No command of this file is running or pending any more. */
+	mutex_lock(&hcomm_ctx_list_lock);
+	list_del(&ctx->node);
+	mutex_unlock(&hcomm_ctx_list_lock);
 	if (ctx->mn_registered)
 		mmu_notifier_unregister(&ctx->mn, ctx->mm);
 	hcomm_ctx_release_regions(ctx);

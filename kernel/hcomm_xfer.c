@@ -441,6 +441,7 @@ static void hcomm_xfer_end(struct hcomm_op *op)
 	if (op->x.db_ctx)
 		hcomm_ctx_put(op->x.db_ctx);
 	atomic64_dec(&hcomm_stats.xfers_active);
+	atomic_dec(&op->ctx->xfers);
 
 	if (!op->ioucmd) {
 		hcomm_xfer_retire(op);
@@ -558,6 +559,7 @@ static void hcomm_engine_work(struct work_struct *work)
 			     &hcomm_stats.engine_busy_ns);
 		atomic64_inc(&hcomm_stats.xfer_chunks);
 		atomic64_add(n, &hcomm_stats.xfer_bytes);
+		atomic64_add(n, &op->ctx->served);
 		hcomm_chunk_done(op, n);
 		cond_resched();
 	}
@@ -773,6 +775,7 @@ int hcomm_xfer(struct hcomm_ctx *ctx, struct hcomm_xfer *arg,
 	}
 	atomic64_inc(&hcomm_stats.xfer_async);
 	atomic64_inc(&hcomm_stats.xfers_active);
+	atomic_inc(&ctx->xfers);
 	spin_lock(&ctx->op_lock);
 	op->seq = ++ctx->seq;
 	list_add_tail(&op->node, &ctx->pending);
@@ -1168,6 +1171,23 @@ int hcomm_set_qos(struct hcomm_ctx *ctx, struct hcomm_qos *arg)
 	}
 	spin_unlock(&eng->lock);
 	return ret;
+}
+
+/**
+ * hcomm_ctx_qos_info() - QoS settings of @ctx and the share it gets now.
+ * @ctx:   context.
+ * @out:   min_rate, max_rate and priority are filled.
+ * @share: percent of the engine it receives now (0 when idle).
+ */
+void hcomm_ctx_qos_info(struct hcomm_ctx *ctx, struct hcomm_qos *out,
+			u32 *share)
+{
+	spin_lock(&hcomm_engine.lock);
+	out->min_rate = ctx->qos.min_rate;
+	out->max_rate = ctx->qos.max_rate;
+	out->priority = ctx->qos.priority;
+	*share = hcomm_qos_share(&hcomm_engine.sched, &ctx->qos);
+	spin_unlock(&hcomm_engine.lock);
 }
 
 /**
