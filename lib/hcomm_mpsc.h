@@ -22,8 +22,193 @@
  *                                                       push; a syscall
  *                                                       only when the
  *                                                       consumer sleeps)
+ *
+ * The consumer's loop:
+ *
+ *	for (;;) {
+ *		n = hcomm_mpsc_pop(q);
+ *		if (n) { handle(n); continue; }
+ *		key = hcomm_ec_prepare(ec);
+ *		if (!hcomm_mpsc_empty(q))
+ *			continue;		(a push landed or is half done)
+ *		hcomm_ec_wait(ec, key, timeout_ms);
+ *	}
+ *
+ * A producer: hcomm_mpsc_push(q, n); hcomm_ec_notify(ec);
+ *
+ * Why no wakeup is lost: prepare() sets the waiter bit with a seq_cst
+ * read-modify-write before the consumer re-reads q->head (seq_cst); a
+ * producer's push exchanges q->head (seq_cst) before notify()'s seq_cst
+ * read-modify-write of the same word.  In the single total order of these
+ * operations either the re-check sees the push, or notify() sees the
+ * waiter bit (and bumps the key, so a FUTEX_WAIT on the old key returns
+ * at once, and wakes the sleeper).
  */
 #ifndef LIBHCOMM_MPSC_H
 #define LIBHCOMM_MPSC_H
+
+#include <limits.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+
+#define HCOMM_CACHELINE	64
+
+/* Embed in the item; recover it with container_of-style arithmetic. */
+struct hcomm_mpsc_node {
+	_Atomic(struct hcomm_mpsc_node *) next;
+};
+
+struct hcomm_mpsc {
+	/* Producers: the node pushed last. */
+	_Alignas(HCOMM_CACHELINE) _Atomic(struct hcomm_mpsc_node *) head;
+	/* Consumer: the oldest node not yet popped (or the stub). */
+	_Alignas(HCOMM_CACHELINE) struct hcomm_mpsc_node *tail;
+	struct hcomm_mpsc_node stub;
+};
+
+static inline void hcomm_mpsc_init(struct hcomm_mpsc *q)
+{
+	atomic_init(&q->stub.next, NULL);
+	atomic_init(&q->head, &q->stub);
+	q->tail = &q->stub;
+}
+
+/* Any thread; wait-free.  n must not be in the queue already. */
+static inline void hcomm_mpsc_push(struct hcomm_mpsc *q,
+				   struct hcomm_mpsc_node *n)
+{
+	struct hcomm_mpsc_node *prev;
+
+	atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
+	/* seq_cst: pairs with the consumer's re-check, see above. */
+	prev = atomic_exchange_explicit(&q->head, n, memory_order_seq_cst);
+	/*
+	 * Between the exchange and this store the list is broken at prev:
+	 * pop() sees no successor yet and returns NULL, empty() says 0.
+	 */
+	atomic_store_explicit(&prev->next, n, memory_order_release);
+}
+
+/* Consumer only.  NULL: empty, or a push is half done (then not empty). */
+static inline struct hcomm_mpsc_node *hcomm_mpsc_pop(struct hcomm_mpsc *q)
+{
+	struct hcomm_mpsc_node *tail = q->tail, *head;
+	struct hcomm_mpsc_node *next =
+		atomic_load_explicit(&tail->next, memory_order_acquire);
+
+	if (tail == &q->stub) {
+		if (!next)
+			return NULL;
+		q->tail = next;
+		tail = next;
+		next = atomic_load_explicit(&next->next, memory_order_acquire);
+	}
+	if (next) {
+		q->tail = next;
+		return tail;
+	}
+	head = atomic_load_explicit(&q->head, memory_order_seq_cst);
+	if (tail != head)
+		return NULL;		/* a push after tail is half done */
+	/* tail is the last node: put the stub behind it to take it out. */
+	hcomm_mpsc_push(q, &q->stub);
+	next = atomic_load_explicit(&tail->next, memory_order_acquire);
+	if (next) {
+		q->tail = next;
+		return tail;
+	}
+	return NULL;			/* a push overtook the stub's */
+}
+
+/* Consumer only: 1 if nothing was pushed that pop() has not returned. */
+static inline int hcomm_mpsc_empty(struct hcomm_mpsc *q)
+{
+	return q->tail == &q->stub &&
+	       atomic_load_explicit(&q->head, memory_order_seq_cst) ==
+	       &q->stub;
+}
+
+/*
+ * Event count: one 32-bit futex word, bit 0 "the consumer is about to
+ * sleep or sleeps", bits 1..31 a counter notify() bumps whenever it sees
+ * bit 0 (and then clears it).  A key is the word as prepare() left it.
+ */
+struct hcomm_ec {
+	_Alignas(HCOMM_CACHELINE) _Atomic uint32_t word;
+};
+
+#define HCOMM_EC_WAITING	1u
+
+static inline void hcomm_ec_init(struct hcomm_ec *ec)
+{
+	atomic_init(&ec->word, 0);
+}
+
+/* Consumer: announce the wait; re-check the queue, then hcomm_ec_wait(). */
+static inline uint32_t hcomm_ec_prepare(struct hcomm_ec *ec)
+{
+	return atomic_fetch_or_explicit(&ec->word, HCOMM_EC_WAITING,
+					memory_order_seq_cst) |
+	       HCOMM_EC_WAITING;
+}
+
+/*
+ * Consumer: sleep until notify() after prepare() returned key, or
+ * timeout_ms (< 0: no limit; 0: do not sleep).  Returns at once when a
+ * notify() came in between; spurious returns are possible (re-check).
+ */
+static inline void hcomm_ec_wait(struct hcomm_ec *ec, uint32_t key,
+				 int timeout_ms)
+{
+	struct timespec ts, *tsp = NULL;
+	uint32_t expect = key;
+
+	if (timeout_ms > 0) {
+		ts.tv_sec = timeout_ms / 1000;
+		ts.tv_nsec = (long)(timeout_ms % 1000) * 1000000;
+		tsp = &ts;
+	}
+	if (timeout_ms && atomic_load_explicit(&ec->word,
+					       memory_order_acquire) == key)
+		syscall(SYS_futex, &ec->word, FUTEX_WAIT_PRIVATE, key, tsp,
+			NULL, 0);
+	/*
+	 * Timed out, interrupted or not slept: take the waiter bit back if
+	 * nothing happened since prepare(), so that producers make no
+	 * system call for a consumer that is not asleep.
+	 */
+	atomic_compare_exchange_strong_explicit(&ec->word, &expect,
+						key & ~HCOMM_EC_WAITING,
+						memory_order_relaxed,
+						memory_order_relaxed);
+}
+
+/* Producer, after push(): wake the consumer if it waits. */
+static inline void hcomm_ec_notify(struct hcomm_ec *ec)
+{
+	uint32_t old = atomic_load_explicit(&ec->word, memory_order_relaxed);
+
+	/*
+	 * The seq_cst RMW that orders the push before the read of the
+	 * waiter bit; when the bit is clear it writes the same value.
+	 */
+	for (;;) {
+		uint32_t new = old & HCOMM_EC_WAITING ?
+			       (old + 2) & ~HCOMM_EC_WAITING : old;
+
+		if (atomic_compare_exchange_weak_explicit(&ec->word, &old, new,
+							  memory_order_seq_cst,
+							  memory_order_relaxed))
+			break;
+	}
+	if (old & HCOMM_EC_WAITING)
+		syscall(SYS_futex, &ec->word, FUTEX_WAKE_PRIVATE, INT_MAX,
+			NULL, NULL, 0);
+}
 
 #endif /* LIBHCOMM_MPSC_H */
