@@ -8,7 +8,8 @@ libelf-dev libssl-dev python3 sparse liburing-dev libdrm-dev
 qemu-system-x86 busybox-static
 linux-source-6.12
 linux-image-amd64 linux-headers-amd64
-linux-image-6.12-amd64 linux-headers-6.12-amd64"
+linux-image-6.12-amd64 linux-headers-6.12-amd64
+openmpi-bin libopenmpi-dev"
 
 missing=""
 for p in $PKGS; do

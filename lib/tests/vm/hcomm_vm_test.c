@@ -1,0 +1,1824 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hcomm_vm_test: one rank of a libhcomm communicator test.  Started N
+ * times by hcomm_vm_launch (or mpirun); every rank runs the same CASE.
+ *
+ *   hcomm_vm_test CASE [--max SIZE] [--mode inline|thread|locked]
+ *                      [--expect LAUNCHER] [--allow-io] [--iters N]
+ *
+ * Cases:
+ *   basic     launcher detection (--expect env|table|ompi|slurm|pmi),
+ *             rank/size, transport, allgather, barrier, windows of
+ *             different sizes and an unaligned base, put/get to everyone
+ *   putget    put and get of 1 B .. --max (default 16M) at odd offsets,
+ *             to every rank including this one; every byte compared, the
+ *             bytes around each destination must stay untouched
+ *   signal    put_signal + signal_wait in a ring (data checked after each
+ *             signal), all-to-all signal sums, signal_wait timeout
+ *   batch     hcomm_batch of 256 and 1000 descriptors mixing PUT, GET and
+ *             PUT_SIGNAL with requests (per-request checks), and of 256
+ *             without requests (blocking)
+ *   cb        non-blocking operations with callbacks in --mode: every
+ *             callback exactly once, seeing done = 1, status and bytes;
+ *             from one thread, from four threads at once, and reusing one
+ *             request
+ *   fence     put A (large), fence, put B (small, same place): B wins;
+ *             put, fence, get sees the put; put, fence, put_signal: the
+ *             data is there when the signal is; flush; win_free with
+ *             operations outstanding
+ *   errors    target out of range, offsets beyond or straddling the end
+ *             of a window, overflow, signal out of range, bad batch
+ *             descriptors (nothing issued) -> HCOMM_ERR_INVAL; signal_wait
+ *             -> HCOMM_ERR_TIMEOUT; the communicator works afterwards
+ *   threads   4 threads per rank issuing blocking and non-blocking
+ *             operations at once (run with HCOMM_NUM_QPS > 1 too)
+ *   timeout   hcomm_comm_init when a rank never arrives: must fail with
+ *             HCOMM_ERR_TIMEOUT within HCOMM_TIMEOUT_MS (--allow-io: a
+ *             rank that met the root may also see HCOMM_ERR_IO)
+ *
+ * Output: lines "rN: ..." (one write each); failures start with "FAIL".
+ * Exit status: 0 passed, 1 failed, 3 alarm (HCOMM_VMTEST_ALARM seconds,
+ * default 100), 4 skipped.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <hcomm.h>
+
+#define KiB		1024ULL
+#define MiB		(1024ULL * KiB)
+#define PAD		4096	/* room for odd offsets and guards */
+#define GUARD		16	/* bytes checked on each side */
+#define POISON		0xa5
+#define MAX_FAIL_MSGS	40
+
+static struct hcomm_comm *comm;
+static int me = -1, np;
+static int fails;
+static const char *volatile phase = "start";
+static const char *case_name = "?";
+static int opt_iters;
+
+/* ------------------------------------------------------------------ */
+/* output and checks                                                   */
+/* ------------------------------------------------------------------ */
+
+static void vout(const char *pfx, const char *fmt, va_list ap)
+{
+	char buf[1024];
+	int n;
+
+	if (me >= 0)
+		n = snprintf(buf, sizeof(buf), "r%d: %s", me, pfx);
+	else
+		n = snprintf(buf, sizeof(buf), "r%s: %s",
+			     getenv("HCOMM_VMTEST_RANK") ?
+			     getenv("HCOMM_VMTEST_RANK") : "?", pfx);
+	n += vsnprintf(buf + n, sizeof(buf) - (size_t)n - 1, fmt, ap);
+	if (n > (int)sizeof(buf) - 2)
+		n = (int)sizeof(buf) - 2;
+	buf[n++] = '\n';
+	if (write(1, buf, (size_t)n) < 0)
+		(void)0;
+}
+
+static void __attribute__((format(printf, 1, 2))) out(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vout("", fmt, ap);
+	va_end(ap);
+}
+
+static void __attribute__((format(printf, 3, 4)))
+fail_at(const char *file, int line, const char *fmt, ...)
+{
+	char pfx[160];
+	va_list ap;
+
+	fails++;
+	if (fails > MAX_FAIL_MSGS) {
+		if (fails == MAX_FAIL_MSGS + 1)
+			out("FAIL (further failures not shown)");
+		return;
+	}
+	snprintf(pfx, sizeof(pfx), "FAIL [%s/%s] %s:%d: ", case_name,
+		 phase, file, line);
+	va_start(ap, fmt);
+	vout(pfx, fmt, ap);
+	va_end(ap);
+}
+
+#define FAIL(...)	fail_at(__FILE__, __LINE__, __VA_ARGS__)
+#define CHECK(c, ...)	((c) ? true : (FAIL(__VA_ARGS__), false))
+
+static const char *errname(long rc)
+{
+	static __thread char buf[160];
+
+	if (rc >= 0)
+		snprintf(buf, sizeof(buf), "%ld", rc);
+	else
+		snprintf(buf, sizeof(buf), "%ld (%s)", rc,
+			 hcomm_strerror((int)rc));
+	return buf;
+}
+
+static bool expect_rc(long got, long want, const char *expr,
+		      const char *file, int line)
+{
+	char w[160];
+
+	if (got == want)
+		return true;
+	snprintf(w, sizeof(w), "%s", errname(want));
+	fail_at(file, line, "%s = %s, expected %s%s%s", expr, errname(got), w,
+		got < 0 && *hcomm_errmsg() ? "; errmsg: " : "",
+		got < 0 ? hcomm_errmsg() : "");
+	return false;
+}
+
+#define EXPECT(expr, want) expect_rc((long)(expr), (long)(want), #expr, \
+				     __FILE__, __LINE__)
+#define OK(expr)	EXPECT(expr, 0)
+#define INVAL(expr)	EXPECT(expr, -HCOMM_ERR_INVAL)
+
+static void on_alarm(int sig)
+{
+	char buf[256];
+	int n;
+
+	(void)sig;
+	n = snprintf(buf, sizeof(buf),
+		     "r%d: FAIL [%s/%s]: alarm: still running after the time "
+		     "limit (HCOMM_VMTEST_ALARM); a hang\n", me, case_name,
+		     phase);
+	if (write(1, buf, (size_t)n) < 0)
+		(void)0;
+	_exit(3);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static pid_t gettid_(void)
+{
+	return (pid_t)syscall(SYS_gettid);
+}
+
+static void *xmap(size_t len)
+{
+	void *p = mmap(NULL, len ? len : 1, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED) {
+		out("FAIL: mmap of %zu bytes: %s", len, strerror(errno));
+		exit(1);
+	}
+	return p;
+}
+
+/* ------------------------------------------------------------------ */
+/* data                                                                */
+/* ------------------------------------------------------------------ */
+
+static uint64_t splitmix(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ULL;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+static void fill(void *p, size_t len, uint64_t seed)
+{
+	unsigned char *c = p;
+	size_t i;
+
+	for (i = 0; i + 8 <= len; i += 8) {
+		uint64_t w = splitmix(seed + i);
+
+		memcpy(c + i, &w, 8);
+	}
+	for (; i < len; i++)
+		c[i] = (unsigned char)splitmix(seed + i);
+}
+
+/* Position-sensitive 64-bit checksum, for messages. */
+static uint64_t csum(const void *p, size_t len)
+{
+	const unsigned char *c = p;
+	uint64_t h = 0xcbf29ce484222325ULL;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		h = (h ^ c[i]) * 0x100000001b3ULL;
+	return h;
+}
+
+/* Pattern of rank w: the bytes every source of w comes from. */
+static size_t pat_len;
+static unsigned char *pats[64];
+
+static const unsigned char *pat(int w)
+{
+	if (!pats[w]) {
+		pats[w] = xmap(pat_len);
+		fill(pats[w], pat_len, 0x1000ULL * (uint64_t)(w + 1));
+	}
+	return pats[w];
+}
+
+static void pats_init(size_t len)
+{
+	pat_len = (len + 7) & ~7ULL;
+}
+
+/* got == want over len bytes; on a mismatch say where and how much. */
+static bool __attribute__((format(printf, 4, 5)))
+same_at(const void *got, const void *want, size_t len, const char *fmt, ...)
+{
+	const unsigned char *g = got, *w = want;
+	size_t i, first = 0, bad = 0;
+	char what[256];
+	va_list ap;
+
+	if (!memcmp(got, want, len))
+		return true;
+	for (i = 0; i < len; i++)
+		if (g[i] != w[i] && !bad++)
+			first = i;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	FAIL("%s: %zu of %zu bytes wrong, first at +%zu (0x%02x, expected "
+	     "0x%02x); checksum %016" PRIx64 ", expected %016" PRIx64, what,
+	     bad, len, first, g[first], w[first], csum(got, len),
+	     csum(want, len));
+	return false;
+}
+
+#define SAME(got, want, len, ...) same_at(got, want, len, __VA_ARGS__)
+
+/* Every byte of [p, p + len) is POISON. */
+static bool poisoned(const unsigned char *p, size_t len, const char *what,
+		     size_t where)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (p[i] != POISON) {
+			FAIL("%s: byte at %zu changed (0x%02x) outside any "
+			     "destination", what, where + i, p[i]);
+			return false;
+		}
+	return true;
+}
+
+/* The GUARD bytes on each side of [off, off + len) of buf[cap] intact. */
+static bool guards(const unsigned char *buf, size_t cap, size_t off,
+		   size_t len, const char *what)
+{
+	size_t lo = off >= GUARD ? off - GUARD : 0;
+	size_t hi = off + len + GUARD < cap ? off + len + GUARD : cap;
+
+	return poisoned(buf + lo, off - lo, what, lo) &&
+	       poisoned(buf + off + len, hi - off - len, what, off + len);
+}
+
+/* ------------------------------------------------------------------ */
+/* communicator                                                        */
+/* ------------------------------------------------------------------ */
+
+static int env_int(const char *name, int dflt)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? atoi(v) : dflt;
+}
+
+static void comm_up(void)
+{
+	int want_rank = env_int("HCOMM_VMTEST_RANK",
+				env_int("OMPI_COMM_WORLD_RANK", -1));
+	int want_size = env_int("HCOMM_VMTEST_SIZE",
+				env_int("OMPI_COMM_WORLD_SIZE", -1));
+	int rc;
+
+	phase = "init";
+	rc = hcomm_comm_init(&comm, NULL);
+	if (rc) {
+		FAIL("hcomm_comm_init: %s: %s", errname(rc), hcomm_errmsg());
+		exit(1);
+	}
+	me = hcomm_comm_rank(comm);
+	np = hcomm_comm_size(comm);
+	if (want_rank >= 0 && !CHECK(me == want_rank, "rank %d, expected %d",
+				     me, want_rank))
+		exit(1);
+	if (want_size >= 0 && !CHECK(np == want_size, "size %d, expected %d",
+				     np, want_size))
+		exit(1);
+	if (np > 64) {
+		FAIL("size %d: this test handles at most 64 ranks", np);
+		exit(1);
+	}
+}
+
+static void comm_down(void)
+{
+	phase = "destroy";
+	OK(hcomm_comm_destroy(comm));
+	comm = NULL;
+}
+
+static void barrier(void)
+{
+	OK(hcomm_barrier(comm));
+}
+
+static struct hcomm_win *win_make(void *base, size_t len)
+{
+	struct hcomm_win *w = NULL;
+
+	if (!OK(hcomm_win_create(comm, base, len, &w)) || !w) {
+		FAIL("no window: cannot go on");
+		exit(1);
+	}
+	CHECK(hcomm_win_size(w, me) == len, "win_size(me) = %zu, passed %zu",
+	      hcomm_win_size(w, me), len);
+	return w;
+}
+
+/* ------------------------------------------------------------------ */
+/* basic: launcher, rank, collectives, windows                         */
+/* ------------------------------------------------------------------ */
+
+static int launcher_of(const char *s)
+{
+	if (!strcmp(s, "env"))
+		return HCOMM_LAUNCH_ENV;
+	if (!strcmp(s, "table"))
+		return HCOMM_LAUNCH_RANK_TABLE;
+	if (!strcmp(s, "ompi"))
+		return HCOMM_LAUNCH_OMPI;
+	if (!strcmp(s, "slurm"))
+		return HCOMM_LAUNCH_SLURM;
+	if (!strcmp(s, "pmi"))
+		return HCOMM_LAUNCH_PMI;
+	if (!strcmp(s, "single"))
+		return HCOMM_LAUNCH_SINGLE;
+	return -1;
+}
+
+struct hello {
+	int32_t rank, size;
+	int64_t pid;
+	uint64_t magic;
+	uint64_t win_len;
+};
+
+static int case_basic(const char *expect)
+{
+	struct hello h, *all;
+	unsigned char *big, *bigall, *mem, *base, *dst;
+	struct hcomm_win *w;
+	size_t len, slot = 4096, biglen = 64 * KiB;
+	int want = launcher_of(expect ? expect : "env"), r;
+	uint32_t nsig, i;
+
+	if (want < 0) {
+		FAIL("--expect %s: unknown launcher", expect);
+		return 1;
+	}
+	comm_up();
+	phase = "identity";
+	CHECK((int)hcomm_comm_launcher(comm) == want,
+	      "hcomm_comm_launcher() = %d, expected %d (%s)",
+	      (int)hcomm_comm_launcher(comm), want, expect ? expect : "env");
+	CHECK(hcomm_comm_transport(comm) &&
+	      !strcmp(hcomm_comm_transport(comm), "kernel"),
+	      "transport \"%s\", expected \"kernel\"",
+	      hcomm_comm_transport(comm) ? hcomm_comm_transport(comm) : "(null)");
+	CHECK(hcomm_comm_ctx(comm) != NULL, "hcomm_comm_ctx() is NULL");
+	nsig = hcomm_signal_count(comm);
+	CHECK(nsig >= 1, "hcomm_signal_count() = %u", nsig);
+	for (i = 0; i < nsig && i < 16; i++)
+		CHECK(hcomm_signal_read(comm, i) == 0,
+		      "fresh signal %u reads %" PRIu64, i,
+		      hcomm_signal_read(comm, i));
+
+	phase = "allgather";
+	len = slot * (size_t)np + (size_t)me * 3 + 1;
+	memset(&h, 0, sizeof(h));
+	h.rank = me;
+	h.size = np;
+	h.pid = getpid();
+	h.magic = 0x68636f6d6d766dULL ^ (uint64_t)me;
+	h.win_len = len;
+	all = calloc((size_t)np, sizeof(*all));
+	OK(hcomm_allgather(comm, &h, all, sizeof(h)));
+	for (r = 0; r < np; r++)
+		CHECK(all[r].rank == r && all[r].size == np &&
+		      all[r].magic == (0x68636f6d6d766dULL ^ (uint64_t)r),
+		      "allgather slot %d holds rank %d size %d magic %" PRIx64,
+		      r, all[r].rank, all[r].size, all[r].magic);
+	/* A larger allgather, every byte checked. */
+	pats_init(biglen + PAD);
+	big = xmap(biglen);
+	memcpy(big, pat(me), biglen);
+	bigall = xmap(biglen * (size_t)np);
+	OK(hcomm_allgather(comm, big, bigall, biglen));
+	for (r = 0; r < np; r++)
+		SAME(bigall + (size_t)r * biglen, pat(r), biglen,
+		     "allgather of %llu bytes, rank %d's part",
+		     (unsigned long long)biglen, r);
+	phase = "barrier";
+	for (i = 0; i < 5; i++)
+		barrier();
+
+	/* Windows of different sizes; odd ranks at an odd base address. */
+	phase = "window";
+	mem = xmap(len + 64);
+	base = mem + (me & 1);
+	memset(base, POISON, len);
+	w = win_make(base, len);
+	for (r = 0; r < np; r++)
+		CHECK(hcomm_win_size(w, r) == all[r].win_len,
+		      "win_size(%d) = %zu, that rank passed %" PRIu64, r,
+		      hcomm_win_size(w, r), all[r].win_len);
+	barrier();
+	phase = "put-all";
+	for (r = 0; r < np; r++) {
+		int t = (me + r) % np;
+
+		OK(hcomm_put(w, t, (uint64_t)me * slot + 1, pat(me) + 1 + t,
+			     slot - 2));
+	}
+	barrier();
+	for (r = 0; r < np; r++) {
+		SAME(base + (size_t)r * slot + 1, pat(r) + 1 + me, slot - 2,
+		     "window slot of rank %d", r);
+		guards(base, len, (size_t)r * slot + 1, slot - 2, "window");
+	}
+	barrier();
+	phase = "get-all";
+	dst = xmap(slot * (size_t)np);
+	memset(dst, POISON, slot * (size_t)np);
+	for (r = 0; r < np; r++) {
+		int t = (me + r) % np, wr = (t + 1) % np;
+
+		OK(hcomm_get(w, t, (uint64_t)wr * slot + 1,
+			     dst + (size_t)t * slot + 1, slot - 2));
+		SAME(dst + (size_t)t * slot + 1, pat(wr) + 1 + t, slot - 2,
+		     "get from rank %d of what rank %d put there", t, wr);
+		guards(dst, slot * (size_t)np, (size_t)t * slot + 1, slot - 2,
+		       "get destination");
+	}
+	barrier();
+	phase = "win_free";
+	OK(hcomm_win_free(w));
+	comm_down();
+	free(all);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* putget: sizes, offsets, every rank                                  */
+/* ------------------------------------------------------------------ */
+
+static const uint64_t pg_sizes[] = {
+	1, 3, 8, 63, 4095, 4096, 4097, 65535, 262147, 1 * MiB + 5,
+	4 * MiB - 3, 16 * MiB,
+};
+
+/* Source offset of rank w's data for target t; odd. */
+static size_t pg_soff(int t)
+{
+	return 1 + 2 * (size_t)(t % 64);
+}
+
+/* Where writer w puts into a target's window (its slot); odd. */
+static size_t pg_toff(int w, size_t slot, uint64_t len)
+{
+	return (size_t)w * slot + GUARD + 1 + 2 * (size_t)(len % 7);
+}
+
+static int case_putget(uint64_t max)
+{
+	size_t slot = max + 2 * PAD, wlen = slot * (size_t)np, si;
+	unsigned char *win, *dst;
+	struct hcomm_win *w;
+	uint64_t t0;
+	int r;
+
+	comm_up();
+	pats_init(max + PAD);
+	for (r = 0; r < np; r++)
+		pat(r);
+	win = xmap(wlen);
+	dst = xmap(slot);
+	memset(win, POISON, wlen);
+	w = win_make(win, wlen);
+
+	for (si = 0; si < sizeof(pg_sizes) / sizeof(*pg_sizes); si++) {
+		uint64_t len = pg_sizes[si];
+		size_t doff = GUARD + 3 + (len % 5) * 2;
+
+		if (len > max)
+			break;
+		t0 = now_ns();
+		phase = "put";
+		barrier();
+		for (r = 0; r < np; r++) {
+			int t = (me + r) % np;
+
+			OK(hcomm_put(w, t, pg_toff(me, slot, len),
+				     pat(me) + pg_soff(t), len));
+		}
+		barrier();
+		phase = "verify-put";
+		for (r = 0; r < np; r++) {
+			size_t off = pg_toff(r, slot, len);
+
+			SAME(win + off, pat(r) + pg_soff(me), len,
+			     "%" PRIu64 " B put by rank %d at offset %zu", len,
+			     r, off);
+			guards(win, wlen, off, len, "put destination");
+		}
+		barrier();
+		phase = "get";
+		for (r = 0; r < np; r++) {
+			int t = (me + r) % np;
+			int wr = (me + 1) % np;	/* data another rank put */
+
+			memset(dst, POISON, doff + len + GUARD);
+			OK(hcomm_get(w, t, pg_toff(wr, slot, len), dst + doff,
+				     len));
+			SAME(dst + doff, pat(wr) + pg_soff(t), len,
+			     "%" PRIu64 " B get from rank %d (put there by "
+			     "rank %d)", len, t, wr);
+			guards(dst, slot, doff, len, "get destination");
+		}
+		barrier();
+		/* Clean the slots for the next size. */
+		phase = "reset";
+		for (r = 0; r < np; r++)
+			memset(win + pg_toff(r, slot, len), POISON, len);
+		out("putget %" PRIu64 " B to %d ranks: %.1f ms", len, np,
+		    (double)(now_ns() - t0) / 1e6);
+	}
+	barrier();
+	phase = "win_free";
+	OK(hcomm_win_free(w));
+	comm_down();
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* signal: ring, all-to-all sums, timeout                              */
+/* ------------------------------------------------------------------ */
+
+#define RING_ROUNDS	12
+#define RING_SLOT	(256 * KiB + PAD)
+#define SIG_RING	1
+#define SIG_A2A		2
+#define SIG_NB		3
+#define SIG_IDLE	4
+
+static const size_t ring_sizes[] = { 8, 4097, 65539, 256 * KiB, 1, 4096 };
+
+static int case_signal(void)
+{
+	size_t wlen = RING_SLOT * RING_ROUNDS + 64 * KiB, a2a = RING_SLOT *
+		      RING_ROUNDS;
+	int next, prev, k, r;
+	unsigned char *win;
+	struct hcomm_win *w;
+	struct hcomm_request reqs[64];
+	uint64_t t0, base_ring, base_a2a;
+	int64_t got;
+
+	comm_up();
+	if (!CHECK(hcomm_signal_count(comm) > SIG_IDLE,
+		   "only %u signals", hcomm_signal_count(comm)))
+		return 1;
+	pats_init(RING_SLOT);
+	for (r = 0; r < np; r++)
+		pat(r);
+	next = (me + 1) % np;
+	prev = (me + np - 1) % np;
+	win = xmap(wlen);
+	memset(win, POISON, wlen);
+	w = win_make(win, wlen);
+	base_ring = hcomm_signal_read(comm, SIG_RING);
+	base_a2a = hcomm_signal_read(comm, SIG_A2A);
+	barrier();
+
+	/* Ring: each round every rank signals the next; value 3 per round. */
+	phase = "ring";
+	for (k = 0; k < RING_ROUNDS; k++) {
+		size_t len = ring_sizes[k % (sizeof(ring_sizes) /
+					     sizeof(*ring_sizes))];
+		size_t off = (size_t)k * RING_SLOT + GUARD + 1;
+
+		OK(hcomm_put_signal(w, next, off, pat(me) + 1 + (size_t)k,
+				    len, SIG_RING, 3));
+		got = hcomm_signal_wait(comm, SIG_RING,
+					base_ring + 3 * (uint64_t)(k + 1),
+					20000);
+		if (!CHECK(got >= (int64_t)(base_ring + 3 * (uint64_t)(k + 1)),
+			   "round %d: signal_wait = %s", k, errname(got)))
+			break;
+		SAME(win + off, pat(prev) + 1 + (size_t)k, len,
+		     "round %d: %zu B from rank %d after its signal", k, len,
+		     prev);
+		guards(win, wlen, off, len, "ring destination");
+	}
+	barrier();
+	CHECK(hcomm_signal_read(comm, SIG_RING) ==
+	      base_ring + 3 * RING_ROUNDS, "ring signal %" PRIu64
+	      ", expected %" PRIu64, hcomm_signal_read(comm, SIG_RING),
+	      base_ring + 3 * RING_ROUNDS);
+
+	/* All-to-all: rank r adds r + 1 to everyone's SIG_A2A, 4 times. */
+	phase = "all-to-all";
+	for (k = 0; k < 4; k++)
+		for (r = 0; r < np; r++) {
+			int t = (me + r) % np;
+			size_t off = a2a + (size_t)me * 1024 + GUARD + 1;
+
+			OK(hcomm_put_signal(w, t, off, pat(me) + 5 + (size_t)k,
+					    512, SIG_A2A, (uint64_t)me + 1));
+		}
+	{
+		uint64_t want = base_a2a + 4ULL * (uint64_t)np *
+				((uint64_t)np + 1) / 2;
+
+		got = hcomm_signal_wait(comm, SIG_A2A, want, 20000);
+		CHECK(got >= (int64_t)want, "all-to-all: signal_wait(%" PRIu64
+		      ") = %s", want, errname(got));
+		barrier();
+		CHECK(hcomm_signal_read(comm, SIG_A2A) == want,
+		      "all-to-all signal %" PRIu64 ", expected %" PRIu64,
+		      hcomm_signal_read(comm, SIG_A2A), want);
+		for (r = 0; r < np; r++)
+			SAME(win + a2a + (size_t)r * 1024 + GUARD + 1,
+			     pat(r) + 5 + 3, 512, "all-to-all data of rank %d",
+			     r);
+	}
+	barrier();
+
+	/* Non-blocking put_signal to the next rank, several in flight. */
+	phase = "put_signal_nb";
+	{
+		uint64_t base = hcomm_signal_read(comm, SIG_NB), want;
+		int n = 16;
+
+		barrier();
+		for (k = 0; k < n; k++) {
+			memset(&reqs[k], 0, sizeof(reqs[k]));
+			OK(hcomm_put_signal_nb(w, next, (size_t)k * RING_SLOT +
+					       GUARD + 1, pat(me) + 2,
+					       k % 2 ? 100 * KiB : 64, SIG_NB,
+					       1, &reqs[k]));
+		}
+		for (k = 0; k < n; k++) {
+			OK(hcomm_wait(&reqs[k]));
+			CHECK(reqs[k].done == 1 && reqs[k].status == 0 &&
+			      reqs[k].bytes == (k % 2 ? 100 * KiB : 64),
+			      "put_signal_nb %d: done %d status %d bytes %"
+			      PRIu64, k, reqs[k].done, reqs[k].status,
+			      reqs[k].bytes);
+		}
+		want = base + (uint64_t)n;
+		got = hcomm_signal_wait(comm, SIG_NB, want, 20000);
+		CHECK(got >= (int64_t)want, "signal_wait(%" PRIu64 ") = %s",
+		      want, errname(got));
+		for (k = 0; k < n; k++)
+			SAME(win + (size_t)k * RING_SLOT + GUARD + 1,
+			     pat(prev) + 2, k % 2 ? 100 * KiB : 64,
+			     "put_signal_nb %d from rank %d", k, prev);
+	}
+	barrier();
+
+	/* A value already reached returns at once; one never reached times out. */
+	phase = "signal_wait";
+	got = hcomm_signal_wait(comm, SIG_RING, 1, 0);
+	CHECK(got >= 1, "signal_wait for a reached value, timeout 0: %s",
+	      errname(got));
+	t0 = now_ns();
+	got = hcomm_signal_wait(comm, SIG_IDLE,
+				hcomm_signal_read(comm, SIG_IDLE) + 1, 300);
+	t0 = now_ns() - t0;
+	EXPECT(got, -HCOMM_ERR_TIMEOUT);
+	CHECK(t0 >= 250000000ULL && t0 < 10000000000ULL,
+	      "signal_wait(timeout 300 ms) returned after %.1f ms",
+	      (double)t0 / 1e6);
+	barrier();
+	phase = "win_free";
+	OK(hcomm_win_free(w));
+	comm_down();
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* a schedule of mixed operations (batch, cb)                          */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Operation i of writer w.  Windows: a GET area of M slots (filled with
+ * the owner's pattern, only read) and a PUT area of np * M slots (slot
+ * (w, i) belongs to writer w's operation i).  Gets land in a local buffer
+ * of M slots.
+ */
+#define SLOT	256
+
+_Static_assert(sizeof(struct hcomm_xfer_desc) == 48,
+	       "struct hcomm_xfer_desc is 48 bytes");
+
+struct sop {
+	uint32_t op;
+	int target;
+	uint64_t toff;
+	size_t len;
+	size_t loff;		/* GET: into getbuf; PUT: into pat(w) */
+	uint64_t value;
+};
+
+struct sched {
+	int M;
+	uint32_t sig;
+	unsigned char *win, *getbuf;
+	size_t winlen;
+	struct hcomm_win *w;
+	uint64_t sig_before;
+};
+
+static void sop_of(const struct sched *s, int w, int i, struct sop *o)
+{
+	o->op = HCOMM_OP_PUT + (uint32_t)((i + w) % 3);
+	o->target = (w + 1 + i) % np;
+	o->len = 1 + (size_t)((i * 37 + w * 11) % (SLOT - 2 * GUARD - 8));
+	if (o->op == HCOMM_OP_GET) {
+		o->toff = (uint64_t)i * SLOT + GUARD + 1;
+		o->loff = (size_t)i * SLOT + GUARD + 5;
+	} else {
+		o->toff = (uint64_t)s->M * SLOT +
+			  ((uint64_t)w * (uint64_t)s->M + (uint64_t)i) * SLOT +
+			  GUARD + 3;
+		o->loff = 2 * (size_t)(i % 512) + 1;
+	}
+	o->value = o->op == HCOMM_OP_PUT_SIGNAL ? 1 + (uint64_t)(i % 5) : 0;
+}
+
+static void sched_init(struct sched *s, int M, uint32_t sig)
+{
+	memset(s, 0, sizeof(*s));
+	s->M = M;
+	s->sig = sig;
+	s->winlen = (size_t)M * SLOT * (size_t)(np + 1);
+	s->win = xmap(s->winlen);
+	s->getbuf = xmap((size_t)M * SLOT);
+	pats_init((size_t)M * SLOT + 1024 + SLOT);
+	s->w = win_make(s->win, s->winlen);
+}
+
+/* Reset the window and buffers; then a barrier before anyone issues. */
+static void sched_prepare(struct sched *s, uint32_t sig)
+{
+	s->sig = sig;
+	memcpy(s->win, pat(me), (size_t)s->M * SLOT);
+	memset(s->win + (size_t)s->M * SLOT, POISON,
+	       s->winlen - (size_t)s->M * SLOT);
+	memset(s->getbuf, POISON, (size_t)s->M * SLOT);
+	s->sig_before = hcomm_signal_read(comm, sig);
+}
+
+static void sched_desc(const struct sched *s, int i,
+		       struct hcomm_xfer_desc *d)
+{
+	struct sop o;
+
+	sop_of(s, me, i, &o);
+	memset(d, 0, sizeof(*d));
+	d->op = o.op;
+	d->target = o.target;
+	d->target_off = o.toff;
+	d->local = o.op == HCOMM_OP_GET ?
+		   (uint64_t)(uintptr_t)(s->getbuf + o.loff) :
+		   (uint64_t)(uintptr_t)(pat(me) + o.loff);
+	d->len = o.len;
+	d->sig = s->sig;
+	d->value = o.value;
+}
+
+/* Issue operation i non-blocking. */
+static int sched_issue_nb(const struct sched *s, int i,
+			  struct hcomm_request *req)
+{
+	struct hcomm_xfer_desc d;
+
+	sched_desc(s, i, &d);
+	switch (d.op) {
+	case HCOMM_OP_PUT:
+		return hcomm_put_nb(s->w, d.target, d.target_off,
+				    (const void *)(uintptr_t)d.local, d.len,
+				    req);
+	case HCOMM_OP_GET:
+		return hcomm_get_nb(s->w, d.target, d.target_off,
+				    (void *)(uintptr_t)d.local, d.len, req);
+	default:
+		return hcomm_put_signal_nb(s->w, d.target, d.target_off,
+					   (const void *)(uintptr_t)d.local,
+					   d.len, d.sig, d.value, req);
+	}
+}
+
+/* After every rank's operations completed and a barrier. */
+static void sched_verify(const struct sched *s, int n, const char *what)
+{
+	uint64_t sigsum = 0, got;
+	size_t M = (size_t)s->M;
+	int w, i;
+
+	/* What this rank got. */
+	for (i = 0; i < n; i++) {
+		struct sop o;
+
+		sop_of(s, me, i, &o);
+		if (o.op != HCOMM_OP_GET) {
+			poisoned(s->getbuf + (size_t)i * SLOT, SLOT, what,
+				 (size_t)i * SLOT);
+			continue;
+		}
+		SAME(s->getbuf + o.loff, pat(o.target) + o.toff, o.len,
+		     "%s: op %d, GET of %zu B from rank %d", what, i, o.len,
+		     o.target);
+		guards(s->getbuf, M * SLOT, o.loff, o.len, what);
+	}
+	/* The GET area is only read. */
+	SAME(s->win, pat(me), M * SLOT, "%s: GET area of my window", what);
+	/* What the others put here, and nothing else. */
+	for (w = 0; w < np; w++)
+		for (i = 0; i < s->M; i++) {
+			size_t slot = M * SLOT + ((size_t)w * M + (size_t)i) *
+				      SLOT;
+			struct sop o;
+
+			sop_of(s, w, i, &o);
+			if (i >= n || o.target != me || o.op == HCOMM_OP_GET) {
+				poisoned(s->win + slot, SLOT, what, slot);
+				continue;
+			}
+			SAME(s->win + o.toff, pat(w) + o.loff, o.len,
+			     "%s: op %d of rank %d, %s of %zu B", what, i, w,
+			     o.op == HCOMM_OP_PUT ? "PUT" : "PUT_SIGNAL",
+			     o.len);
+			guards(s->win + slot, SLOT, o.toff - slot, o.len,
+			       what);
+			sigsum += o.value;
+		}
+	got = hcomm_signal_read(comm, s->sig) - s->sig_before;
+	CHECK(got == sigsum, "%s: signal %u grew by %" PRIu64 ", the "
+	      "PUT_SIGNALs to this rank add up to %" PRIu64, what, s->sig,
+	      got, sigsum);
+}
+
+/* ------------------------------------------------------------------ */
+/* batch                                                               */
+/* ------------------------------------------------------------------ */
+
+static bool req_ok(const struct hcomm_request *r, uint64_t len, int i,
+		   const char *what)
+{
+	return CHECK(__atomic_load_n(&r->done, __ATOMIC_ACQUIRE) == 1 &&
+		     r->status == 0 && r->bytes == len,
+		     "%s: request %d: done %d status %s bytes %" PRIu64
+		     " (expected %" PRIu64 ")", what, i, r->done,
+		     errname(r->status), r->bytes, len);
+}
+
+static int case_batch(void)
+{
+	struct hcomm_xfer_desc *d;
+	struct hcomm_request *reqs;
+	struct sched s;
+	const int M = 1000;
+	static const int ns[] = { 256, 1000, 256 };
+	int v, i, r;
+	uint64_t t0;
+
+	comm_up();
+	sched_init(&s, M, 10);
+	for (r = 0; r < np; r++)
+		pat(r);
+	d = calloc((size_t)M, sizeof(*d));
+	reqs = calloc((size_t)M, sizeof(*reqs));
+	for (v = 0; v < 3; v++) {
+		int n = ns[v];
+		bool with_reqs = v < 2;
+		char what[64];
+
+		snprintf(what, sizeof(what), "batch of %d%s", n,
+			 with_reqs ? " with requests" : " (blocking)");
+		phase = "prepare";
+		sched_prepare(&s, 10 + (uint32_t)v);
+		for (i = 0; i < n; i++)
+			sched_desc(&s, i, &d[i]);
+		memset(reqs, 0, (size_t)n * sizeof(*reqs));
+		barrier();
+		phase = "batch";
+		t0 = now_ns();
+		if (!OK(hcomm_batch(s.w, d, (unsigned int)n,
+				    with_reqs ? reqs : NULL)))
+			with_reqs = false;	/* nothing to wait for */
+		for (i = 0; with_reqs && i < n; i++) {
+			int rc = hcomm_wait(&reqs[i]);
+
+			CHECK(rc == reqs[i].status, "%s: hcomm_wait = %s but "
+			      "status %s", what, errname(rc),
+			      errname(reqs[i].status));
+			req_ok(&reqs[i], d[i].len, i, what);
+		}
+		out("%s: %.1f ms", what, (double)(now_ns() - t0) / 1e6);
+		barrier();
+		phase = "verify";
+		sched_verify(&s, n, what);
+		barrier();
+	}
+	phase = "win_free";
+	OK(hcomm_win_free(s.w));
+	comm_down();
+	free(d);
+	free(reqs);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* cb: callbacks in each mode                                          */
+/* ------------------------------------------------------------------ */
+
+struct cbrec {
+	atomic_int calls;
+	atomic_int bad_done, bad_status, bad_bytes, bad_time, bad_req;
+	struct hcomm_request *req;
+	uint64_t len;
+	pid_t tid;
+	uint64_t t_start;
+};
+
+static atomic_int cb_total;
+
+static void count_cb(struct hcomm_request *req, void *arg)
+{
+	struct cbrec *c = arg;
+	uint64_t t = now_ns();
+
+	if (atomic_fetch_add(&c->calls, 1) == 0) {
+		c->tid = gettid_();
+		c->t_start = t;
+	}
+	if (__atomic_load_n(&req->done, __ATOMIC_ACQUIRE) != 1)
+		atomic_fetch_add(&c->bad_done, 1);
+	if (req->status != 0)
+		atomic_fetch_add(&c->bad_status, 1);
+	if (req->bytes != c->len)
+		atomic_fetch_add(&c->bad_bytes, 1);
+	if (!req->t_complete_ns || req->t_complete_ns > t)
+		atomic_fetch_add(&c->bad_time, 1);
+	if (req != c->req)
+		atomic_fetch_add(&c->bad_req, 1);
+	atomic_fetch_add(&cb_total, 1);
+}
+
+/* Wait (at most 20 s) until cb_total reaches want, then 50 ms more. */
+static void cb_settle(int want, const char *what)
+{
+	uint64_t t0 = now_ns();
+
+	while (atomic_load(&cb_total) < want &&
+	       now_ns() - t0 < 20000000000ULL) {
+		hcomm_progress(comm);
+		usleep(1000);
+	}
+	usleep(50000);
+	CHECK(atomic_load(&cb_total) == want, "%s: %d callbacks ran, "
+	      "expected %d", what, atomic_load(&cb_total), want);
+}
+
+static void cb_check(struct cbrec *c, int n, const char *what, int mode,
+		     pid_t main_tid)
+{
+	int i, bad = 0;
+
+	for (i = 0; i < n; i++) {
+		struct cbrec *x = &c[i];
+		bool ok = atomic_load(&x->calls) == 1 &&
+			  !atomic_load(&x->bad_done) &&
+			  !atomic_load(&x->bad_status) &&
+			  !atomic_load(&x->bad_bytes) &&
+			  !atomic_load(&x->bad_time) &&
+			  !atomic_load(&x->bad_req);
+
+		if (!ok && bad++ < 5)
+			FAIL("%s: request %d: callback ran %d times; saw done "
+			     "!= 1 %d times, a wrong status %d, wrong bytes "
+			     "%d (want %" PRIu64 ", req says %" PRIu64 "), "
+			     "t_complete_ns unset or later than the callback "
+			     "%d, another request %d", what, i,
+			     atomic_load(&x->calls), atomic_load(&x->bad_done),
+			     atomic_load(&x->bad_status),
+			     atomic_load(&x->bad_bytes), x->len,
+			     x->req->bytes, atomic_load(&x->bad_time),
+			     atomic_load(&x->bad_req));
+		if (atomic_load(&x->calls) != 1)
+			continue;
+		if (mode == HCOMM_CB_INLINE && main_tid && x->tid != main_tid &&
+		    bad++ < 5)
+			FAIL("%s: request %d: INLINE callback ran in thread "
+			     "%d, not in the progressing thread %d", what, i,
+			     (int)x->tid, (int)main_tid);
+		if (mode != HCOMM_CB_INLINE && x->tid == gettid_() &&
+		    bad++ < 5)
+			FAIL("%s: request %d: THREAD callback ran in the "
+			     "issuing thread", what, i);
+	}
+	if (bad > 5)
+		FAIL("%s: %d requests wrong in all", what, bad);
+}
+
+#define CB_THREADS	4
+#define CB_PER_THREAD	64
+#define CB_MT_SLOT	1024
+
+struct cb_thr {
+	int idx;
+	struct hcomm_win *w;
+	struct cbrec *rec;
+	struct hcomm_request *reqs;
+	int errors;
+};
+
+static void *cb_thread(void *arg)
+{
+	struct cb_thr *t = arg;
+	int target = (me + 1) % np, i, j;
+
+	/* Groups of 8 in flight; each thread waits for its own. */
+	for (i = 0; i < CB_PER_THREAD; i += 8) {
+		for (j = i; j < i + 8; j++) {
+			size_t len = 1 + (size_t)((j * 131 + t->idx * 17) %
+						  (CB_MT_SLOT - 64));
+			uint64_t off = ((uint64_t)t->idx * CB_PER_THREAD +
+					(uint64_t)j) * CB_MT_SLOT + 7;
+
+			t->rec[j].len = len;
+			t->rec[j].req = &t->reqs[j];
+			t->reqs[j].cb = count_cb;
+			t->reqs[j].cb_arg = &t->rec[j];
+			if (hcomm_put_nb(t->w, target, off,
+					 pat(me) + 1 + (size_t)t->idx +
+					 (size_t)j, len, &t->reqs[j]))
+				t->errors++;
+		}
+		for (j = i; j < i + 8; j++)
+			if (hcomm_wait(&t->reqs[j]) || t->reqs[j].done != 1)
+				t->errors++;
+	}
+	return NULL;
+}
+
+static int case_cb(const char *mode_s)
+{
+	int mode, i, n, r, base;
+	const int M = 300;
+	struct sched s;
+	struct cbrec *rec;
+	struct hcomm_request *reqs;
+	pid_t main_tid = gettid_();
+	char what[96];
+
+	if (!mode_s || !strcmp(mode_s, "inline"))
+		mode = HCOMM_CB_INLINE;
+	else if (!strcmp(mode_s, "thread"))
+		mode = HCOMM_CB_THREAD;
+	else if (!strcmp(mode_s, "locked"))
+		mode = HCOMM_CB_THREAD_LOCKED;
+	else {
+		FAIL("--mode %s: inline, thread or locked", mode_s);
+		return 1;
+	}
+	comm_up();
+	phase = "set_cb_mode";
+	OK(hcomm_comm_set_cb_mode(comm, (enum hcomm_cb_mode)mode));
+	sched_init(&s, M, 20);
+	for (r = 0; r < np; r++)
+		pat(r);
+	rec = calloc((size_t)M, sizeof(*rec));
+	reqs = calloc((size_t)M, sizeof(*reqs));
+
+	/* One thread issues the schedule, then waits on every request. */
+	phase = "one-thread";
+	snprintf(what, sizeof(what), "%s callbacks, %d mixed operations",
+		 mode_s ? mode_s : "inline", M);
+	sched_prepare(&s, 20);
+	barrier();
+	atomic_store(&cb_total, 0);
+	n = 0;
+	for (i = 0; i < M; i++) {
+		struct hcomm_xfer_desc d;
+
+		sched_desc(&s, i, &d);
+		rec[i].len = d.len;
+		rec[i].req = &reqs[i];
+		reqs[i].cb = count_cb;
+		reqs[i].cb_arg = &rec[i];
+		if (OK(sched_issue_nb(&s, i, &reqs[i])))
+			n++;
+	}
+	/* Half by hcomm_test polling, half by hcomm_wait. */
+	for (i = 0; i < M; i += 2) {
+		uint64_t t0 = now_ns();
+
+		while (!hcomm_test(&reqs[i]) &&
+		       now_ns() - t0 < 30000000000ULL)
+			;
+		CHECK(reqs[i].done == 1, "%s: request %d not done after 30 s "
+		      "of hcomm_test", what, i);
+	}
+	for (i = 1; i < M; i += 2)
+		OK(hcomm_wait(&reqs[i]));
+	for (i = 0; i < M; i++)
+		req_ok(&reqs[i], rec[i].len, i, what);
+	cb_settle(n, what);
+	cb_check(rec, M, what, mode, main_tid);
+	barrier();
+	phase = "verify";
+	sched_verify(&s, M, what);
+	barrier();
+
+	/* Four threads at once, each waiting for its own requests. */
+	phase = "threads";
+	{
+		pthread_t th[CB_THREADS];
+		struct cb_thr t[CB_THREADS];
+		struct cbrec *mrec = calloc(CB_THREADS * CB_PER_THREAD,
+					    sizeof(*mrec));
+		struct hcomm_request *mreq = calloc(CB_THREADS * CB_PER_THREAD,
+						    sizeof(*mreq));
+		struct hcomm_win *w;
+		unsigned char *mwin;
+		size_t mlen = (size_t)CB_THREADS * CB_PER_THREAD * CB_MT_SLOT;
+		int prev = (me + np - 1) % np, errs = 0, j;
+
+		snprintf(what, sizeof(what), "%s callbacks, %d threads x %d "
+			 "puts", mode_s ? mode_s : "inline", CB_THREADS,
+			 CB_PER_THREAD);
+		mwin = xmap(mlen);
+		memset(mwin, POISON, mlen);
+		w = win_make(mwin, mlen);
+		barrier();
+		atomic_store(&cb_total, 0);
+		for (i = 0; i < CB_THREADS; i++) {
+			t[i].idx = i;
+			t[i].w = w;
+			t[i].rec = mrec + i * CB_PER_THREAD;
+			t[i].reqs = mreq + i * CB_PER_THREAD;
+			t[i].errors = 0;
+			if (pthread_create(&th[i], NULL, cb_thread, &t[i]))
+				FAIL("pthread_create");
+		}
+		for (i = 0; i < CB_THREADS; i++) {
+			pthread_join(th[i], NULL);
+			errs += t[i].errors;
+		}
+		CHECK(!errs, "%s: %d operations failed to issue or complete",
+		      what, errs);
+		cb_settle(CB_THREADS * CB_PER_THREAD, what);
+		/* INLINE: any of the waiting threads may run a callback. */
+		cb_check(mrec, CB_THREADS * CB_PER_THREAD, what, mode, 0);
+		barrier();
+		for (i = 0; i < CB_THREADS; i++)
+			for (j = 0; j < CB_PER_THREAD; j++) {
+				size_t len = 1 + (size_t)((j * 131 + i * 17) %
+							  (CB_MT_SLOT - 64));
+				size_t off = ((size_t)i * CB_PER_THREAD +
+					      (size_t)j) * CB_MT_SLOT + 7;
+
+				SAME(mwin + off, pat(prev) + 1 + (size_t)i +
+				     (size_t)j, len, "%s: thread %d put %d",
+				     what, i, j);
+				guards(mwin, mlen, off, len, what);
+			}
+		barrier();
+		OK(hcomm_win_free(w));
+		free(mrec);
+		free(mreq);
+	}
+
+	/* One request reused: issue, wait for its callback, again. */
+	phase = "reuse";
+	{
+		struct hcomm_request req;
+		struct cbrec c;
+		int k, target = (me + 1) % np;
+
+		snprintf(what, sizeof(what), "%s callbacks, one request reused",
+			 mode_s ? mode_s : "inline");
+		atomic_store(&cb_total, 0);
+		base = 0;
+		for (k = 0; k < 50; k++) {
+			uint64_t t0;
+
+			memset(&c, 0, sizeof(c));
+			memset(&req, 0, sizeof(req));
+			c.len = 100 + (uint64_t)k;
+			c.req = &req;
+			req.cb = count_cb;
+			req.cb_arg = &c;
+			if (!OK(hcomm_put_nb(s.w, target,
+					     (uint64_t)s.M * SLOT + 64,
+					     pat(me) + k, c.len, &req)))
+				break;
+			OK(hcomm_wait(&req));
+			t0 = now_ns();
+			while (atomic_load(&cb_total) < base + 1 &&
+			       now_ns() - t0 < 10000000000ULL) {
+				hcomm_progress(comm);
+				sched_yield();
+			}
+			base++;
+			cb_check(&c, 1, what, mode, mode == HCOMM_CB_INLINE ?
+				 main_tid : 0);
+			if (fails)
+				break;
+		}
+		cb_settle(base, what);
+	}
+	barrier();
+	phase = "win_free";
+	OK(hcomm_win_free(s.w));
+	comm_down();
+	free(rec);
+	free(reqs);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* fence, flush                                                        */
+/* ------------------------------------------------------------------ */
+
+#define FENCE_A		(4 * MiB + 1)
+#define FENCE_B		4096
+#define SIG_FENCE	30
+
+static int case_fence(void)
+{
+	size_t wlen = FENCE_A + 2 * PAD;
+	unsigned char *win, *bufA, *bufB, *back;
+	int target = (me + 1) % np, prev = (me + np - 1) % np, it, k;
+	struct hcomm_request ra, rb, rs, reqs[64];
+	struct hcomm_win *w;
+	int iters = opt_iters ? opt_iters : 4;
+
+	comm_up();
+	win = xmap(wlen);
+	bufA = xmap(FENCE_A);
+	bufB = xmap(FENCE_B);
+	back = xmap(FENCE_A);
+	memset(win, POISON, wlen);
+	w = win_make(win, wlen);
+	pats_init(FENCE_A + PAD);
+
+	/* put A (engine), fence, put B (inline) on the same bytes: B wins. */
+	for (it = 0; it < iters; it++) {
+		uint64_t seed = 0x77770000ULL + (uint64_t)it * 256, sa, sb;
+
+		phase = "put-fence-put";
+		fill(bufA, FENCE_A, seed + (uint64_t)me * 2);
+		fill(bufB, FENCE_B, seed + (uint64_t)me * 2 + 1);
+		memset(&ra, 0, sizeof(ra));
+		memset(&rb, 0, sizeof(rb));
+		barrier();
+		OK(hcomm_put_nb(w, target, 1, bufA, FENCE_A, &ra));
+		OK(hcomm_fence(comm));
+		OK(hcomm_put_nb(w, target, 1, bufB, FENCE_B, &rb));
+		OK(hcomm_wait(&ra));
+		OK(hcomm_wait(&rb));
+		req_ok(&ra, FENCE_A, 0, "put A");
+		req_ok(&rb, FENCE_B, 1, "put B");
+		CHECK(ra.t_complete_ns <= rb.t_complete_ns,
+		      "iteration %d: put B (after the fence) completed %.3f ms "
+		      "before put A", it,
+		      (double)(ra.t_complete_ns - rb.t_complete_ns) / 1e6);
+		barrier();
+		/* What prev put here: its B over the first bytes of its A. */
+		fill(bufA, FENCE_A, seed + (uint64_t)prev * 2);
+		fill(bufB, FENCE_B, seed + (uint64_t)prev * 2 + 1);
+		sa = csum(win + 1 + FENCE_B, FENCE_A - FENCE_B);
+		sb = csum(win + 1, FENCE_B);
+		if (!SAME(win + 1, bufB, FENCE_B, "iteration %d: the first %d "
+			  "bytes must be put B's (issued after the fence)",
+			  it, FENCE_B) && !memcmp(win + 1, bufA, FENCE_B))
+			FAIL("iteration %d: they are put A's: A landed after B "
+			     "although a fence separated them", it);
+		SAME(win + 1 + FENCE_B, bufA + FENCE_B, FENCE_A - FENCE_B,
+		     "iteration %d: the rest of put A", it);
+		guards(win, wlen, 1, FENCE_A, "fence destination");
+		(void)sa;
+		(void)sb;
+		barrier();
+	}
+
+	/* put, fence, get of the same bytes sees the put. */
+	phase = "put-fence-get";
+	for (it = 0; it < iters; it++) {
+		uint64_t seed = 0x88880000ULL + (uint64_t)it * 256 +
+				(uint64_t)me;
+
+		fill(bufA, FENCE_A, seed);
+		memset(back, POISON, FENCE_A);
+		barrier();
+		OK(hcomm_put_nb(w, target, 1, bufA, FENCE_A, &ra));
+		OK(hcomm_fence(comm));
+		OK(hcomm_get_nb(w, target, 1, back, FENCE_A, &rb));
+		OK(hcomm_wait(&rb));
+		OK(hcomm_wait(&ra));
+		SAME(back, bufA, FENCE_A, "iteration %d: get after put and "
+		     "fence", it);
+		barrier();
+	}
+
+	/* put (large), fence, put_signal: the data is there with the signal. */
+	phase = "put-fence-signal";
+	{
+		uint64_t base = hcomm_signal_read(comm, SIG_FENCE);
+		int64_t got;
+
+		fill(bufA, FENCE_A, 0x99990000ULL + (uint64_t)me);
+		barrier();
+		OK(hcomm_put_nb(w, target, 1, bufA, FENCE_A, &ra));
+		OK(hcomm_fence(comm));
+		OK(hcomm_put_signal_nb(w, target, wlen - 64, bufB, 8,
+				       SIG_FENCE, 1, &rs));
+		got = hcomm_signal_wait(comm, SIG_FENCE, base + 1, 20000);
+		CHECK(got >= (int64_t)base + 1, "signal_wait = %s",
+		      errname(got));
+		fill(back, FENCE_A, 0x99990000ULL + (uint64_t)prev);
+		SAME(win + 1, back, FENCE_A, "put before fence and "
+		     "put_signal, read when the signal arrived");
+		OK(hcomm_wait(&ra));
+		OK(hcomm_wait(&rs));
+		barrier();
+	}
+
+	/* flush: many in flight, flush, all complete and landed. */
+	phase = "flush";
+	OK(hcomm_flush(comm));	/* nothing outstanding */
+	for (it = 0; it < 2; it++) {
+		size_t off = 1;
+
+		fill(bufA, FENCE_A, 0xaaaa0000ULL + (uint64_t)it * 64 +
+		     (uint64_t)me);
+		barrier();
+		for (k = 0; k < 64; k++) {
+			size_t len = k % 4 == 3 ? 256 * KiB + (size_t)k :
+				     1 + (size_t)k * 97;
+
+			if (off + len > FENCE_A)
+				break;
+			memset(&reqs[k], 0, sizeof(reqs[k]));
+			OK(hcomm_put_nb(w, target, off, bufA + off, len,
+					&reqs[k]));
+			off += len;
+		}
+		OK(hcomm_flush(comm));
+		{
+			int notdone = 0, n = k;
+
+			for (k = 0; k < n; k++)
+				if (!__atomic_load_n(&reqs[k].done,
+						     __ATOMIC_ACQUIRE))
+					notdone++;
+			CHECK(!notdone, "flush returned with %d of %d "
+			      "requests not done", notdone, n);
+			for (k = 0; k < n; k++)
+				OK(hcomm_wait(&reqs[k]));
+		}
+		barrier();
+		fill(back, FENCE_A, 0xaaaa0000ULL + (uint64_t)it * 64 +
+		     (uint64_t)prev);
+		SAME(win + 1, back + 1, off - 1, "flush round %d: data of "
+		     "rank %d", it, prev);
+		barrier();
+	}
+
+	/* win_free waits for operations still in flight on the window. */
+	phase = "win_free-outstanding";
+	memset(&ra, 0, sizeof(ra));
+	barrier();
+	OK(hcomm_put_nb(w, target, 1, bufA, FENCE_A, &ra));
+	OK(hcomm_win_free(w));
+	CHECK(__atomic_load_n(&ra.done, __ATOMIC_ACQUIRE) == 1,
+	      "hcomm_win_free returned before the put on it completed");
+	comm_down();
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* errors                                                              */
+/* ------------------------------------------------------------------ */
+
+static atomic_int err_cb_calls;
+
+static void err_cb(struct hcomm_request *req, void *arg)
+{
+	(void)req;
+	(void)arg;
+	atomic_fetch_add(&err_cb_calls, 1);
+}
+
+static int case_errors(void)
+{
+	size_t mylen = me == 0 ? 8193 : 4097, theirs, zlen;
+	int peer = (me + 1) % np, i;
+	unsigned char *mem, *win, *buf, *zmem;
+	struct hcomm_win *w, *wz;
+	struct hcomm_request req;
+	struct hcomm_xfer_desc d[10];
+	uint32_t nsig;
+	uint64_t t0;
+	int64_t got;
+
+	comm_up();
+	nsig = hcomm_signal_count(comm);
+	mem = xmap(mylen + 64);
+	win = mem + 1;		/* an unaligned window */
+	memset(win, POISON, mylen);
+	buf = xmap(64 * KiB);
+	memset(buf, 0x11, 64 * KiB);
+	w = win_make(win, mylen);
+	theirs = hcomm_win_size(w, peer);
+	CHECK(theirs == (peer == 0 ? 8193 : 4097), "win_size(peer) = %zu",
+	      theirs);
+	/* A window where every odd rank exposes nothing. */
+	zlen = me & 1 ? 0 : 4096;
+	zmem = xmap(4096);
+	wz = win_make(zmem, zlen);
+	barrier();
+
+	phase = "bad-target";
+	INVAL(hcomm_put(w, np, 0, buf, 1));
+	INVAL(hcomm_put(w, -1, 0, buf, 1));
+	INVAL(hcomm_put(w, INT_MAX, 0, buf, 1));
+	INVAL(hcomm_get(w, np, 0, buf, 1));
+	INVAL(hcomm_get(w, -1, 0, buf, 1));
+	INVAL(hcomm_put_signal(w, np, 0, buf, 1, 0, 1));
+
+	phase = "bad-offset";
+	INVAL(hcomm_put(w, peer, theirs, buf, 1));
+	INVAL(hcomm_put(w, peer, theirs - 1, buf, 2));
+	INVAL(hcomm_put(w, peer, 0, buf, theirs + 1));
+	INVAL(hcomm_put(w, peer, UINT64_MAX, buf, 1));
+	INVAL(hcomm_put(w, peer, 8, buf, SIZE_MAX - 4));
+	INVAL(hcomm_put(w, peer, (uint64_t)1 << 63, buf, 1));
+	INVAL(hcomm_get(w, peer, theirs, buf, 1));
+	INVAL(hcomm_get(w, peer, theirs - 3, buf, 4));
+	INVAL(hcomm_get(w, peer, UINT64_MAX - 1, buf, 4));
+	INVAL(hcomm_put(w, me, mylen, buf, 1));
+	INVAL(hcomm_put_signal(w, peer, theirs, buf, 1, 0, 1));
+	for (i = 0; i < np; i++)
+		if (i & 1)
+			INVAL(hcomm_put(wz, i, 0, buf, 1));
+
+	phase = "bad-signal";
+	INVAL(hcomm_put_signal(w, peer, 0, buf, 1, nsig, 1));
+	INVAL(hcomm_put_signal(w, peer, 0, buf, 1, UINT32_MAX, 1));
+	EXPECT(hcomm_signal_wait(comm, nsig, 1, 10), -HCOMM_ERR_INVAL);
+
+	phase = "bad-nb";
+	atomic_store(&err_cb_calls, 0);
+	memset(&req, 0, sizeof(req));
+	req.cb = err_cb;
+	INVAL(hcomm_put_nb(w, np, 0, buf, 1, &req));
+	INVAL(hcomm_get_nb(w, peer, theirs, buf, 1, &req));
+	INVAL(hcomm_put_signal_nb(w, peer, 0, buf, 1, nsig, 1, &req));
+	for (i = 0; i < 20; i++)
+		hcomm_progress(comm);
+	CHECK(atomic_load(&err_cb_calls) == 0, "a rejected operation ran "
+	      "its callback %d times", atomic_load(&err_cb_calls));
+	INVAL(hcomm_comm_set_cb_mode(comm, (enum hcomm_cb_mode)99));
+
+	/* A batch with one bad descriptor issues nothing. */
+	phase = "bad-batch";
+	for (i = 0; i < 10; i++) {
+		memset(&d[i], 0, sizeof(d[i]));
+		d[i].op = HCOMM_OP_PUT;
+		d[i].target = peer;
+		d[i].target_off = (uint64_t)i * 100 + 1;
+		d[i].local = (uint64_t)(uintptr_t)buf;
+		d[i].len = 50;
+	}
+	d[5].target = np;
+	INVAL(hcomm_batch(w, d, 10, NULL));
+	d[5].target = peer;
+	d[5].target_off = theirs;
+	INVAL(hcomm_batch(w, d, 10, NULL));
+	d[5].target_off = 501;
+	d[5].reserved = 1;
+	INVAL(hcomm_batch(w, d, 10, NULL));
+	d[5].reserved = 0;
+	d[5].op = 0;
+	INVAL(hcomm_batch(w, d, 10, NULL));
+	d[5].op = 99;
+	INVAL(hcomm_batch(w, d, 10, NULL));
+	d[5].op = HCOMM_OP_PUT_SIGNAL;
+	d[5].sig = nsig;
+	INVAL(hcomm_batch(w, d, 10, NULL));
+	d[5].op = HCOMM_OP_PUT;
+	d[5].sig = 0;
+	barrier();
+	CHECK(poisoned(win, mylen, "window after rejected batches", 0),
+	      "a rejected batch issued descriptors");
+	barrier();
+
+	phase = "signal-timeout";
+	t0 = now_ns();
+	got = hcomm_signal_wait(comm, nsig - 1,
+				hcomm_signal_read(comm, nsig - 1) + 1, 200);
+	t0 = now_ns() - t0;
+	EXPECT(got, -HCOMM_ERR_TIMEOUT);
+	CHECK(t0 >= 150000000ULL && t0 < 10000000000ULL,
+	      "signal_wait with a 200 ms timeout took %.1f ms",
+	      (double)t0 / 1e6);
+
+	/* Still works: the last byte of the peer's window, and a batch. */
+	phase = "after-errors";
+	OK(hcomm_put(w, peer, theirs - 1, buf, 1));
+	OK(hcomm_batch(w, d, 10, NULL));
+	barrier();
+	CHECK(win[mylen - 1] == 0x11, "last byte of the window: 0x%02x",
+	      win[mylen - 1]);
+	for (i = 0; i < 10; i++)
+		CHECK(win[i * 100 + 1] == 0x11 && win[i * 100 + 50] == 0x11 &&
+		      win[i * 100] == POISON && win[i * 100 + 51] == POISON,
+		      "batch descriptor %d after the rejected ones", i);
+	barrier();
+	phase = "win_free";
+	OK(hcomm_win_free(wz));
+	OK(hcomm_win_free(w));
+	comm_down();
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* threads: concurrent operations of one rank                          */
+/* ------------------------------------------------------------------ */
+
+#define TH_N		4
+#define TH_SLOT		(64 * KiB + 64)
+
+struct th_arg {
+	int idx;
+	struct hcomm_win *w;
+	int errors;
+	char first_error[200];
+};
+
+static void th_err(struct th_arg *a, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!a->errors++) {
+		va_start(ap, fmt);
+		vsnprintf(a->first_error, sizeof(a->first_error), fmt, ap);
+		va_end(ap);
+	}
+}
+
+static void *th_main(void *arg)
+{
+	struct th_arg *a = arg;
+	unsigned char *back = xmap(TH_SLOT);
+	struct hcomm_request rq[4];
+	int it, t, k, rc;
+
+	for (it = 0; it < (opt_iters ? opt_iters : 20); it++) {
+		for (t = 0; t < np; t++) {
+			size_t len = 1 + (size_t)((it * 7919 + a->idx * 101 +
+						   t * 13) % (64 * KiB));
+			uint64_t off = ((uint64_t)me * TH_N +
+					(uint64_t)a->idx) * TH_SLOT + 5;
+			const unsigned char *src = pat(me) + (size_t)(it % 32) +
+						   (size_t)a->idx;
+
+			/* Blocking put, then get it back. */
+			rc = hcomm_put(a->w, t, off, src, len);
+			if (rc)
+				th_err(a, "put to %d: %s", t, errname(rc));
+			memset(back, 0, len);
+			rc = hcomm_get(a->w, t, off, back, len);
+			if (rc)
+				th_err(a, "get from %d: %s", t, errname(rc));
+			if (memcmp(back, src, len))
+				th_err(a, "iteration %d: %zu B read back from "
+				       "rank %d differ from what this thread "
+				       "put", it, len, t);
+			/* Four non-blocking ones in flight, then wait. */
+			for (k = 0; k < 4; k++) {
+				memset(&rq[k], 0, sizeof(rq[k]));
+				rc = hcomm_put_nb(a->w, t, off + (uint64_t)k,
+						  src + k, len / 2 + 1, &rq[k]);
+				if (rc)
+					th_err(a, "put_nb: %s", errname(rc));
+			}
+			for (k = 0; k < 4; k++) {
+				rc = hcomm_wait(&rq[k]);
+				if (rc || rq[k].bytes != len / 2 + 1)
+					th_err(a, "put_nb %d: %s, %" PRIu64
+					       " bytes", k, errname(rc),
+					       rq[k].bytes);
+			}
+		}
+	}
+	munmap(back, TH_SLOT);
+	return NULL;
+}
+
+static int case_threads(void)
+{
+	size_t wlen = (size_t)np * TH_N * TH_SLOT;
+	pthread_t th[TH_N];
+	struct th_arg a[TH_N];
+	unsigned char *win;
+	struct hcomm_win *w;
+	int i;
+
+	comm_up();
+	pats_init(TH_SLOT + 1024);
+	pat(me);
+	win = xmap(wlen);
+	w = win_make(win, wlen);
+	barrier();
+	phase = "threads";
+	for (i = 0; i < TH_N; i++) {
+		memset(&a[i], 0, sizeof(a[i]));
+		a[i].idx = i;
+		a[i].w = w;
+		if (pthread_create(&th[i], NULL, th_main, &a[i]))
+			FAIL("pthread_create");
+	}
+	for (i = 0; i < TH_N; i++) {
+		pthread_join(th[i], NULL);
+		CHECK(!a[i].errors, "thread %d: %d errors, first: %s", i,
+		      a[i].errors, a[i].first_error);
+	}
+	barrier();
+	phase = "win_free";
+	OK(hcomm_win_free(w));
+	comm_down();
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* timeout: a rank never arrives                                       */
+/* ------------------------------------------------------------------ */
+
+static int case_timeout(bool allow_io)
+{
+	const char *tv = getenv("HCOMM_TIMEOUT_MS");
+	uint64_t t0, el, tmo = tv ? strtoull(tv, NULL, 10) : 30000;
+	int rc;
+
+	phase = "init";
+	t0 = now_ns();
+	rc = hcomm_comm_init(&comm, NULL);
+	el = (now_ns() - t0) / 1000000;
+	if (rc == 0) {
+		FAIL("hcomm_comm_init succeeded although a rank never arrives "
+		     "(rank %d of %d)", hcomm_comm_rank(comm),
+		     hcomm_comm_size(comm));
+		return 1;
+	}
+	if (rc == -HCOMM_ERR_TIMEOUT) {
+		CHECK(el + 100 >= tmo, "HCOMM_ERR_TIMEOUT after %" PRIu64
+		      " ms, before HCOMM_TIMEOUT_MS=%" PRIu64, el, tmo);
+	} else {
+		CHECK(allow_io && rc == -HCOMM_ERR_IO, "hcomm_comm_init = %s "
+		      "(%s), expected HCOMM_ERR_TIMEOUT", errname(rc),
+		      hcomm_errmsg());
+	}
+	CHECK(el <= tmo + 5000, "hcomm_comm_init returned after %" PRIu64
+	      " ms, HCOMM_TIMEOUT_MS=%" PRIu64, el, tmo);
+	out("hcomm_comm_init: %s after %" PRIu64 " ms (HCOMM_TIMEOUT_MS=%"
+	    PRIu64 "): %s", errname(rc), el, tmo, hcomm_errmsg());
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+
+static uint64_t parse_size(const char *s)
+{
+	char *e;
+	uint64_t v = strtoull(s, &e, 0);
+
+	switch (*e) {
+	case 'k': case 'K': v <<= 10; break;
+	case 'm': case 'M': v <<= 20; break;
+	case 'g': case 'G': v <<= 30; break;
+	}
+	return v;
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = NULL, *expect = NULL;
+	uint64_t max = 16 * MiB;
+	bool allow_io = false;
+	struct rlimit rl;
+	int i, ret = 1, secs = env_int("HCOMM_VMTEST_ALARM", 100);
+
+	if (argc < 2) {
+		fprintf(stderr, "usage: hcomm_vm_test CASE [--max SIZE] "
+			"[--mode inline|thread|locked] [--expect LAUNCHER] "
+			"[--allow-io] [--iters N]\n");
+		return 2;
+	}
+	case_name = argv[1];
+	for (i = 2; i < argc; i++) {
+		if (!strcmp(argv[i], "--max") && i + 1 < argc)
+			max = parse_size(argv[++i]);
+		else if (!strcmp(argv[i], "--mode") && i + 1 < argc)
+			mode = argv[++i];
+		else if (!strcmp(argv[i], "--expect") && i + 1 < argc)
+			expect = argv[++i];
+		else if (!strcmp(argv[i], "--iters") && i + 1 < argc)
+			opt_iters = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--allow-io"))
+			allow_io = true;
+		else {
+			fprintf(stderr, "hcomm_vm_test: unknown argument %s\n",
+				argv[i]);
+			return 2;
+		}
+	}
+	signal(SIGALRM, on_alarm);
+	alarm((unsigned int)secs);
+	/* Pinned memory counts against RLIMIT_MEMLOCK without CAP_IPC_LOCK. */
+	if (!getrlimit(RLIMIT_MEMLOCK, &rl)) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_MEMLOCK, &rl);
+	}
+
+	if (!strcmp(case_name, "basic"))
+		ret = case_basic(expect);
+	else if (!strcmp(case_name, "putget"))
+		ret = case_putget(max);
+	else if (!strcmp(case_name, "signal"))
+		ret = case_signal();
+	else if (!strcmp(case_name, "batch"))
+		ret = case_batch();
+	else if (!strcmp(case_name, "cb"))
+		ret = case_cb(mode);
+	else if (!strcmp(case_name, "fence"))
+		ret = case_fence();
+	else if (!strcmp(case_name, "errors"))
+		ret = case_errors();
+	else if (!strcmp(case_name, "threads"))
+		ret = case_threads();
+	else if (!strcmp(case_name, "timeout"))
+		ret = case_timeout(allow_io);
+	else {
+		fprintf(stderr, "hcomm_vm_test: unknown case %s\n", case_name);
+		return 2;
+	}
+	if (fails || ret) {
+		out("%s: %d failure(s)", case_name, fails);
+		return 1;
+	}
+	out("%s: passed", case_name);
+	return 0;
+}
