@@ -1,0 +1,1743 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hcomm_lib_bench: libhcomm's communicator against the raw kernel path and
+ * against its own alternatives, in one run.
+ *
+ *   hcomm_lib_bench [--max-size N[K|M|G]] [--time SECS] [--iters N]
+ *                   [--qd N] [--samples N] [--json FILE]
+ *
+ * Two ranks on this host: this process (rank 0, the driver) forks rank 1;
+ * both call hcomm_comm_init() with HCOMM_RANK/HCOMM_WORLD_SIZE/
+ * HCOMM_ROOT_ADDR set, and expose a window.  Rank 1 also registers the
+ * same window memory in a raw /dev/hcomm context of its own and GRANTs it
+ * to the same uid, so the raw path writes the very same pages.
+ *
+ * Figures, each printed as a ratio to its baseline measured in the same run:
+ *   put 8 B .. 16 MiB into rank 1: hcomm_put (one at a time) against an
+ *     io_uring XFER submitted and reaped by hand (latency), and
+ *     hcomm_put_nb with --qd in flight against --qd raw XFERs (bandwidth):
+ *     the ratio is the library's overhead;
+ *   hcomm_batch of 1000 puts of 64 B against 1000 hcomm_put calls, and
+ *     against 1000 raw XFERs in one io_uring_submit;
+ *   callback latency, req->t_complete_ns to the callback's first
+ *     instruction, median and p99: HCOMM_CB_THREAD (lock-free MPSC queue)
+ *     against HCOMM_CB_THREAD_LOCKED (mutex + condvar), one operation at a
+ *     time and with --qd in flight;
+ *   put_signal ping-pong (8 B + signal each way) against a pipe ping-pong.
+ * A table goes to stdout, JSON to --json FILE (default
+ * build/logs/lib_bench.json when ./build/logs exists).  Every transfer
+ * point is verified (checksum of the destination, guard bytes around it).
+ *
+ * Exit status: 0 when every operation worked and carried the right data,
+ * 1 on a functional error, 2 on bad usage or a failed setup.  Timings never
+ * fail.
+ */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+
+#include <liburing.h>
+#include <hcomm.h>
+
+#define HCOMM_DEV	"/dev/hcomm"
+#define DEFAULT_JSON	"build/logs/lib_bench.json"
+
+#define KiB		1024ULL
+#define MiB		(1024ULL * KiB)
+#define PG		4096ULL
+#define PAD		PG
+#define GUARD		8
+#define POISON		0x5a
+#define BATCH		1000
+#define BATCH_LEN	64
+#define RING_ENTRIES	1024
+#define QD_MAX		64
+#define PP_STOP		UINT64_MAX
+#define SIG_PP		1
+#define PP_OFF		0	/* where pings land in rank 1's window */
+#define PONG_OFF	64	/* where pongs land in rank 0's window */
+#define ROUNDS		3
+
+/* 8-byte sources of the ping-pong (the library registers them once). */
+static uint64_t pp_src[8] __attribute__((aligned(64)));
+
+static const uint64_t sizes[] = {
+	8, 64, 512, 4 * KiB, 64 * KiB, 256 * KiB, 1 * MiB, 4 * MiB, 16 * MiB,
+};
+#define NSIZES	(sizeof(sizes) / sizeof(sizes[0]))
+
+static uint64_t opt_max = 16 * MiB;
+static double opt_time = 0.2;
+static uint64_t opt_iters;
+static unsigned int opt_qd = 4;
+static unsigned int opt_samples = 2000;
+static const char *opt_json;
+
+static int failures;
+
+struct result {
+	char name[48];
+	uint64_t size;
+	double value;
+	char unit[12];
+	char base[40];
+	double base_value;
+	double ratio;
+	bool higher_better;
+	char note[32];
+};
+
+static struct result results[128];
+static int nresults;
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static void fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	fprintf(stderr, "hcomm_lib_bench: FAIL: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	failures++;
+}
+
+static void __attribute__((noreturn)) die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	fprintf(stderr, "hcomm_lib_bench: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(2);
+}
+
+/* "message (errmsg)" for a libhcomm return code. */
+static const char *herr(int rc)
+{
+	static char buf[320];
+
+	snprintf(buf, sizeof(buf), "%s%s%s%s", hcomm_strerror(rc),
+		 *hcomm_errmsg() ? " (" : "", hcomm_errmsg(),
+		 *hcomm_errmsg() ? ")" : "");
+	return buf;
+}
+
+static const char *size_str(uint64_t n, char *buf, size_t len)
+{
+	if (n >= MiB && n % MiB == 0)
+		snprintf(buf, len, "%llu MiB", (unsigned long long)(n / MiB));
+	else if (n >= KiB && n % KiB == 0)
+		snprintf(buf, len, "%llu KiB", (unsigned long long)(n / KiB));
+	else
+		snprintf(buf, len, "%llu B", (unsigned long long)n);
+	return buf;
+}
+
+static void add_result(const char *name, uint64_t size, double value,
+		       const char *unit, const char *base, double base_value,
+		       bool higher_better, const char *note)
+{
+	struct result *r;
+
+	if (nresults >= (int)(sizeof(results) / sizeof(results[0])))
+		return;
+	r = &results[nresults++];
+	memset(r, 0, sizeof(*r));
+	snprintf(r->name, sizeof(r->name), "%s", name);
+	r->size = size;
+	r->value = value;
+	snprintf(r->unit, sizeof(r->unit), "%s", unit);
+	snprintf(r->base, sizeof(r->base), "%s", base);
+	r->base_value = base_value;
+	r->ratio = (isnan(value) || isnan(base_value) || base_value == 0) ?
+		   NAN : value / base_value;
+	r->higher_better = higher_better;
+	snprintf(r->note, sizeof(r->note), "%s", note ? note : "");
+}
+
+static const char *verdict(double ratio, bool higher_better, char *buf,
+			   size_t len)
+{
+	double f;
+
+	if (isnan(ratio) || ratio <= 0) {
+		snprintf(buf, len, "-");
+		return buf;
+	}
+	f = higher_better ? ratio : 1.0 / ratio;
+	if (f >= 1.0)
+		snprintf(buf, len, "%.2fx faster", f);
+	else
+		snprintf(buf, len, "%.2fx slower", 1.0 / f);
+	return buf;
+}
+
+static void fmt_val(double v, char *buf, size_t len)
+{
+	if (isnan(v))
+		snprintf(buf, len, "-");
+	else if (v >= 100)
+		snprintf(buf, len, "%.0f", v);
+	else if (v >= 1)
+		snprintf(buf, len, "%.2f", v);
+	else
+		snprintf(buf, len, "%.3f", v);
+}
+
+static void fmt_ratio(double v, char *buf, size_t len)
+{
+	if (isnan(v))
+		snprintf(buf, len, "-");
+	else
+		snprintf(buf, len, "%.2f", v);
+}
+
+/* ------------------------------------------------------------------ */
+/* data                                                                */
+/* ------------------------------------------------------------------ */
+
+static uint64_t splitmix(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ULL;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+static void fill_pattern(void *p, size_t len, uint64_t seed)
+{
+	uint64_t *w = p;
+	size_t i;
+
+	for (i = 0; i < len / 8; i++)
+		w[i] = splitmix(seed + i);
+}
+
+static uint64_t mix(uint64_t h, uint64_t w)
+{
+	h ^= w;
+	h *= 0x9e3779b97f4a7c15ULL;
+	return h ^ (h >> 31);
+}
+
+static uint64_t csum(const void *p, size_t len)
+{
+	const unsigned char *c = p;
+	uint64_t h0 = 1, h1 = 2, h2 = 3, h3 = 4, w;
+	size_t i = 0;
+
+	for (; i + 32 <= len; i += 32) {
+		memcpy(&w, c + i, 8);
+		h0 = mix(h0, w);
+		memcpy(&w, c + i + 8, 8);
+		h1 = mix(h1, w);
+		memcpy(&w, c + i + 16, 8);
+		h2 = mix(h2, w);
+		memcpy(&w, c + i + 24, 8);
+		h3 = mix(h3, w);
+	}
+	for (; i + 8 <= len; i += 8) {
+		memcpy(&w, c + i, 8);
+		h0 = mix(h0, w);
+	}
+	if (i < len) {
+		w = 0;
+		memcpy(&w, c + i, len - i);
+		h1 = mix(h1, w);
+	}
+	return mix(mix(mix(mix(len, h0), h1), h2), h3);
+}
+
+static bool guards_intact(const unsigned char *buf, size_t cap, size_t off,
+			  size_t len)
+{
+	size_t lo = off >= GUARD ? off - GUARD : 0, hi = off + len + GUARD, i;
+
+	if (hi > cap)
+		hi = cap;
+	for (i = lo; i < off; i++)
+		if (buf[i] != POISON)
+			return false;
+	for (i = off + len; i < hi; i++)
+		if (buf[i] != POISON)
+			return false;
+	return true;
+}
+
+static size_t buf_len(void)
+{
+	uint64_t n = opt_max > BATCH * BATCH_LEN ? opt_max : BATCH * BATCH_LEN;
+
+	return (size_t)(n + PAD);
+}
+
+static void *map_buf(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static void cpu_model(char *buf, size_t len)
+{
+	char line[512];
+	FILE *f = fopen("/proc/cpuinfo", "re");
+
+	snprintf(buf, len, "unknown");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char *p;
+
+		if (strncmp(line, "model name", 10))
+			continue;
+		p = strchr(line, ':');
+		if (!p)
+			break;
+		p++;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		p[strcspn(p, "\n")] = '\0';
+		snprintf(buf, len, "%s", p);
+		break;
+	}
+	fclose(f);
+}
+
+/* ------------------------------------------------------------------ */
+/* the raw kernel path (as in hcomm_xfer_bench)                         */
+/* ------------------------------------------------------------------ */
+
+static void prep_cmd(struct io_uring_sqe *sqe, int fd, uint32_t cmd_op,
+		     void *arg, uint64_t user_data)
+{
+	struct hcomm_uring_cmd pl = {
+		.addr = (uintptr_t)arg,
+		.size = _IOC_SIZE(cmd_op),
+	};
+
+	memset(sqe, 0, sizeof(*sqe));
+	sqe->opcode = IORING_OP_URING_CMD;
+	sqe->fd = fd;
+	sqe->cmd_op = cmd_op;
+	memcpy((char *)sqe + offsetof(struct io_uring_sqe, cmd), &pl,
+	       sizeof(pl));
+	sqe->user_data = user_data;
+}
+
+static int check_xfer_cqe(struct io_uring *r, const struct io_uring_cqe *cqe,
+			  uint64_t len)
+{
+	if (cqe->res < 0)
+		return cqe->res;
+	if (cqe->res != 0)
+		return -EPROTO;
+	if (!(r->flags & IORING_SETUP_CQE32) || cqe->big_cqe[0] == len ||
+	    cqe->big_cqe[0] == 0)
+		return 0;
+	fprintf(stderr, "# XFER CQE: %llu bytes done, %llu expected\n",
+		(unsigned long long)cqe->big_cqe[0], (unsigned long long)len);
+	return -EIO;
+}
+
+static int uring_xfer1(struct io_uring *r, int fd, struct hcomm_xfer *x)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(r);
+	struct io_uring_cqe *cqe;
+	int ret;
+
+	if (!sqe)
+		return -EBUSY;
+	x->done = 0;
+	x->engine = 0;
+	prep_cmd(sqe, fd, HCOMM_CMD_XFER, x, 1);
+	ret = io_uring_submit_and_wait(r, 1);
+	if (ret < 0)
+		return ret;
+	ret = io_uring_wait_cqe(r, &cqe);
+	if (ret)
+		return ret;
+	ret = check_xfer_cqe(r, cqe, x->len);
+	io_uring_cqe_seen(r, cqe);
+	return ret;
+}
+
+/* ------------------------------------------------------------------ */
+/* rank 0 <-> rank 1 control (SOCK_SEQPACKET)                           */
+/* ------------------------------------------------------------------ */
+
+enum {
+	OP_POISON = 1,	/* a = bytes from 0 to fill with POISON */
+	OP_SUM,		/* a = off, b = len: checksum, guards checked */
+	OP_PP_LIB,	/* put_signal ping-pong until PP_STOP */
+	OP_PP_PIPE,	/* pipe ping-pong */
+	OP_REINIT,	/* a = callback mode: a new communicator and window */
+	OP_QUIT,
+};
+
+struct msg {
+	uint32_t op;
+	uint32_t pad;
+	uint64_t a, b;
+};
+
+struct reply {
+	int64_t status;
+	uint64_t val;
+};
+
+struct hello {
+	int64_t status;
+	uint64_t raw_key;
+	char err[160];
+};
+
+static int xsend(int s, const void *p, size_t n)
+{
+	ssize_t r;
+
+	do
+		r = send(s, p, n, MSG_NOSIGNAL);
+	while (r < 0 && errno == EINTR);
+	return r == (ssize_t)n ? 0 : -1;
+}
+
+static int xrecv(int s, void *p, size_t n)
+{
+	ssize_t r;
+
+	do
+		r = recv(s, p, n, 0);
+	while (r < 0 && errno == EINTR);
+	return r == (ssize_t)n ? 0 : -1;
+}
+
+/* Both ranks: the communicator and the window. */
+static struct {
+	int rank;
+	int gen;		/* communicators made so far */
+	char root[96];
+	struct hcomm_comm *comm;
+	struct hcomm_win *win;
+	unsigned char *wbuf;
+	size_t wlen;
+	int sock;
+	int pipe_in, pipe_out;
+} C;
+
+static int comm_up(int cb_mode, char *err, size_t errlen)
+{
+	int rc;
+
+	char root[128];
+
+	/* A fresh rendezvous name each time: the last one may linger. */
+	snprintf(root, sizeof(root), "%s-%d", C.root, C.gen++);
+	setenv("HCOMM_RANK", C.rank ? "1" : "0", 1);
+	setenv("HCOMM_WORLD_SIZE", "2", 1);
+	setenv("HCOMM_ROOT_ADDR", root, 1);
+	rc = hcomm_comm_init(&C.comm, NULL);
+	if (rc) {
+		snprintf(err, errlen, "hcomm_comm_init: %s", herr(rc));
+		return rc;
+	}
+	if (cb_mode != HCOMM_CB_INLINE) {
+		rc = hcomm_comm_set_cb_mode(C.comm,
+					    (enum hcomm_cb_mode)cb_mode);
+		if (rc) {
+			snprintf(err, errlen, "hcomm_comm_set_cb_mode(%d): %s",
+				 cb_mode, herr(rc));
+			return rc;
+		}
+	}
+	rc = hcomm_win_create(C.comm, C.wbuf, C.wlen, &C.win);
+	if (rc) {
+		snprintf(err, errlen, "hcomm_win_create(%zu bytes): %s",
+			 C.wlen, herr(rc));
+		return rc;
+	}
+	return 0;
+}
+
+static int comm_down(void)
+{
+	int rc = hcomm_win_free(C.win), rc2;
+
+	C.win = NULL;
+	rc2 = hcomm_comm_destroy(C.comm);
+	C.comm = NULL;
+	return rc ? rc : rc2;
+}
+
+/* ------------------------------------------------------------------ */
+/* rank 1                                                              */
+/* ------------------------------------------------------------------ */
+
+static int child_setup(struct hello *h)
+{
+	struct hcomm_reg_mem reg;
+	struct hcomm_grant g;
+	int fd, rc;
+
+	rc = comm_up(HCOMM_CB_INLINE, h->err, sizeof(h->err));
+	if (rc)
+		return rc;
+	/* The same pages, registered in a raw context for the raw path. */
+	fd = open(HCOMM_DEV, O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(h->err, sizeof(h->err), "open " HCOMM_DEV);
+		return -errno;
+	}
+	memset(&reg, 0, sizeof(reg));
+	reg.addr = (uintptr_t)C.wbuf;
+	reg.len = C.wlen;
+	reg.access = HCOMM_ACCESS_ALL;
+	if (ioctl(fd, HCOMM_CMD_REG_MEM, &reg) < 0) {
+		snprintf(h->err, sizeof(h->err), "raw REG_MEM of %zu bytes",
+			 C.wlen);
+		return -errno;
+	}
+	memset(&g, 0, sizeof(g));
+	g.region = reg.region;
+	g.scope = HCOMM_GRANT_SAME_UID;
+	g.access = HCOMM_ACCESS_REMOTE_READ | HCOMM_ACCESS_REMOTE_WRITE;
+	if (ioctl(fd, HCOMM_CMD_GRANT, &g) < 0) {
+		snprintf(h->err, sizeof(h->err), "raw GRANT");
+		return -errno;
+	}
+	h->raw_key = reg.key;
+	return 0;	/* fd stays open until exit */
+}
+
+static int child_pp_lib(uint64_t *count)
+{
+	uint64_t base = hcomm_signal_read(C.comm, SIG_PP), k;
+	struct reply ready = { 0, 0 };
+	int rc;
+
+	if (xsend(C.sock, &ready, sizeof(ready)))
+		return -EPIPE;
+	*count = 0;
+	for (k = 1;; k++) {
+		int64_t got = hcomm_signal_wait(C.comm, SIG_PP, base + k,
+						10000);
+		uint64_t v;
+
+		if (got < 0)
+			return (int)got;
+		v = __atomic_load_n((uint64_t *)(C.wbuf + PP_OFF),
+				    __ATOMIC_ACQUIRE);
+		if (v == PP_STOP)
+			return 0;
+		if (v != k) {
+			fprintf(stderr, "# rank 1: ping %llu carried %llu\n",
+				(unsigned long long)k, (unsigned long long)v);
+			return -EIO;
+		}
+		pp_src[1] = v;
+		rc = hcomm_put_signal(C.win, 0, PONG_OFF, &pp_src[1], 8,
+				      SIG_PP, 1);
+		if (rc)
+			return rc;
+		(*count)++;
+	}
+}
+
+static int child_pp_pipe(uint64_t *count)
+{
+	uint64_t k, v;
+
+	*count = 0;
+	for (k = 1;; k++) {
+		if (read(C.pipe_in, &v, 8) != 8)
+			return -EIO;
+		if (v == PP_STOP)
+			return 0;
+		if (v != k)
+			return -EIO;
+		if (write(C.pipe_out, &v, 8) != 8)
+			return -EIO;
+		(*count)++;
+	}
+}
+
+static void __attribute__((noreturn)) child_main(void)
+{
+	struct hello h;
+	struct msg m;
+	struct reply rp;
+	char err[160];
+
+	memset(&h, 0, sizeof(h));
+	h.status = child_setup(&h);
+	if (xsend(C.sock, &h, sizeof(h)) || h.status)
+		_exit(1);
+	for (;;) {
+		if (xrecv(C.sock, &m, sizeof(m)))
+			_exit(1);
+		memset(&rp, 0, sizeof(rp));
+		switch (m.op) {
+		case OP_POISON:
+			memset(C.wbuf, POISON, m.a < C.wlen ? m.a : C.wlen);
+			break;
+		case OP_SUM:
+			if (m.a + m.b > C.wlen) {
+				rp.status = -ERANGE;
+				break;
+			}
+			rp.val = csum(C.wbuf + m.a, m.b);
+			if (!guards_intact(C.wbuf, C.wlen, m.a, m.b))
+				rp.status = -EOVERFLOW;
+			break;
+		case OP_PP_LIB:
+			rp.status = child_pp_lib(&rp.val);
+			break;
+		case OP_PP_PIPE:
+			rp.status = child_pp_pipe(&rp.val);
+			break;
+		case OP_REINIT:
+			snprintf(err, sizeof(err), "teardown");
+			rp.status = comm_down();
+			if (!rp.status)
+				rp.status = comm_up((int)m.a, err, sizeof(err));
+			if (rp.status)
+				fprintf(stderr, "# rank 1: %s\n", err);
+			break;
+		case OP_QUIT:
+			rp.status = comm_down();
+			xsend(C.sock, &rp, sizeof(rp));
+			_exit(rp.status ? 1 : 0);
+		default:
+			rp.status = -EINVAL;
+		}
+		if (xsend(C.sock, &rp, sizeof(rp)))
+			_exit(1);
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* rank 0                                                              */
+/* ------------------------------------------------------------------ */
+
+static struct {
+	pid_t child;
+	int fd;
+	struct io_uring ring;
+	unsigned char *src;
+	size_t len;
+	uint64_t src_key, dst_key;
+} S;
+
+static void rpc_send(uint32_t op, uint64_t a, uint64_t b)
+{
+	struct msg m = { .op = op, .a = a, .b = b };
+
+	if (xsend(C.sock, &m, sizeof(m))) {
+		fail("rank 1 is gone (send)");
+		exit(1);
+	}
+}
+
+static struct reply rpc_recv(void)
+{
+	struct reply rp;
+
+	if (xrecv(C.sock, &rp, sizeof(rp))) {
+		fail("rank 1 is gone (recv)");
+		exit(1);
+	}
+	return rp;
+}
+
+static struct reply rpc(uint32_t op, uint64_t a, uint64_t b)
+{
+	rpc_send(op, a, b);
+	return rpc_recv();
+}
+
+static void remote_poison(size_t off, size_t len)
+{
+	rpc(OP_POISON, off + len + GUARD, 0);
+}
+
+/* rank 1's window [off, off + len) == src [soff, soff + len). */
+static int remote_verify(const char *what, size_t soff, size_t off,
+			 size_t len)
+{
+	uint64_t want = csum(S.src + soff, len);
+	struct reply rp = rpc(OP_SUM, off, len);
+	char sz[32];
+
+	size_str(len, sz, sizeof(sz));
+	if (rp.status == -EOVERFLOW) {
+		fail("%s %s: bytes outside the destination range changed",
+		     what, sz);
+		return -1;
+	}
+	if (rp.status) {
+		fail("%s %s: rank 1's checksum: %s", what, sz,
+		     strerror((int)-rp.status));
+		return -1;
+	}
+	if (rp.val != want) {
+		fail("%s %s: wrong data in rank 1 (checksum %016llx, expected "
+		     "%016llx)", what, sz, (unsigned long long)rp.val,
+		     (unsigned long long)want);
+		return -1;
+	}
+	return 0;
+}
+
+typedef int (*run_fn)(void *ctx, uint64_t n);
+
+struct meas {
+	uint64_t iters;
+	double secs;
+};
+
+/* One untimed warm-up call, then the fastest of ROUNDS rounds. */
+static int measure(run_fn fn, void *ctx, struct meas *m)
+{
+	double t0, el, slice = opt_time / ROUNDS;
+	uint64_t n = 1, tot;
+	int ret, round;
+
+	m->iters = 0;
+	m->secs = 0;
+	ret = fn(ctx, 1);
+	if (ret)
+		return ret;
+	if (opt_iters) {
+		t0 = now();
+		ret = fn(ctx, opt_iters);
+		m->secs = now() - t0;
+		m->iters = opt_iters;
+		return ret;
+	}
+	for (round = 0; round < ROUNDS; round++) {
+		tot = 0;
+		t0 = now();
+		do {
+			ret = fn(ctx, n);
+			if (ret)
+				return ret;
+			tot += n;
+			el = now() - t0;
+			if (el < slice / 8)
+				n *= 2;
+		} while (el < slice);
+		if (!m->iters ||
+		    (double)tot / el > (double)m->iters / m->secs) {
+			m->iters = tot;
+			m->secs = el;
+		}
+	}
+	return 0;
+}
+
+static double us_of(const struct meas *m)
+{
+	return m->iters ? m->secs / (double)m->iters * 1e6 : NAN;
+}
+
+/* ---------------------------------------------------------- put by size */
+
+/* Offsets of the put points: odd-free, as the raw path's. */
+#define DST_OFF	0
+#define SRC_OFF	0
+
+struct put_ctx {
+	size_t len;
+	struct hcomm_request reqs[QD_MAX];
+	struct hcomm_xfer xs[QD_MAX];
+};
+
+static int run_lib_put(void *p, uint64_t n)
+{
+	struct put_ctx *c = p;
+	int rc;
+
+	while (n--) {
+		rc = hcomm_put(C.win, 1, DST_OFF, S.src + SRC_OFF, c->len);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* --qd put_nb in flight: wait for the oldest, reissue it. */
+static int run_lib_put_qd(void *p, uint64_t n)
+{
+	struct put_ctx *c = p;
+	uint64_t sub = 0, done = 0;
+	int rc, err = 0;
+
+	while (done < sub || (sub < n && !err)) {
+		if (sub < n && !err && sub - done < opt_qd) {
+			struct hcomm_request *r = &c->reqs[sub % opt_qd];
+
+			memset(r, 0, sizeof(*r));
+			rc = hcomm_put_nb(C.win, 1, DST_OFF, S.src + SRC_OFF,
+					  c->len, r);
+			if (rc) {
+				err = rc;
+				continue;
+			}
+			sub++;
+			continue;
+		}
+		rc = hcomm_wait(&c->reqs[done % opt_qd]);
+		if (!rc && c->reqs[done % opt_qd].bytes != c->len)
+			rc = -HCOMM_ERR_IO;
+		if (rc && !err)
+			err = rc;
+		done++;
+	}
+	return err;
+}
+
+static int run_raw_put(void *p, uint64_t n)
+{
+	struct put_ctx *c = p;
+	int ret;
+
+	while (n--) {
+		ret = uring_xfer1(&S.ring, S.fd, &c->xs[0]);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static int run_raw_put_qd(void *p, uint64_t n)
+{
+	struct put_ctx *c = p;
+	unsigned int freel[QD_MAX], nfree = 0, i;
+	uint64_t sub = 0, done = 0;
+	int err = 0;
+
+	for (i = 0; i < opt_qd; i++)
+		freel[nfree++] = i;
+	while (done < sub || (sub < n && !err)) {
+		struct io_uring_cqe *cqe;
+		unsigned int head, seen = 0;
+		int ret;
+
+		while (!err && nfree && sub < n) {
+			struct io_uring_sqe *sqe = io_uring_get_sqe(&S.ring);
+			unsigned int slot;
+
+			if (!sqe)
+				break;
+			slot = freel[--nfree];
+			c->xs[slot].done = 0;
+			c->xs[slot].engine = 0;
+			prep_cmd(sqe, S.fd, HCOMM_CMD_XFER, &c->xs[slot], slot);
+			sub++;
+		}
+		ret = io_uring_submit_and_wait(&S.ring, 1);
+		if (ret < 0 && ret != -EINTR)
+			return ret;
+		io_uring_for_each_cqe(&S.ring, head, cqe) {
+			int r = check_xfer_cqe(&S.ring, cqe, c->len);
+
+			if (r && !err)
+				err = r;
+			freel[nfree++] = (unsigned int)cqe->user_data;
+			done++;
+			seen++;
+		}
+		io_uring_cq_advance(&S.ring, seen);
+	}
+	return err;
+}
+
+enum { P_LIB, P_RAW, P_LIB_QD, P_RAW_QD, P_NR };
+static const char *const pnames[P_NR] = {
+	"hcomm_put", "raw_xfer_uring", "hcomm_put_nb_qd", "raw_xfer_uring_qd",
+};
+static const run_fn pfns[P_NR] = {
+	run_lib_put, run_raw_put, run_lib_put_qd, run_raw_put_qd,
+};
+
+static double put_one(int method, size_t len, uint64_t *iters)
+{
+	static struct put_ctx c;
+	struct meas m = { 0, 0 };
+	char sz[32];
+	int ret, i;
+
+	memset(&c, 0, sizeof(c));
+	c.len = len;
+	for (i = 0; i < QD_MAX; i++) {
+		c.xs[i].src_key = S.src_key;
+		c.xs[i].src_off = SRC_OFF;
+		c.xs[i].dst_key = S.dst_key;
+		c.xs[i].dst_off = DST_OFF;
+		c.xs[i].len = len;
+	}
+	remote_poison(DST_OFF, len);
+	ret = measure(pfns[method], &c, &m);
+	if (ret) {
+		fail("%s %s: %s", pnames[method], size_str(len, sz, sizeof(sz)),
+		     method == P_LIB || method == P_LIB_QD ? herr(ret) :
+		     strerror(-ret));
+		return NAN;
+	}
+	if (remote_verify(pnames[method], SRC_OFF, DST_OFF, len))
+		return NAN;
+	*iters = m.iters;
+	return us_of(&m);
+}
+
+static void bench_put(void)
+{
+	size_t si;
+
+	printf("\n== put into rank 1, by size: libhcomm against the raw "
+	       "io_uring XFER (ratio = lib / raw; 1 means no overhead)\n");
+	printf("  %7s | %10s %10s %6s | %10s %10s %6s\n", "size",
+	       "put us", "raw us", "ratio", "qd MiB/s", "raw MiB/s", "ratio");
+	for (si = 0; si < NSIZES && sizes[si] <= opt_max; si++) {
+		size_t len = sizes[si];
+		double us[P_NR], bw_lib, bw_raw;
+		uint64_t it[P_NR];
+		char sz[32], v[6][32];
+		int mth;
+
+		for (mth = 0; mth < P_NR; mth++)
+			us[mth] = put_one(mth, len, &it[mth]);
+		bw_lib = (double)len / us[P_LIB_QD] * 1e6 / (double)MiB;
+		bw_raw = (double)len / us[P_RAW_QD] * 1e6 / (double)MiB;
+		fmt_val(us[P_LIB], v[0], 32);
+		fmt_val(us[P_RAW], v[1], 32);
+		fmt_ratio(us[P_LIB] / us[P_RAW], v[2], 32);
+		fmt_val(bw_lib, v[3], 32);
+		fmt_val(bw_raw, v[4], 32);
+		fmt_ratio(bw_lib / bw_raw, v[5], 32);
+		printf("  %7s | %10s %10s %6s | %10s %10s %6s\n",
+		       size_str(len, sz, sizeof(sz)), v[0], v[1], v[2], v[3],
+		       v[4], v[5]);
+		add_result("put_latency", len, us[P_LIB], "us",
+			   "raw_xfer_uring", us[P_RAW], false, "qd1");
+		{
+			char name[48], base[40];
+
+			snprintf(name, sizeof(name), "put_nb_bw_qd%u", opt_qd);
+			snprintf(base, sizeof(base), "raw_xfer_uring_qd%u",
+				 opt_qd);
+			add_result(name, len, bw_lib, "MiB/s", base, bw_raw,
+				   true, "");
+		}
+	}
+}
+
+/* ------------------------------------------------------------ batching */
+
+static struct hcomm_xfer_desc batch_d[BATCH];
+static struct hcomm_xfer batch_x[BATCH];
+
+static int run_batch_lib(void *p, uint64_t n)
+{
+	int rc;
+
+	(void)p;
+	while (n--) {
+		rc = hcomm_batch(C.win, batch_d, BATCH, NULL);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int run_single_lib(void *p, uint64_t n)
+{
+	unsigned int i;
+	int rc;
+
+	(void)p;
+	while (n--)
+		for (i = 0; i < BATCH; i++) {
+			rc = hcomm_put(C.win, 1, batch_d[i].target_off,
+				       (const void *)(uintptr_t)batch_d[i].local,
+				       BATCH_LEN);
+			if (rc)
+				return rc;
+		}
+	return 0;
+}
+
+static int run_batch_raw(void *p, uint64_t n)
+{
+	unsigned int i;
+
+	(void)p;
+	while (n--) {
+		struct io_uring_cqe *cqe;
+		unsigned int got = 0, head, seen;
+		int ret, err = 0;
+
+		for (i = 0; i < BATCH; i++) {
+			struct io_uring_sqe *sqe = io_uring_get_sqe(&S.ring);
+
+			if (!sqe)
+				return -EBUSY;
+			batch_x[i].done = 0;
+			prep_cmd(sqe, S.fd, HCOMM_CMD_XFER, &batch_x[i], i);
+		}
+		ret = io_uring_submit(&S.ring);
+		if (ret != BATCH)
+			return ret < 0 ? ret : -EIO;
+		while (got < BATCH) {
+			ret = io_uring_wait_cqe(&S.ring, &cqe);
+			if (ret)
+				return ret;
+			seen = 0;
+			io_uring_for_each_cqe(&S.ring, head, cqe) {
+				int r = check_xfer_cqe(&S.ring, cqe, BATCH_LEN);
+
+				if (r && !err)
+					err = r;
+				seen++;
+			}
+			io_uring_cq_advance(&S.ring, seen);
+			got += seen;
+		}
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static double batch_point(run_fn fn, const char *what, bool lib)
+{
+	struct meas m;
+	int ret;
+
+	remote_poison(0, BATCH * BATCH_LEN);
+	ret = measure(fn, NULL, &m);
+	if (ret) {
+		fail("%s: %s", what, lib ? herr(ret) : strerror(-ret));
+		return NAN;
+	}
+	if (remote_verify(what, 0, 0, BATCH * BATCH_LEN))
+		return NAN;
+	return (double)m.iters * BATCH / m.secs;
+}
+
+static void bench_batch(void)
+{
+	double rb, rs, rr;
+	unsigned int i;
+
+	printf("\n== %d puts of %d B: one hcomm_batch against %d hcomm_put "
+	       "calls, and against %d raw XFERs per io_uring_submit "
+	       "(puts/s; ratio = batch / baseline)\n", BATCH, BATCH_LEN, BATCH,
+	       BATCH);
+	for (i = 0; i < BATCH; i++) {
+		memset(&batch_d[i], 0, sizeof(batch_d[i]));
+		batch_d[i].op = HCOMM_OP_PUT;
+		batch_d[i].target = 1;
+		batch_d[i].target_off = (uint64_t)i * BATCH_LEN;
+		batch_d[i].local = (uint64_t)(uintptr_t)(S.src +
+							 (size_t)i * BATCH_LEN);
+		batch_d[i].len = BATCH_LEN;
+		memset(&batch_x[i], 0, sizeof(batch_x[i]));
+		batch_x[i].src_key = S.src_key;
+		batch_x[i].src_off = (uint64_t)i * BATCH_LEN;
+		batch_x[i].dst_key = S.dst_key;
+		batch_x[i].dst_off = (uint64_t)i * BATCH_LEN;
+		batch_x[i].len = BATCH_LEN;
+	}
+	rb = batch_point(run_batch_lib, "hcomm_batch of 1000", true);
+	rs = batch_point(run_single_lib, "1000 x hcomm_put", true);
+	rr = batch_point(run_batch_raw, "1000 raw XFERs per submit", false);
+	add_result("rate_hcomm_batch1000", BATCH_LEN, rb, "puts/s",
+		   "rate_hcomm_put_each", rs, true, "");
+	add_result("rate_hcomm_batch1000", BATCH_LEN, rb, "puts/s",
+		   "rate_raw_uring_batch1000", rr, true, "");
+}
+
+/* ------------------------------------------------------------ callbacks */
+
+static uint64_t *cb_lat;		/* ns, one per sample */
+static volatile int cb_seen;
+
+static void lat_cb(struct hcomm_request *req, void *arg)
+{
+	uint64_t t = now_ns();
+	uint64_t i = (uint64_t)(uintptr_t)arg;
+
+	cb_lat[i] = t >= req->t_complete_ns ? t - req->t_complete_ns :
+		    UINT64_MAX;
+	__atomic_add_fetch(&cb_seen, 1, __ATOMIC_RELEASE);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+struct lat {
+	double p50, p99;
+	uint64_t bad;
+};
+
+/* Wait until cb_seen reaches want (10 s at most). */
+static int cb_wait(int want)
+{
+	double t0 = now();
+	unsigned int spins = 0;
+
+	/* Spin a little, then yield: the library's threads need a CPU. */
+	while (__atomic_load_n(&cb_seen, __ATOMIC_ACQUIRE) < want) {
+		if (++spins < 64)
+			continue;
+		sched_yield();
+		if (spins % 1024 == 0 && now() - t0 > 10)
+			return -ETIMEDOUT;
+	}
+	return 0;
+}
+
+/*
+ * Samples of callback latency: inflight 1 = one put_nb at a time (the
+ * dispatcher is idle and must be woken); more = that many kept in flight.
+ */
+static int cb_measure(unsigned int inflight, struct lat *l)
+{
+	unsigned int n = opt_samples, i, issued = 0;
+	struct hcomm_request *reqs = calloc(n, sizeof(*reqs));
+	int rc = 0;
+
+	memset(l, 0, sizeof(*l));
+	l->p50 = l->p99 = NAN;
+	if (!reqs)
+		return -ENOMEM;
+	memset(cb_lat, 0, n * sizeof(*cb_lat));
+	cb_seen = 0;
+	while (issued < n && !rc) {
+		if (issued - (unsigned int)__atomic_load_n(&cb_seen,
+							  __ATOMIC_ACQUIRE) <
+		    inflight) {
+			struct hcomm_request *r = &reqs[issued];
+
+			r->cb = lat_cb;
+			r->cb_arg = (void *)(uintptr_t)issued;
+			rc = hcomm_put_nb(C.win, 1, (issued % 64) * 64,
+					  S.src, 8, r);
+			if (!rc)
+				issued++;
+			continue;
+		}
+		cb_wait((int)(issued - inflight + 1));
+	}
+	if (!rc && cb_wait((int)issued))
+		rc = -HCOMM_ERR_TIMEOUT;
+	for (i = 0; !rc && i < issued; i++) {
+		if (reqs[i].status)
+			rc = reqs[i].status;
+		if (cb_lat[i] == UINT64_MAX)
+			l->bad++;
+	}
+	if (!rc) {
+		qsort(cb_lat, issued, sizeof(*cb_lat), cmp_u64);
+		l->p50 = (double)cb_lat[issued / 2];
+		l->p99 = (double)cb_lat[(size_t)((double)issued * 0.99)];
+	}
+	free(reqs);
+	return rc;
+}
+
+static void bench_cb(void)
+{
+	static const int modes[2] = { HCOMM_CB_THREAD, HCOMM_CB_THREAD_LOCKED };
+	static const char *const mname[2] = { "thread (MPSC)",
+					       "thread_locked (mutex)" };
+	struct lat l[2][2];
+	unsigned int inflight[2] = { 1, opt_qd * 4 };
+	char err[160];
+	int m, k, rc;
+
+	printf("\n== callback latency, req->t_complete_ns to the callback "
+	       "(ns; %u samples each; ratio = MPSC / mutex, < 1 means the "
+	       "lock-free queue is faster)\n", opt_samples);
+	cb_lat = calloc(opt_samples, sizeof(*cb_lat));
+	memset(l, 0, sizeof(l));
+	for (m = 0; m < 2; m++) {
+		struct reply rp;
+
+		for (k = 0; k < 2; k++)
+			l[m][k].p50 = l[m][k].p99 = NAN;
+		/* A new communicator per mode: set before any operation. */
+		rpc_send(OP_REINIT, (uint64_t)modes[m], 0);
+		rc = comm_down();
+		if (!rc)
+			rc = comm_up(modes[m], err, sizeof(err));
+		else
+			snprintf(err, sizeof(err), "teardown: %s", herr(rc));
+		rp = rpc_recv();
+		if (rc || rp.status) {
+			fail("a communicator with callbacks in mode %s: %s",
+			     mname[m], rc ? err : "rank 1 failed");
+			if (rc)
+				exit(1);
+			continue;
+		}
+		for (k = 0; k < 2; k++) {
+			rc = cb_measure(inflight[k], &l[m][k]);
+			if (rc)
+				fail("callback latency, %s, %u in flight: %s",
+				     mname[m], inflight[k], herr(rc));
+			else if (l[m][k].bad)
+				fail("callback latency, %s: %llu callbacks ran "
+				     "before req->t_complete_ns", mname[m],
+				     (unsigned long long)l[m][k].bad);
+		}
+		printf("  %-22s idle: p50 %8.0f  p99 %8.0f | %2u in flight: "
+		       "p50 %8.0f  p99 %8.0f\n", mname[m], l[m][0].p50,
+		       l[m][0].p99, inflight[1], l[m][1].p50, l[m][1].p99);
+	}
+	add_result("cb_latency_mpsc_p50", 8, l[0][0].p50, "ns",
+		   "cb_latency_mutex_p50", l[1][0].p50, false, "qd1");
+	add_result("cb_latency_mpsc_p99", 8, l[0][0].p99, "ns",
+		   "cb_latency_mutex_p99", l[1][0].p99, false, "qd1");
+	{
+		char note[32];
+
+		snprintf(note, sizeof(note), "qd%u", inflight[1]);
+		add_result("cb_latency_mpsc_p50", 8, l[0][1].p50, "ns",
+			   "cb_latency_mutex_p50", l[1][1].p50, false, note);
+		add_result("cb_latency_mpsc_p99", 8, l[0][1].p99, "ns",
+			   "cb_latency_mutex_p99", l[1][1].p99, false, note);
+	}
+	free(cb_lat);
+	cb_lat = NULL;
+}
+
+/* ------------------------------------------------------------ ping-pong */
+
+struct pp_ctx {
+	uint64_t ctr, base;
+};
+
+static int run_pp_lib(void *p, uint64_t n)
+{
+	struct pp_ctx *c = p;
+	int rc;
+
+	while (n--) {
+		uint64_t i = ++c->ctr;
+		int64_t got;
+
+		pp_src[0] = i;
+		rc = hcomm_put_signal(C.win, 1, PP_OFF, &pp_src[0], 8, SIG_PP,
+				      1);
+		if (rc)
+			return rc;
+		got = hcomm_signal_wait(C.comm, SIG_PP, c->base + i, 10000);
+		if (got < 0)
+			return (int)got;
+		if (*(volatile uint64_t *)(C.wbuf + PONG_OFF) != i) {
+			fprintf(stderr, "# pong %llu carried %llu\n",
+				(unsigned long long)i,
+				(unsigned long long)*(volatile uint64_t *)
+				(C.wbuf + PONG_OFF));
+			return -HCOMM_ERR_IO;
+		}
+	}
+	return 0;
+}
+
+static int run_pp_pipe(void *p, uint64_t n)
+{
+	uint64_t *ctr = p;
+
+	while (n--) {
+		uint64_t i = ++*ctr, v;
+
+		if (write(C.pipe_out, &i, 8) != 8)
+			return -EIO;
+		if (read(C.pipe_in, &v, 8) != 8)
+			return -EIO;
+		if (v != i)
+			return -EIO;
+	}
+	return 0;
+}
+
+static void bench_pingpong(void)
+{
+	struct pp_ctx pc;
+	struct reply rp;
+	struct meas m;
+	double lib = NAN, pipe_us = NAN;
+	uint64_t stop = PP_STOP, ctr = 0;
+	int rc;
+
+	printf("\n== ping-pong, 8 B each way (us per round trip; ratio = "
+	       "put_signal / pipe, < 1 means put_signal is faster)\n");
+	memset(&pc, 0, sizeof(pc));
+	pc.base = hcomm_signal_read(C.comm, SIG_PP);
+	rp = rpc(OP_PP_LIB, 0, 0);	/* rank 1 has read its base */
+	rc = measure(run_pp_lib, &pc, &m);
+	pp_src[0] = stop;
+	if (hcomm_put_signal(C.win, 1, PP_OFF, &pp_src[0], 8, SIG_PP, 1) &&
+	    !rc)
+		rc = -HCOMM_ERR_IO;
+	rp = rpc_recv();
+	if (!rc && rp.status)
+		rc = (int)rp.status;
+	if (!rc && rp.val != pc.ctr)
+		rc = -HCOMM_ERR_IO;
+	if (rc)
+		fail("put_signal ping-pong: %s", herr(rc));
+	else
+		lib = us_of(&m);
+
+	rpc_send(OP_PP_PIPE, 0, 0);
+	rc = measure(run_pp_pipe, &ctr, &m);
+	if (write(C.pipe_out, &stop, 8) != 8 && !rc)
+		rc = -EIO;
+	rp = rpc_recv();
+	if (!rc && rp.status)
+		rc = (int)rp.status;
+	if (rc)
+		fail("pipe ping-pong: %s", strerror(rc < 0 ? -rc : rc));
+	else
+		pipe_us = us_of(&m);
+	add_result("pingpong_put_signal", 8, lib, "us", "pingpong_pipe",
+		   pipe_us, false, "");
+}
+
+/* ------------------------------------------------------------ output */
+
+static bool emulated;
+static char cpu_name[128], transport[32];
+static struct utsname uts;
+
+static void print_rows(int from)
+{
+	int i;
+
+	for (i = from; i < nresults; i++) {
+		const struct result *r = &results[i];
+		char sz[32], v[32], bv[32], ra[32], vd[32];
+
+		fmt_val(r->value, v, sizeof(v));
+		fmt_val(r->base_value, bv, sizeof(bv));
+		fmt_ratio(r->ratio, ra, sizeof(ra));
+		printf("  %-22s %7s %10s %-7s vs %-24s %10s  ratio %6s  %-14s %s\n",
+		       r->name, size_str(r->size, sz, sizeof(sz)), v, r->unit,
+		       r->base, bv, ra,
+		       verdict(r->ratio, r->higher_better, vd, sizeof(vd)),
+		       r->note);
+	}
+}
+
+static void json_num(FILE *f, double v)
+{
+	if (isnan(v) || isinf(v))
+		fprintf(f, "null");
+	else
+		fprintf(f, "%.6g", v);
+}
+
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fprintf(f, "\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			fprintf(f, "\\u%04x", *s);
+		else
+			fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+static int write_json(const char *path, double wall)
+{
+	FILE *f = fopen(path, "w");
+	int i;
+
+	if (!f)
+		return -errno;
+	fprintf(f, "{\n  \"program\": \"hcomm_lib_bench\",\n  \"note\": ");
+	json_str(f, emulated ?
+		 "figures come from an emulated (TCG) CPU: absolute values are "
+		 "not hardware figures, only the ratios matter" :
+		 "compare the ratios: absolute values depend on this machine");
+	fprintf(f, ",\n  \"emulated_cpu\": %s,\n  \"cpu\": ",
+		emulated ? "true" : "false");
+	json_str(f, cpu_name);
+	fprintf(f, ",\n  \"kernel\": ");
+	json_str(f, uts.release);
+	fprintf(f, ",\n  \"cpus\": %ld,\n", sysconf(_SC_NPROCESSORS_ONLN));
+	fprintf(f, "  \"params\": {\"max_size\": %llu, \"target_s\": %g, "
+		"\"iters\": %llu, \"rounds\": %d, \"qd\": %u, "
+		"\"samples\": %u},\n", (unsigned long long)opt_max, opt_time,
+		(unsigned long long)opt_iters, ROUNDS, opt_qd, opt_samples);
+	fprintf(f, "  \"transport\": ");
+	json_str(f, transport);
+	fprintf(f, ",\n  \"wall_s\": %.1f,\n  \"failures\": %d,\n", wall,
+		failures);
+	fprintf(f, "  \"results\": [");
+	for (i = 0; i < nresults; i++) {
+		const struct result *r = &results[i];
+
+		fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
+		json_str(f, r->name);
+		fprintf(f, ", \"size\": %llu, \"value\": ",
+			(unsigned long long)r->size);
+		json_num(f, r->value);
+		fprintf(f, ", \"unit\": ");
+		json_str(f, r->unit);
+		fprintf(f, ", \"baseline_name\": ");
+		json_str(f, r->base);
+		fprintf(f, ", \"baseline_value\": ");
+		json_num(f, r->base_value);
+		fprintf(f, ", \"ratio\": ");
+		json_num(f, r->ratio);
+		fprintf(f, ", \"better\": \"%s\"",
+			r->higher_better ? "higher" : "lower");
+		if (r->note[0]) {
+			fprintf(f, ", \"note\": ");
+			json_str(f, r->note);
+		}
+		fprintf(f, "}");
+	}
+	fprintf(f, "\n  ]\n}\n");
+	if (fclose(f))
+		return -errno;
+	return 0;
+}
+
+/* ------------------------------------------------------------ setup */
+
+static void raw_setup(void)
+{
+	struct hcomm_reg_mem reg;
+	int ret;
+
+	S.fd = open(HCOMM_DEV, O_RDWR | O_CLOEXEC);
+	if (S.fd < 0)
+		die("open %s: %s", HCOMM_DEV, strerror(errno));
+	memset(&reg, 0, sizeof(reg));
+	reg.addr = (uintptr_t)S.src;
+	reg.len = S.len;
+	reg.access = HCOMM_ACCESS_ALL;
+	if (ioctl(S.fd, HCOMM_CMD_REG_MEM, &reg) < 0)
+		die("raw REG_MEM of the source (%zu bytes): %s", S.len,
+		    strerror(errno));
+	S.src_key = reg.key;
+	ret = io_uring_queue_init(RING_ENTRIES, &S.ring, IORING_SETUP_CQE32);
+	if (ret)
+		ret = io_uring_queue_init(RING_ENTRIES, &S.ring, 0);
+	if (ret)
+		die("io_uring_queue_init(%d): %s", RING_ENTRIES,
+		    strerror(-ret));
+}
+
+static int parse_size(const char *s, uint64_t *out)
+{
+	char *e;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &e, 0);
+	if (errno || e == s)
+		return -1;
+	switch (toupper((unsigned char)*e)) {
+	case 'K': v <<= 10; e++; break;
+	case 'M': v <<= 20; e++; break;
+	case 'G': v <<= 30; e++; break;
+	}
+	if (*e == 'i')
+		e++;
+	if (*e == 'B')
+		e++;
+	if (*e)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static void usage(FILE *f, int rc)
+{
+	fprintf(f,
+		"usage: hcomm_lib_bench [--max-size N[K|M|G]] [--time SECS] "
+		"[--iters N]\n"
+		"                       [--qd N] [--samples N] [--json FILE]\n"
+		"  --max-size  largest put (8 B .. 16M points; default 16M)\n"
+		"  --time      seconds per measured point (default 0.2)\n"
+		"  --iters     fixed iterations per point instead of --time\n"
+		"  --qd        put_nb / raw XFERs kept in flight (1..%d, "
+		"default 4)\n"
+		"  --samples   callback latency samples per mode (default 2000)\n"
+		"  --json      JSON output (default " DEFAULT_JSON
+		" when ./build/logs exists)\n", QD_MAX);
+	exit(rc);
+}
+
+/* Launcher variables of an outer job must not decide our ranks. */
+static void scrub_env(void)
+{
+	static const char *const vars[] = {
+		"HCOMM_RANK_TABLE", "OMPI_COMM_WORLD_RANK",
+		"OMPI_COMM_WORLD_SIZE", "SLURM_PROCID", "SLURM_NTASKS",
+		"PMI_RANK", "PMI_SIZE",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(vars) / sizeof(*vars); i++)
+		unsetenv(vars[i]);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "max-size", required_argument, NULL, 'm' },
+		{ "time", required_argument, NULL, 't' },
+		{ "iters", required_argument, NULL, 'i' },
+		{ "qd", required_argument, NULL, 'q' },
+		{ "samples", required_argument, NULL, 's' },
+		{ "json", required_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct hello h;
+	struct rlimit rl;
+	struct reply rp;
+	int sv[2], p_ab[2], p_ba[2], opt, st, rc;
+	double t_start = now();
+	bool json_explicit = false;
+	char err[160];
+	uint64_t v;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	while ((opt = getopt_long(argc, argv, "m:t:i:q:s:j:h", opts,
+				  NULL)) != -1) {
+		switch (opt) {
+		case 'm':
+			if (parse_size(optarg, &opt_max) || opt_max < 8 ||
+			    opt_max > 16 * MiB)
+				die("--max-size: 8 .. 16M");
+			break;
+		case 't':
+			opt_time = atof(optarg);
+			if (!(opt_time > 0 && opt_time <= 60))
+				die("--time: seconds, > 0 and <= 60");
+			break;
+		case 'i':
+			if (parse_size(optarg, &opt_iters) || !opt_iters)
+				die("--iters: a positive count");
+			break;
+		case 'q':
+			opt_qd = (unsigned int)atoi(optarg);
+			if (opt_qd < 1 || opt_qd > QD_MAX)
+				die("--qd: 1 .. %d", QD_MAX);
+			break;
+		case 's':
+			if (parse_size(optarg, &v) || v < 100 || v > 1000000)
+				die("--samples: 100 .. 1000000");
+			opt_samples = (unsigned int)v;
+			break;
+		case 'j':
+			opt_json = optarg;
+			json_explicit = true;
+			break;
+		case 'h':
+			usage(stdout, 0);
+			break;
+		default:
+			usage(stderr, 2);
+		}
+	}
+	if (optind != argc)
+		usage(stderr, 2);
+	if (!opt_json) {
+		struct stat sb;
+
+		if (!stat("build/logs", &sb) && S_ISDIR(sb.st_mode))
+			opt_json = DEFAULT_JSON;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	uname(&uts);
+	cpu_model(cpu_name, sizeof(cpu_name));
+	emulated = strstr(cpu_name, "TCG") != NULL;
+	if (!getrlimit(RLIMIT_MEMLOCK, &rl)) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_MEMLOCK, &rl);
+	}
+	if (access(HCOMM_DEV, F_OK))
+		die("no %s: is hcomm.ko loaded?", HCOMM_DEV);
+
+	scrub_env();
+	snprintf(C.root, sizeof(C.root), "hcomm-lib-bench-%d", (int)getpid());
+	C.wlen = buf_len();
+	C.wbuf = map_buf(C.wlen);
+	S.len = buf_len();
+	S.src = map_buf(S.len);
+	if (!C.wbuf || !S.src)
+		die("cannot map %zu bytes", C.wlen);
+	memset(C.wbuf, POISON, C.wlen);
+	fill_pattern(S.src, S.len, 0x6c6962686323ULL);
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) ||
+	    pipe2(p_ab, O_CLOEXEC) || pipe2(p_ba, O_CLOEXEC))
+		die("socketpair/pipe: %s", strerror(errno));
+	fflush(NULL);
+	S.child = fork();
+	if (S.child < 0)
+		die("fork: %s", strerror(errno));
+	if (S.child == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		close(sv[0]);
+		close(p_ab[1]);
+		close(p_ba[0]);
+		C.rank = 1;
+		C.sock = sv[1];
+		C.pipe_in = p_ab[0];
+		C.pipe_out = p_ba[1];
+		child_main();
+	}
+	close(sv[1]);
+	close(p_ab[0]);
+	close(p_ba[1]);
+	C.rank = 0;
+	C.sock = sv[0];
+	C.pipe_out = p_ab[1];
+	C.pipe_in = p_ba[0];
+
+	rc = comm_up(HCOMM_CB_INLINE, err, sizeof(err));
+	if (rc) {
+		kill(S.child, SIGKILL);
+		die("rank 0: %s", err);
+	}
+	raw_setup();
+	if (xrecv(C.sock, &h, sizeof(h)))
+		die("rank 1 died during its setup");
+	if (h.status)
+		die("rank 1 setup: %s: %s", h.err,
+		    h.status < 0 && h.status > -HCOMM_ERR__MAX ?
+		    hcomm_strerror((int)h.status) : strerror((int)-h.status));
+	S.dst_key = h.raw_key;
+
+	snprintf(transport, sizeof(transport), "%s",
+		 hcomm_comm_transport(C.comm) ? hcomm_comm_transport(C.comm) :
+		 "?");
+	printf("hcomm_lib_bench: kernel %s, %ld CPUs, %s\n", uts.release,
+	       sysconf(_SC_NPROCESSORS_ONLN), cpu_name);
+	if (emulated)
+		printf("NOTE: figures come from an emulated (TCG) CPU: absolute "
+		       "values are not hardware figures, only the ratios "
+		       "(same run, same CPU) matter.\n");
+	else
+		printf("NOTE: compare the ratios; absolute values depend on "
+		       "this machine.\n");
+	printf("2 ranks (pids %d, %d), transport %s, %u signals; %.2f s per "
+	       "point (best of %d rounds), %u in flight\n", (int)getpid(),
+	       (int)S.child, transport,
+	       hcomm_signal_count(C.comm), opt_time, ROUNDS, opt_qd);
+
+	bench_put();
+	{
+		int first = nresults;
+
+		bench_batch();
+		print_rows(first);
+	}
+	{
+		int first = nresults;
+
+		bench_pingpong();
+		print_rows(first);
+	}
+	{
+		int first = nresults;
+
+		bench_cb();
+		print_rows(first);
+	}
+
+	rp = rpc(OP_QUIT, 0, 0);
+	rc = comm_down();
+	if (rc)
+		fail("hcomm_win_free/hcomm_comm_destroy: %s", herr(rc));
+	if (rp.status)
+		fail("rank 1: hcomm_win_free/hcomm_comm_destroy: %s",
+		     hcomm_strerror((int)rp.status));
+	if (waitpid(S.child, &st, 0) != S.child || !WIFEXITED(st) ||
+	    WEXITSTATUS(st))
+		fail("rank 1 did not exit cleanly");
+	io_uring_queue_exit(&S.ring);
+	close(S.fd);
+
+	if (opt_json) {
+		int ret = write_json(opt_json, now() - t_start);
+
+		if (ret && json_explicit) {
+			fprintf(stderr, "hcomm_lib_bench: cannot write %s: %s\n",
+				opt_json, strerror(-ret));
+			return 2;
+		}
+		if (ret)
+			fprintf(stderr, "hcomm_lib_bench: note: cannot write "
+				"%s: %s (use --json FILE)\n", opt_json,
+				strerror(-ret));
+		else
+			printf("\nJSON: %s\n", opt_json);
+	}
+	printf("hcomm_lib_bench: %s (%.1f s)\n",
+	       failures ? "FUNCTIONAL ERRORS (see above)" :
+	       "all operations verified", now() - t_start);
+	return failures ? 1 : 0;
+}
