@@ -400,6 +400,10 @@ struct hello {
 	uint64_t win_len;
 };
 
+/* basic: each rank's slot of 4 KiB holds BLEN bytes at BOFF (odd). */
+#define BOFF	(GUARD + 1)
+#define BLEN	(4096 - 2 * GUARD - 2)
+
 static int case_basic(const char *expect)
 {
 	struct hello h, *all;
@@ -474,14 +478,14 @@ static int case_basic(const char *expect)
 	for (r = 0; r < np; r++) {
 		int t = (me + r) % np;
 
-		OK(hcomm_put(w, t, (uint64_t)me * slot + 1, pat(me) + 1 + t,
-			     slot - 2));
+		OK(hcomm_put(w, t, (uint64_t)me * slot + BOFF,
+			     pat(me) + 1 + t, BLEN));
 	}
 	barrier();
 	for (r = 0; r < np; r++) {
-		SAME(base + (size_t)r * slot + 1, pat(r) + 1 + me, slot - 2,
+		SAME(base + (size_t)r * slot + BOFF, pat(r) + 1 + me, BLEN,
 		     "window slot of rank %d", r);
-		guards(base, len, (size_t)r * slot + 1, slot - 2, "window");
+		guards(base, len, (size_t)r * slot + BOFF, BLEN, "window");
 	}
 	barrier();
 	phase = "get-all";
@@ -490,11 +494,11 @@ static int case_basic(const char *expect)
 	for (r = 0; r < np; r++) {
 		int t = (me + r) % np, wr = (t + 1) % np;
 
-		OK(hcomm_get(w, t, (uint64_t)wr * slot + 1,
-			     dst + (size_t)t * slot + 1, slot - 2));
-		SAME(dst + (size_t)t * slot + 1, pat(wr) + 1 + t, slot - 2,
+		OK(hcomm_get(w, t, (uint64_t)wr * slot + BOFF,
+			     dst + (size_t)t * slot + BOFF, BLEN));
+		SAME(dst + (size_t)t * slot + BOFF, pat(wr) + 1 + t, BLEN,
 		     "get from rank %d of what rank %d put there", t, wr);
-		guards(dst, slot * (size_t)np, (size_t)t * slot + 1, slot - 2,
+		guards(dst, slot * (size_t)np, (size_t)t * slot + BOFF, BLEN,
 		       "get destination");
 	}
 	barrier();
@@ -528,13 +532,14 @@ static size_t pg_toff(int w, size_t slot, uint64_t len)
 
 static int case_putget(uint64_t max)
 {
-	size_t slot = max + 2 * PAD, wlen = slot * (size_t)np, si;
+	size_t slot = max + 2 * PAD, wlen, si;
 	unsigned char *win, *dst;
 	struct hcomm_win *w;
 	uint64_t t0;
 	int r;
 
 	comm_up();
+	wlen = slot * (size_t)np;
 	pats_init(max + PAD);
 	for (r = 0; r < np; r++)
 		pat(r);
@@ -617,7 +622,7 @@ static int case_signal(void)
 	int next, prev, k, r;
 	unsigned char *win;
 	struct hcomm_win *w;
-	struct hcomm_request reqs[64];
+	struct hcomm_request reqs[RING_ROUNDS];
 	uint64_t t0, base_ring, base_a2a;
 	int64_t got;
 
@@ -695,7 +700,7 @@ static int case_signal(void)
 	phase = "put_signal_nb";
 	{
 		uint64_t base = hcomm_signal_read(comm, SIG_NB), want;
-		int n = 16;
+		int n = RING_ROUNDS;
 
 		barrier();
 		for (k = 0; k < n; k++) {
@@ -1299,12 +1304,14 @@ static int case_fence(void)
 {
 	size_t wlen = FENCE_A + 2 * PAD;
 	unsigned char *win, *bufA, *bufB, *back;
-	int target = (me + 1) % np, prev = (me + np - 1) % np, it, k;
+	int target, prev, it, k;
 	struct hcomm_request ra, rb, rs, reqs[64];
 	struct hcomm_win *w;
 	int iters = opt_iters ? opt_iters : 4;
 
 	comm_up();
+	target = (me + 1) % np;
+	prev = (me + np - 1) % np;
 	win = xmap(wlen);
 	bufA = xmap(FENCE_A);
 	bufB = xmap(FENCE_B);
@@ -1463,8 +1470,8 @@ static void err_cb(struct hcomm_request *req, void *arg)
 
 static int case_errors(void)
 {
-	size_t mylen = me == 0 ? 8193 : 4097, theirs, zlen;
-	int peer = (me + 1) % np, i;
+	size_t mylen, theirs, zlen;
+	int peer, i;
 	unsigned char *mem, *win, *buf, *zmem;
 	struct hcomm_win *w, *wz;
 	struct hcomm_request req;
@@ -1474,6 +1481,8 @@ static int case_errors(void)
 	int64_t got;
 
 	comm_up();
+	mylen = me == 0 ? 8193 : 4097;
+	peer = (me + 1) % np;
 	nsig = hcomm_signal_count(comm);
 	mem = xmap(mylen + 64);
 	win = mem + 1;		/* an unaligned window */
@@ -1670,7 +1679,7 @@ static void *th_main(void *arg)
 
 static int case_threads(void)
 {
-	size_t wlen = (size_t)np * TH_N * TH_SLOT;
+	size_t wlen;
 	pthread_t th[TH_N];
 	struct th_arg a[TH_N];
 	unsigned char *win;
@@ -1678,6 +1687,7 @@ static int case_threads(void)
 	int i;
 
 	comm_up();
+	wlen = (size_t)np * TH_N * TH_SLOT;
 	pats_init(TH_SLOT + 1024);
 	pat(me);
 	win = xmap(wlen);
