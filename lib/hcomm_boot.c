@@ -596,35 +596,22 @@ static socklen_t boot_addr(const struct hcomm_boot *b, struct sockaddr_un *sa)
 	return offsetof(struct sockaddr_un, sun_path) + 1 + n;
 }
 
-/* Rank 0: tell every rank that joined why it gives up (best effort). */
-static void root_abort(struct hcomm_boot *b, unsigned status, int joined)
+/*
+ * Rank 0: a header without payload, best effort (a peer that cannot take
+ * it sees EOF instead).  Queued data is read before the EOF or the
+ * ECONNRESET of a close, so the reason arrives.
+ */
+static void tell(int fd, unsigned type, unsigned status, uint32_t seq,
+		 uint32_t arg)
 {
 	struct boot_hdr h = {
-		.magic = BOOT_MAGIC, .type = MSG_GO, .status = status,
-		.arg = joined + 1,
-	};
-	int r;
-
-	for (r = 1; r < b->size; r++)
-		if (b->peer[r] >= 0 &&
-		    send(b->peer[r], &h, sizeof(h),
-			 MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
-			/* it will see EOF instead */
-		}
-}
-
-/* Rank 0: refuse one connection with a reason (best effort). */
-static void refuse(int fd, unsigned status, uint32_t size)
-{
-	struct boot_hdr h = {
-		.magic = BOOT_MAGIC, .type = MSG_GO, .status = status,
-		.arg = size,
+		.magic = BOOT_MAGIC, .type = type, .status = status,
+		.seq = seq, .arg = arg,
 	};
 
 	if (send(fd, &h, sizeof(h), MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
 		/* nothing more to say */
 	}
-	close(fd);
 }
 
 static int same_user(int fd, uid_t *uid)
@@ -640,9 +627,83 @@ static int same_user(int fd, uid_t *uid)
 	return cr.uid == geteuid();
 }
 
+/* A connection rank 0 accepted whose hello has not fully arrived. */
+struct pending {
+	int fd;
+	size_t got;
+	union {
+		unsigned char buf[sizeof(struct boot_hdr) +
+				  sizeof(struct boot_hello)];
+		struct {
+			struct boot_hdr h;
+			struct boot_hello hello;
+		} msg;
+	} u;
+};
+
+#define MAX_PENDING	64
+
+static int root_mismatch(struct hcomm_boot *b, unsigned st,
+			 const struct boot_hello *hello)
+{
+	switch (st) {
+	case ST_VERSION:
+		return hcomm__fail(HCOMM_ERR_INVAL, 0,
+				   "bootstrap at @%s: a rank speaks protocol "
+				   "version %u, this one %u", b->addr,
+				   hello->version, BOOT_VERSION);
+	case ST_SIZE:
+		return hcomm__fail(HCOMM_ERR_INVAL, 0,
+				   "bootstrap at @%s: rank %d has world size "
+				   "%d, rank 0 %d", b->addr, hello->rank,
+				   hello->size, b->size);
+	case ST_JOB:
+		return hcomm__fail(HCOMM_ERR_INVAL, 0,
+				   "bootstrap at @%s: rank %d is of job "
+				   "\"%s\", rank 0 of \"%s\"", b->addr,
+				   hello->rank, hello->job, b->job);
+	case ST_RANK:
+		return hcomm__fail(HCOMM_ERR_INVAL, 0,
+				   "bootstrap at @%s: a peer says it is rank "
+				   "%d of %d", b->addr, hello->rank, b->size);
+	default:
+		return hcomm__fail(HCOMM_ERR_INVAL, 0,
+				   "bootstrap at @%s: rank %d arrived twice",
+				   b->addr, hello->rank);
+	}
+}
+
+/* Check a complete hello: ST_OK, or why it is refused. */
+static unsigned check_hello(const struct hcomm_boot *b,
+			    struct boot_hello *hello)
+{
+	hello->job[sizeof(hello->job) - 1] = 0;
+	if (hello->version != BOOT_VERSION)
+		return ST_VERSION;
+	if (hello->size != b->size)
+		return ST_SIZE;
+	if (strcmp(hello->job, b->job))
+		return ST_JOB;
+	if (hello->rank < 1 || hello->rank >= b->size)
+		return ST_RANK;
+	if (b->peer[hello->rank] >= 0)
+		return ST_DUP;
+	return ST_OK;
+}
+
+/*
+ * Rank 0: listen, and take hellos from every connection as they come
+ * (poll), so that a connection that never speaks holds up nobody.
+ * Connections of other users, ones that close or send something else
+ * than a hello are dropped; a hello that does not match fails the
+ * bootstrap (and is told why).
+ */
 static int root_init(struct hcomm_boot *b, int64_t deadline)
 {
-	int lfd, joined = 0, others = 0, ret, r;
+	struct pollfd pfd[1 + MAX_PENDING];
+	struct pending pend[MAX_PENDING];
+	int lfd, joined = 0, others = 0, npend = 0, ret = 0, r, i;
+	unsigned st = ST_ABORT;		/* what the others are told on failure */
 	struct sockaddr_un sa;
 	socklen_t salen = boot_addr(b, &sa);
 	char missing[96];
@@ -677,116 +738,112 @@ static int root_init(struct hcomm_boot *b, int64_t deadline)
 	}
 
 	while (joined < b->size - 1) {
-		struct boot_hdr h;
-		struct boot_hello hello;
-		unsigned st = ST_OK;
-		uid_t uid;
-		int fd;
+		int64_t left = deadline - now_ms();
+		int n, listening = npend < MAX_PENDING;
 
-		ret = wait_fd(lfd, POLLIN, deadline);
-		if (ret == -ETIMEDOUT) {
+		if (left <= 0) {
 			for (r = 1; r < b->size && b->peer[r] >= 0; r++)
 				;
-			ret = snprintf(missing, sizeof(missing),
-				       "first missing: rank %d", r);
+			n = snprintf(missing, sizeof(missing),
+				     "first missing: rank %d", r);
 			if (others)
-				snprintf(missing + ret, sizeof(missing) - ret,
-					 "; %d other connections refused",
+				snprintf(missing + n, sizeof(missing) - n,
+					 "; %d other connections dropped",
 					 others);
-			root_abort(b, ST_TIMEOUT, joined);
-			close(lfd);
-			return hcomm__fail(HCOMM_ERR_TIMEOUT, 0,
-					   "bootstrap at @%s: %d of %d ranks "
-					   "arrived within %u ms (%s)", b->addr,
-					   joined + 1, b->size, b->timeout_ms,
-					   missing);
+			ret = hcomm__fail(HCOMM_ERR_TIMEOUT, 0,
+					  "bootstrap at @%s: %d of %d ranks "
+					  "arrived within %u ms (%s)", b->addr,
+					  joined + 1, b->size, b->timeout_ms,
+					  missing);
+			st = ST_TIMEOUT;
+			goto out;
 		}
-		if (ret) {
-			root_abort(b, ST_ABORT, joined);
-			close(lfd);
-			return hcomm__fail(HCOMM_ERR_IO, -ret,
-					   "bootstrap: poll @%s", b->addr);
-		}
-		fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-		if (fd < 0) {
-			if (errno == EAGAIN || errno == EINTR ||
-			    errno == ECONNABORTED)
-				continue;
+		n = 0;
+		if (listening)
+			pfd[n++] = (struct pollfd){ .fd = lfd, .events = POLLIN };
+		for (i = 0; i < npend; i++)
+			pfd[n++] = (struct pollfd){ .fd = pend[i].fd,
+						    .events = POLLIN };
+		n = poll(pfd, n, left > INT_MAX ? INT_MAX : (int)left);
+		if (n < 0 && errno != EINTR) {
 			ret = errno;
-			root_abort(b, ST_ABORT, joined);
-			close(lfd);
-			return hcomm__fail(hcomm__err_code(0, ret), ret,
-					   "bootstrap: accept @%s", b->addr);
+			ret = hcomm__fail(hcomm__err_code(0, ret), ret,
+					  "bootstrap: poll @%s", b->addr);
+			goto out;
 		}
-		/* Another user's process: not one of ours, ignore it. */
-		if (!same_user(fd, &uid)) {
-			close(fd);
-			others++;
+		if (n <= 0)
 			continue;
-		}
-		ret = xrecv(fd, &h, sizeof(h), deadline);
-		if (!ret && (h.magic != BOOT_MAGIC || h.type != MSG_HELLO ||
-			     h.len != sizeof(hello)))
-			ret = -EPROTO;
-		if (!ret)
-			ret = xrecv(fd, &hello, sizeof(hello), deadline);
-		if (ret) {
-			/* died, timed out or spoke garbage: not a rank */
-			close(fd);
-			others++;
-			continue;
-		}
-		hello.job[sizeof(hello.job) - 1] = 0;
-		if (hello.version != BOOT_VERSION)
-			st = ST_VERSION;
-		else if (hello.size != b->size)
-			st = ST_SIZE;
-		else if (strcmp(hello.job, b->job))
-			st = ST_JOB;
-		else if (hello.rank < 1 || hello.rank >= b->size)
-			st = ST_RANK;
-		else if (b->peer[hello.rank] >= 0)
-			st = ST_DUP;
-		if (st != ST_OK) {
-			refuse(fd, st, b->size);
-			root_abort(b, ST_ABORT, joined);
-			close(lfd);
-			switch (st) {
-			case ST_VERSION:
-				return hcomm__fail(HCOMM_ERR_INVAL, 0,
-						   "bootstrap at @%s: a rank "
-						   "speaks protocol version %u, "
-						   "this one %u", b->addr,
-						   hello.version, BOOT_VERSION);
-			case ST_SIZE:
-				return hcomm__fail(HCOMM_ERR_INVAL, 0,
-						   "bootstrap at @%s: rank %d "
-						   "has world size %d, rank 0 "
-						   "%d", b->addr, hello.rank,
-						   hello.size, b->size);
-			case ST_JOB:
-				return hcomm__fail(HCOMM_ERR_INVAL, 0,
-						   "bootstrap at @%s: rank %d "
-						   "is of job \"%s\", rank 0 of "
-						   "\"%s\"", b->addr,
-						   hello.rank, hello.job,
-						   b->job);
-			case ST_RANK:
-				return hcomm__fail(HCOMM_ERR_INVAL, 0,
-						   "bootstrap at @%s: a peer "
-						   "says it is rank %d of %d",
-						   b->addr, hello.rank,
-						   b->size);
-			default:
-				return hcomm__fail(HCOMM_ERR_INVAL, 0,
-						   "bootstrap at @%s: rank %d "
-						   "arrived twice", b->addr,
-						   hello.rank);
+
+		/* Hellos first (pfd[] follows pend[] until it changes). */
+		for (i = npend - 1; i >= 0; i--) {
+			struct pending *p = &pend[i];
+			unsigned why;
+			ssize_t got;
+
+			if (!pfd[listening + i].revents)
+				continue;
+			got = recv(p->fd, p->u.buf + p->got,
+				   sizeof(p->u.buf) - p->got, MSG_DONTWAIT);
+			if (got < 0 && (errno == EAGAIN || errno == EINTR))
+				continue;
+			if (got > 0) {
+				p->got += got;
+				if (p->got < sizeof(struct boot_hdr) ||
+				    (p->u.msg.h.magic == BOOT_MAGIC &&
+				     p->u.msg.h.type == MSG_HELLO &&
+				     p->u.msg.h.len ==
+				     sizeof(struct boot_hello) &&
+				     p->got < sizeof(p->u.buf)))
+					continue;
 			}
+			if (got <= 0 || p->u.msg.h.magic != BOOT_MAGIC ||
+			    p->u.msg.h.type != MSG_HELLO ||
+			    p->u.msg.h.len != sizeof(struct boot_hello)) {
+				/* closed, or not one of ours: drop it */
+				close(p->fd);
+				others++;
+			} else if ((why = check_hello(b, &p->u.msg.hello))) {
+				tell(p->fd, MSG_GO, why, 0, b->size);
+				close(p->fd);
+				ret = root_mismatch(b, why, &p->u.msg.hello);
+				*p = pend[--npend];
+				goto out;
+			} else {
+				b->peer[p->u.msg.hello.rank] = p->fd;
+				joined++;
+			}
+			*p = pend[--npend];
 		}
-		b->peer[hello.rank] = fd;
-		joined++;
+
+		if (!listening || !pfd[0].revents)
+			continue;
+		while (npend < MAX_PENDING) {
+			uid_t uid;
+			int fd = accept4(lfd, NULL, NULL,
+					 SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+			if (fd < 0) {
+				if (errno == EAGAIN || errno == EINTR ||
+				    errno == ECONNABORTED)
+					break;
+				ret = errno;
+				ret = hcomm__fail(hcomm__err_code(0, ret), ret,
+						  "bootstrap: accept @%s",
+						  b->addr);
+				goto out;
+			}
+			/* Another user's process: not one of ours. */
+			if (!same_user(fd, &uid)) {
+				close(fd);
+				others++;
+				continue;
+			}
+			pend[npend].fd = fd;
+			pend[npend].got = 0;
+			npend++;
+		}
 	}
+
 	close(lfd);	/* frees the name for the next job */
 	for (r = 1; r < b->size; r++) {
 		ret = send_msg(b->peer[r], MSG_GO, ST_OK, 0, b->size, NULL, 0,
@@ -795,6 +852,31 @@ static int root_init(struct hcomm_boot *b, int64_t deadline)
 			return io_fail(b, ret, "init", r);
 	}
 	return 0;
+out:
+	/*
+	 * Tell everyone why: the ranks that joined, those whose hello is
+	 * still on its way, and those waiting in the backlog (the error
+	 * stays what it was: fail() is done).
+	 */
+	for (r = 1; r < b->size; r++)
+		if (b->peer[r] >= 0)
+			tell(b->peer[r], MSG_GO, st, 0, joined + 1);
+	for (i = 0; i < npend; i++) {
+		tell(pend[i].fd, MSG_GO, st, 0, joined + 1);
+		close(pend[i].fd);
+	}
+	for (i = 0; i < b->size; i++) {
+		uid_t uid;
+		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+		if (fd < 0)
+			break;
+		if (same_user(fd, &uid))
+			tell(fd, MSG_GO, st, 0, joined + 1);
+		close(fd);
+	}
+	close(lfd);
+	return ret;
 }
 
 static int peer_init(struct hcomm_boot *b, int64_t deadline)
@@ -889,9 +971,9 @@ static int peer_init(struct hcomm_boot *b, int64_t deadline)
 				   h.arg, b->size);
 	default:
 		return hcomm__fail(HCOMM_ERR_INVAL, 0,
-				   "bootstrap at @%s: rank 0 gave up (another "
-				   "rank did not match, see its error)",
-				   b->addr);
+				   "bootstrap at @%s: rank 0 gave up (a rank "
+				   "that did not match, or an error of its "
+				   "own: see rank 0's message)", b->addr);
 	}
 }
 
@@ -942,14 +1024,120 @@ int hcomm__boot_init(const struct hcomm_rankinfo *ri, uint32_t timeout_ms,
 	return 0;
 }
 
+/* Rank 0, a collective failed at rank bad: tell ranks from .. on why. */
+static void root_coll_abort(struct hcomm_boot *b, int from, int bad,
+			    uint32_t seq, int err)
+{
+	unsigned st = err == -ETIMEDOUT ? ST_TIMEOUT :
+		      err == -EPROTO ? ST_SIZE : ST_ABORT;
+	int r;
+
+	b->broken = 1;
+	for (r = from; r < b->size; r++)
+		if (r != bad)
+			tell(b->peer[r], MSG_COLL, st, seq, bad);
+}
+
+static int coll_fail(struct hcomm_boot *b, int err, int peer)
+{
+	b->broken = 1;
+	return io_fail(b, err, "allgather", peer);
+}
+
+static int peer_allgather(struct hcomm_boot *b, const void *send, void *recv,
+			  size_t len, uint32_t seq, int64_t deadline)
+{
+	size_t total = len * b->size;
+	struct boot_hdr h;
+	int ret;
+
+	ret = send_msg(b->fd, MSG_COLL, 0, seq, 0, send, len, deadline);
+	if (!ret)
+		ret = xrecv(b->fd, &h, sizeof(h), deadline);
+	if (ret)
+		return coll_fail(b, ret, 0);
+	if (h.magic == BOOT_MAGIC && h.type == MSG_COLL && h.seq == seq &&
+	    h.status) {
+		b->broken = 1;
+		if (h.status == ST_TIMEOUT)
+			return hcomm__fail(HCOMM_ERR_TIMEOUT, 0,
+					   "bootstrap allgather at @%s: rank "
+					   "0 gave up, rank %u did not answer "
+					   "within %u ms", b->addr, h.arg,
+					   b->timeout_ms);
+		if (h.status == ST_SIZE)
+			return hcomm__fail(HCOMM_ERR_INVAL, 0,
+					   "bootstrap allgather at @%s: rank "
+					   "0 gave up, rank %u called another "
+					   "collective or size", b->addr,
+					   h.arg);
+		return hcomm__fail(HCOMM_ERR_IO, 0,
+				   "bootstrap allgather at @%s: rank 0 gave "
+				   "up, rank %u failed", b->addr, h.arg);
+	}
+	if (h.magic != BOOT_MAGIC || h.type != MSG_COLL || h.seq != seq ||
+	    h.len != total) {
+		b->broken = 1;
+		return hcomm__fail(HCOMM_ERR_INVAL, 0,
+				   "bootstrap allgather at @%s: rank 0 sent "
+				   "collective %u of %llu bytes, this rank "
+				   "expected %u of %zu", b->addr, h.seq,
+				   (unsigned long long)h.len, seq, total);
+	}
+	ret = total ? xrecv(b->fd, recv, total, deadline) : 0;
+	if (ret)
+		return coll_fail(b, ret, 0);
+	return 0;
+}
+
+/* Star: gather every block in rank order, then send the whole back. */
+static int root_allgather(struct hcomm_boot *b, void *recv, size_t len,
+			  uint32_t seq, int64_t deadline)
+{
+	size_t total = len * b->size;
+	struct boot_hdr h;
+	int ret, r;
+
+	for (r = 1; r < b->size; r++) {
+		ret = xrecv(b->peer[r], &h, sizeof(h), deadline);
+		if (ret) {
+			root_coll_abort(b, 1, r, seq, ret);
+			return coll_fail(b, ret, r);
+		}
+		if (h.magic != BOOT_MAGIC || h.type != MSG_COLL ||
+		    h.seq != seq || h.len != len) {
+			root_coll_abort(b, 1, r, seq, -EPROTO);
+			return hcomm__fail(HCOMM_ERR_INVAL, 0,
+					   "bootstrap allgather at @%s: rank %d "
+					   "is at collective %u with %llu "
+					   "bytes, rank 0 at %u with %zu",
+					   b->addr, r, h.seq,
+					   (unsigned long long)h.len, seq, len);
+		}
+		ret = len ? xrecv(b->peer[r], (char *)recv + (size_t)r * len,
+				  len, deadline) : 0;
+		if (ret) {
+			root_coll_abort(b, 1, r, seq, ret);
+			return coll_fail(b, ret, r);
+		}
+	}
+	for (r = 1; r < b->size; r++) {
+		ret = send_msg(b->peer[r], MSG_COLL, 0, seq, 0, recv, total,
+			       deadline);
+		if (ret) {
+			/* ranks before r have their result already */
+			root_coll_abort(b, r + 1, r, seq, ret);
+			return coll_fail(b, ret, r);
+		}
+	}
+	return 0;
+}
+
 int hcomm__boot_allgather(struct hcomm_boot *b, const void *send, void *recv,
 			  size_t len)
 {
-	struct boot_hdr h;
 	int64_t deadline;
-	size_t total;
 	uint32_t seq;
-	int ret, r;
 
 	if (!b || (len && (!send || !recv)))
 		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL,
@@ -962,74 +1150,15 @@ int hcomm__boot_allgather(struct hcomm_boot *b, const void *send, void *recv,
 		return hcomm__fail(HCOMM_ERR_IO, 0,
 				   "bootstrap at @%s: the channel failed "
 				   "earlier", b->addr);
-	total = len * b->size;
 	seq = ++b->seq;
 	deadline = now_ms() + b->timeout_ms;
 	if (len)
 		memmove((char *)recv + (size_t)b->rank * len, send, len);
 	if (b->size == 1)
 		return 0;
-
-	if (b->rank) {
-		ret = send_msg(b->fd, MSG_COLL, 0, seq, 0, send, len,
-			       deadline);
-		if (!ret)
-			ret = xrecv(b->fd, &h, sizeof(h), deadline);
-		if (ret) {
-			b->broken = 1;
-			return io_fail(b, ret, "allgather", 0);
-		}
-		if (h.magic != BOOT_MAGIC || h.type != MSG_COLL ||
-		    h.seq != seq || h.len != total) {
-			b->broken = 1;
-			return hcomm__fail(HCOMM_ERR_INVAL, 0,
-					   "bootstrap allgather at @%s: rank 0 "
-					   "sent collective %u of %llu bytes, "
-					   "this rank expected %u of %zu",
-					   b->addr, h.seq,
-					   (unsigned long long)h.len, seq,
-					   total);
-		}
-		ret = total ? xrecv(b->fd, recv, total, deadline) : 0;
-		if (ret) {
-			b->broken = 1;
-			return io_fail(b, ret, "allgather", 0);
-		}
-		return 0;
-	}
-
-	for (r = 1; r < b->size; r++) {
-		ret = xrecv(b->peer[r], &h, sizeof(h), deadline);
-		if (ret) {
-			b->broken = 1;
-			return io_fail(b, ret, "allgather", r);
-		}
-		if (h.magic != BOOT_MAGIC || h.type != MSG_COLL ||
-		    h.seq != seq || h.len != len) {
-			b->broken = 1;
-			return hcomm__fail(HCOMM_ERR_INVAL, 0,
-					   "bootstrap allgather at @%s: rank %d "
-					   "is at collective %u with %llu "
-					   "bytes, rank 0 at %u with %zu",
-					   b->addr, r, h.seq,
-					   (unsigned long long)h.len, seq, len);
-		}
-		ret = len ? xrecv(b->peer[r], (char *)recv + (size_t)r * len,
-				  len, deadline) : 0;
-		if (ret) {
-			b->broken = 1;
-			return io_fail(b, ret, "allgather", r);
-		}
-	}
-	for (r = 1; r < b->size; r++) {
-		ret = send_msg(b->peer[r], MSG_COLL, 0, seq, 0, recv, total,
-			       deadline);
-		if (ret) {
-			b->broken = 1;
-			return io_fail(b, ret, "allgather", r);
-		}
-	}
-	return 0;
+	if (b->rank)
+		return peer_allgather(b, send, recv, len, seq, deadline);
+	return root_allgather(b, recv, len, seq, deadline);
 }
 
 int hcomm__boot_barrier(struct hcomm_boot *b)

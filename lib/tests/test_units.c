@@ -1,3 +1,1797 @@
 /* SPDX-License-Identifier: MIT */
-/* placeholder: being written */
-int main(void) { return 0; }
+/*
+ * Unit tests of the libhcomm pieces that need no module: sizes and the
+ * configuration from the environment, rank detection, rank tables, the
+ * bootstrap channel (forked ranks on a unix socket), the MPSC queue and
+ * its event count, descriptor packing.  TAP on stdout, then
+ * "units: N passed, N failed"; exit status 1 on any failure.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+
+#include "hcomm_int.h"
+#include "hcomm_boot.h"
+#include "hcomm_mpsc.h"
+
+#define KiB	(1ULL << 10)
+#define MiB	(1ULL << 20)
+#define GiB	(1ULL << 30)
+
+static int n_pass, n_fail;
+
+__attribute__((format(printf, 2, 3)))
+static void ok(int cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%s %d - ", cond ? "ok" : "not ok", n_pass + n_fail + 1);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	if (cond)
+		n_pass++;
+	else
+		n_fail++;
+}
+
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n - 1;	/* the DIR's own fd */
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+/* Every variable the library reads, cleared between cases. */
+static const char *const env_vars[] = {
+	"HCOMM_SEND_BUF_SIZE", "HCOMM_RECV_BUF_SIZE", "HCOMM_MAX_INLINE",
+	"HCOMM_NUM_QPS", "HCOMM_QUEUE_DEPTH", "HCOMM_CACHE_LIMIT",
+	"HCOMM_FP16_COMPRESS", "HCOMM_COMP_THRESHOLD", "HCOMM_RANK_TABLE",
+	"HCOMM_TIMEOUT_MS", "HCOMM_PROFILE", "HCOMM_RANK", "HCOMM_WORLD_SIZE",
+	"HCOMM_ROOT_ADDR", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+	"OMPI_MCA_ess_base_jobid", "OMPI_MCA_orte_ess_jobid", "SLURM_PROCID",
+	"SLURM_NTASKS", "SLURM_JOB_ID", "SLURM_STEP_ID", "PMI_RANK",
+	"PMI_SIZE", "PMI_JOBID", "PMI_KVSNAME",
+};
+
+static void clean_env(void)
+{
+	unsigned i;
+
+	for (i = 0; i < sizeof(env_vars) / sizeof(env_vars[0]); i++)
+		unsetenv(env_vars[i]);
+}
+
+/* ------------------------------------------------------------------ */
+/* hcomm_parse_size                                                   */
+/* ------------------------------------------------------------------ */
+
+static void test_parse_size(void)
+{
+	static const struct { const char *s; uint64_t v; } good[] = {
+		{ "0", 0 }, { "1", 1 }, { "4096", 4096 }, { "007", 7 },
+		{ "1k", KiB }, { "1K", KiB }, { "1KB", KiB }, { "1kb", KiB },
+		{ "1KiB", KiB }, { "1kib", KiB }, { "1kIb", KiB },
+		{ "64K", 64 * KiB }, { "2m", 2 * MiB }, { "2M", 2 * MiB },
+		{ "2MB", 2 * MiB }, { "2MiB", 2 * MiB }, { "3g", 3 * GiB },
+		{ "3G", 3 * GiB }, { "3GB", 3 * GiB }, { "3GiB", 3 * GiB },
+		{ "0K", 0 }, { "1024M", GiB },
+		{ "18446744073709551615", UINT64_MAX },
+		{ "18014398509481983K", UINT64_MAX - (KiB - 1) },
+		{ "17592186044415M", UINT64_MAX - (MiB - 1) },
+		{ "17179869183G", UINT64_MAX - (GiB - 1) },
+	};
+	static const char *const garbage[] = {
+		"", " ", " 1", "1 ", "1\n", "\t1", "+1", "-1", "-0", "0x10",
+		"1.5M", "1,5M", "1e3", "M", "K", "B", "KiB", "2X", "2MM",
+		"2KK", "2Mi", "2iB", "2KiBB", "2KBB", "2MiBs", "2 M", "2M ",
+		"4096B", "4096b", "2T", "2P", "2k1", "1_000", "２", "2\xc2\xa0M",
+	};
+	static const char *const overflow[] = {
+		"18446744073709551616", "99999999999999999999999",
+		"18014398509481984K", "17592186044416M", "17179869184G",
+		"184467440737095516150", "99999999999999999999999G",
+	};
+	uint64_t v;
+	unsigned i, bad;
+
+	for (i = 0, bad = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		v = 12345;
+		if (hcomm_parse_size(good[i].s, &v) || v != good[i].v) {
+			printf("# \"%s\" -> %llu (%s)\n", good[i].s,
+			       (unsigned long long)v, hcomm_errmsg());
+			bad++;
+		}
+	}
+	ok(!bad, "parse_size: %u valid forms (K/M/G, KB/KiB, any case, "
+	   "limits)", i);
+
+	for (i = 0, bad = 0; i < sizeof(garbage) / sizeof(garbage[0]); i++) {
+		int ret;
+
+		v = 12345;
+		ret = hcomm_parse_size(garbage[i], &v);
+		if (ret != -HCOMM_ERR_INVAL || v != 12345 ||
+		    !strstr(hcomm_errmsg(), "not a size")) {
+			printf("# \"%s\": %d, %llu, \"%s\"\n", garbage[i], ret,
+			       (unsigned long long)v, hcomm_errmsg());
+			bad++;
+		}
+	}
+	ok(!bad, "parse_size: %u garbage forms rejected as \"not a size\", "
+	   "output untouched", i);
+
+	for (i = 0, bad = 0; i < sizeof(overflow) / sizeof(overflow[0]); i++) {
+		int ret;
+
+		v = 12345;
+		ret = hcomm_parse_size(overflow[i], &v);
+		if (ret != -HCOMM_ERR_INVAL || v != 12345 ||
+		    !strstr(hcomm_errmsg(), "too large")) {
+			printf("# \"%s\": %d, \"%s\"\n", overflow[i], ret,
+			       hcomm_errmsg());
+			bad++;
+		}
+	}
+	ok(!bad, "parse_size: %u overflows rejected as \"too large\"", i);
+
+	ok(hcomm_parse_size(NULL, &v) == -HCOMM_ERR_INVAL &&
+	   hcomm_parse_size("1", NULL) == -HCOMM_ERR_INVAL,
+	   "parse_size: NULL arguments rejected");
+	hcomm_parse_size("2X", &v);
+	ok(!strcmp(hcomm_errmsg(),
+		   "\"2X\": not a size (use e.g. 2M, 64K, 4096)"),
+	   "parse_size: message shows the string and examples (%s)",
+	   hcomm_errmsg());
+}
+
+/* ------------------------------------------------------------------ */
+/* Configuration                                                      */
+/* ------------------------------------------------------------------ */
+
+static int cfg_eq(const struct hcomm_config *a, const struct hcomm_config *b)
+{
+	return a->send_buf_size == b->send_buf_size &&
+	       a->recv_buf_size == b->recv_buf_size &&
+	       a->max_inline == b->max_inline && a->num_qps == b->num_qps &&
+	       a->queue_depth == b->queue_depth &&
+	       a->enable_fp16_compress == b->enable_fp16_compress &&
+	       a->cache_limit == b->cache_limit &&
+	       a->comp_threshold == b->comp_threshold &&
+	       a->rank_table == b->rank_table &&
+	       a->timeout_ms == b->timeout_ms;
+}
+
+static uint64_t cfg_get(const struct hcomm_config *c, const char *var)
+{
+	if (!strcmp(var, "HCOMM_SEND_BUF_SIZE"))
+		return c->send_buf_size;
+	if (!strcmp(var, "HCOMM_RECV_BUF_SIZE"))
+		return c->recv_buf_size;
+	if (!strcmp(var, "HCOMM_MAX_INLINE"))
+		return c->max_inline;
+	if (!strcmp(var, "HCOMM_NUM_QPS"))
+		return c->num_qps;
+	if (!strcmp(var, "HCOMM_QUEUE_DEPTH"))
+		return c->queue_depth;
+	if (!strcmp(var, "HCOMM_CACHE_LIMIT"))
+		return c->cache_limit;
+	if (!strcmp(var, "HCOMM_FP16_COMPRESS"))
+		return c->enable_fp16_compress;
+	if (!strcmp(var, "HCOMM_COMP_THRESHOLD"))
+		return c->comp_threshold;
+	return c->timeout_ms;
+}
+
+static void test_config_default(void)
+{
+	struct hcomm_config c;
+
+	memset(&c, 0xa5, sizeof(c));
+	hcomm_config_default(&c);
+	ok(c.send_buf_size == 2 * MiB && c.recv_buf_size == 2 * MiB &&
+	   c.max_inline == 4 * KiB && c.num_qps == 1 && c.queue_depth == 256 &&
+	   c.enable_fp16_compress == 0 && c.cache_limit == 64 * MiB &&
+	   c.comp_threshold == 64 * KiB && !c.rank_table &&
+	   c.timeout_ms == 30000, "config: defaults as documented");
+	hcomm_config_default(NULL);
+	clean_env();
+	ok(!hcomm_config_from_env(&c) && c.send_buf_size == 2 * MiB &&
+	   c.timeout_ms == 30000 && !c.rank_table,
+	   "config: empty environment keeps the defaults");
+	ok(hcomm_config_from_env(NULL) == -HCOMM_ERR_INVAL,
+	   "config: from_env(NULL) rejected");
+}
+
+struct var_case {
+	const char *var;
+	const char *good[4];
+	uint64_t val[4];
+	const char *bad[6];
+	const char *why[6];
+};
+
+static const struct var_case var_cases[] = {
+	{ "HCOMM_SEND_BUF_SIZE", { "8M", "4K", "1G", "65536" },
+	  { 8 * MiB, 4 * KiB, GiB, 65536 },
+	  { "4095", "2G", "1025M", "2X", "-1", "" },
+	  { "out of range 4K .. 1G", "out of range", "out of range",
+	    "not a size", "not a size", "not a size" } },
+	{ "HCOMM_RECV_BUF_SIZE", { "16m", "4096", "1GiB", "3MB" },
+	  { 16 * MiB, 4096, GiB, 3 * MiB },
+	  { "0", "1073741825", "4k ", "99999999999999999999", NULL },
+	  { "out of range 4K .. 1G", "out of range", "not a size",
+	    "too large" } },
+	{ "HCOMM_MAX_INLINE", { "0", "64K", "100", "1k" },
+	  { 0, 64 * KiB, 100, KiB },
+	  { "65537", "1M", "64KK", NULL },
+	  { "out of range 0 .. 64K", "out of range", "not a size" } },
+	{ "HCOMM_NUM_QPS", { "1", "64", "2", "007" }, { 1, 64, 2, 7 },
+	  { "0", "65", "4K", "+2", " 2", "99999999999999999999" },
+	  { "out of range 1 .. 64", "out of range 1 .. 64",
+	    "not a decimal integer", "not a decimal integer",
+	    "not a decimal integer", "too large" } },
+	{ "HCOMM_QUEUE_DEPTH", { "8", "32768", "1024", NULL },
+	  { 8, 32768, 1024 },
+	  { "7", "32769", "1k", "0x100", "", NULL },
+	  { "out of range 8 .. 32768", "out of range",
+	    "not a decimal integer", "not a decimal integer",
+	    "not a decimal integer" } },
+	{ "HCOMM_CACHE_LIMIT", { "0", "64G", "1g", "512M" },
+	  { 0, 64 * GiB, GiB, 512 * MiB },
+	  { "68719476737", "65G", "lots", NULL },
+	  { "out of range 0 .. 64G", "out of range", "not a size" } },
+	{ "HCOMM_FP16_COMPRESS", { "0", "1", NULL }, { 0, 1 },
+	  { "2", "yes", "", " 1", "01", NULL },
+	  { "use 0 or 1", "use 0 or 1", "use 0 or 1", "use 0 or 1",
+	    "use 0 or 1" } },
+	{ "HCOMM_COMP_THRESHOLD", { "0", "1G", "4K", NULL },
+	  { 0, GiB, 4 * KiB },
+	  { "1073741825", "2G", "1.5K", NULL },
+	  { "out of range 0 .. 1G", "out of range", "not a size" } },
+	{ "HCOMM_TIMEOUT_MS", { "1", "3600000", "500", NULL },
+	  { 1, 3600000, 500 },
+	  { "0", "3600001", "1s", "-5", "30000000000000000000000", NULL },
+	  { "out of range 1 .. 3600000", "out of range",
+	    "not a decimal integer", "not a decimal integer", "too large" } },
+};
+
+static void test_config_vars(void)
+{
+	struct hcomm_config def, c, before;
+	unsigned i, j, good, bad;
+	char expect[128];
+
+	hcomm_config_default(&def);
+	for (i = 0; i < sizeof(var_cases) / sizeof(var_cases[0]); i++) {
+		const struct var_case *vc = &var_cases[i];
+
+		good = bad = 0;
+		for (j = 0; j < 4 && vc->good[j]; j++) {
+			clean_env();
+			setenv(vc->var, vc->good[j], 1);
+			hcomm_config_default(&c);
+			if (hcomm_config_from_env(&c) ||
+			    cfg_get(&c, vc->var) != vc->val[j]) {
+				printf("# %s=%s: %s\n", vc->var, vc->good[j],
+				       hcomm_errmsg());
+				bad++;
+				continue;
+			}
+			/* the other fields stay at their defaults */
+			c.send_buf_size = def.send_buf_size;
+			c.recv_buf_size = def.recv_buf_size;
+			c.max_inline = def.max_inline;
+			c.num_qps = def.num_qps;
+			c.queue_depth = def.queue_depth;
+			c.enable_fp16_compress = def.enable_fp16_compress;
+			c.cache_limit = def.cache_limit;
+			c.comp_threshold = def.comp_threshold;
+			c.timeout_ms = def.timeout_ms;
+			good += cfg_eq(&c, &def);
+		}
+		ok(!bad && good == j, "config: %s accepts %u values, touches "
+		   "nothing else", vc->var, j);
+
+		bad = 0;
+		for (j = 0; j < 6 && vc->bad[j]; j++) {
+			int ret;
+
+			clean_env();
+			setenv(vc->var, vc->bad[j], 1);
+			hcomm_config_default(&c);
+			before = c;
+			ret = hcomm_config_from_env(&c);
+			snprintf(expect, sizeof(expect), "%s=\"%s\": ",
+				 vc->var, vc->bad[j]);
+			if (ret != -HCOMM_ERR_INVAL || !cfg_eq(&c, &before) ||
+			    strncmp(hcomm_errmsg(), expect, strlen(expect)) ||
+			    !strstr(hcomm_errmsg(), vc->why[j])) {
+				printf("# %s=\"%s\": %d \"%s\" (want \"%s\")\n",
+				       vc->var, vc->bad[j], ret,
+				       hcomm_errmsg(), vc->why[j]);
+				bad++;
+			}
+		}
+		ok(!bad, "config: %s rejects %u values, naming the variable "
+		   "and why", vc->var, j);
+	}
+
+	clean_env();
+	setenv("HCOMM_SEND_BUF_SIZE", "2X", 1);
+	hcomm_config_default(&c);
+	hcomm_config_from_env(&c);
+	ok(!strcmp(hcomm_errmsg(), "HCOMM_SEND_BUF_SIZE=\"2X\": not a size "
+		   "(use e.g. 2M, 64K, 4096)"),
+	   "config: message for HCOMM_SEND_BUF_SIZE=2X (%s)", hcomm_errmsg());
+
+	clean_env();
+	setenv("HCOMM_RANK_TABLE", "/some/ranks.txt", 1);
+	hcomm_config_default(&c);
+	ok(!hcomm_config_from_env(&c) && c.rank_table &&
+	   !strcmp(c.rank_table, "/some/ranks.txt"),
+	   "config: HCOMM_RANK_TABLE sets rank_table");
+	setenv("HCOMM_RANK_TABLE", "", 1);
+	hcomm_config_default(&c);
+	ok(hcomm_config_from_env(&c) == -HCOMM_ERR_INVAL && !c.rank_table &&
+	   strstr(hcomm_errmsg(), "HCOMM_RANK_TABLE"),
+	   "config: empty HCOMM_RANK_TABLE rejected");
+
+	/* All or nothing: one bad variable leaves cfg as it was. */
+	clean_env();
+	setenv("HCOMM_SEND_BUF_SIZE", "8M", 1);
+	setenv("HCOMM_QUEUE_DEPTH", "64", 1);
+	setenv("HCOMM_TIMEOUT_MS", "0", 1);
+	hcomm_config_default(&c);
+	before = c;
+	ok(hcomm_config_from_env(&c) == -HCOMM_ERR_INVAL &&
+	   cfg_eq(&c, &before) && strstr(hcomm_errmsg(), "HCOMM_TIMEOUT_MS"),
+	   "config: a bad variable leaves the config unchanged");
+
+	/* Overlay: fields whose variable is unset keep the caller's value. */
+	clean_env();
+	setenv("HCOMM_NUM_QPS", "3", 1);
+	hcomm_config_default(&c);
+	c.send_buf_size = 12345;
+	c.timeout_ms = 77;
+	ok(!hcomm_config_from_env(&c) && c.send_buf_size == 12345 &&
+	   c.timeout_ms == 77 && c.num_qps == 3,
+	   "config: from_env overlays the caller's values");
+
+	/* Several at once. */
+	clean_env();
+	setenv("HCOMM_SEND_BUF_SIZE", "1M", 1);
+	setenv("HCOMM_RECV_BUF_SIZE", "3M", 1);
+	setenv("HCOMM_FP16_COMPRESS", "1", 1);
+	setenv("HCOMM_COMP_THRESHOLD", "8K", 1);
+	setenv("HCOMM_TIMEOUT_MS", "1500", 1);
+	hcomm_config_default(&c);
+	ok(!hcomm_config_from_env(&c) && c.send_buf_size == MiB &&
+	   c.recv_buf_size == 3 * MiB && c.enable_fp16_compress == 1 &&
+	   c.comp_threshold == 8 * KiB && c.timeout_ms == 1500 &&
+	   c.num_qps == 1, "config: several variables at once");
+	clean_env();
+}
+
+static void test_config_profiles(void)
+{
+	struct hcomm_config c, def;
+
+	hcomm_config_default(&def);
+
+	clean_env();
+	setenv("HCOMM_PROFILE", "latency", 1);
+	hcomm_config_default(&c);
+	ok(!hcomm_config_from_env(&c) && c.send_buf_size == 256 * KiB &&
+	   c.recv_buf_size == 256 * KiB && c.max_inline == 64 * KiB &&
+	   c.num_qps == 1 && c.queue_depth == 64 &&
+	   c.cache_limit == 64 * MiB && c.timeout_ms == def.timeout_ms &&
+	   c.comp_threshold == def.comp_threshold &&
+	   c.enable_fp16_compress == 0,
+	   "config: HCOMM_PROFILE=latency (256K buffers, 64K inline, one "
+	   "64-deep ring)");
+
+	setenv("HCOMM_PROFILE", "bandwidth", 1);
+	hcomm_config_default(&c);
+	ok(!hcomm_config_from_env(&c) && c.send_buf_size == 8 * MiB &&
+	   c.recv_buf_size == 8 * MiB && c.max_inline == 0 &&
+	   c.num_qps == 2 && c.queue_depth == 1024 &&
+	   c.cache_limit == 256 * MiB && c.timeout_ms == def.timeout_ms,
+	   "config: HCOMM_PROFILE=bandwidth (8M buffers, no inline, two "
+	   "1024-deep rings, 256M cache)");
+
+	setenv("HCOMM_PROFILE", "default", 1);
+	hcomm_config_default(&c);
+	c.queue_depth = 99;
+	c.timeout_ms = 5;
+	ok(!hcomm_config_from_env(&c) && c.queue_depth == 256 &&
+	   c.send_buf_size == 2 * MiB && c.timeout_ms == 5,
+	   "config: HCOMM_PROFILE=default resets the profile's fields only");
+
+	setenv("HCOMM_PROFILE", "latency", 1);
+	setenv("HCOMM_QUEUE_DEPTH", "128", 1);
+	setenv("HCOMM_MAX_INLINE", "1K", 1);
+	hcomm_config_default(&c);
+	ok(!hcomm_config_from_env(&c) && c.queue_depth == 128 &&
+	   c.max_inline == KiB && c.send_buf_size == 256 * KiB,
+	   "config: variables override the profile");
+
+	clean_env();
+	setenv("HCOMM_PROFILE", "fast", 1);
+	hcomm_config_default(&c);
+	ok(hcomm_config_from_env(&c) == -HCOMM_ERR_INVAL &&
+	   cfg_eq(&c, &def) &&
+	   strstr(hcomm_errmsg(), "HCOMM_PROFILE=\"fast\"") &&
+	   strstr(hcomm_errmsg(), "latency") &&
+	   strstr(hcomm_errmsg(), "bandwidth"),
+	   "config: unknown profile rejected, naming the choices (%s)",
+	   hcomm_errmsg());
+	setenv("HCOMM_PROFILE", "Latency", 1);
+	ok(hcomm_config_from_env(&c) == -HCOMM_ERR_INVAL,
+	   "config: profile names are exact");
+	setenv("HCOMM_PROFILE", "", 1);
+	ok(hcomm_config_from_env(&c) == -HCOMM_ERR_INVAL,
+	   "config: empty profile rejected");
+	setenv("HCOMM_PROFILE", "bandwidth", 1);
+	setenv("HCOMM_NUM_QPS", "0", 1);
+	hcomm_config_default(&c);
+	ok(hcomm_config_from_env(&c) == -HCOMM_ERR_INVAL &&
+	   cfg_eq(&c, &def), "config: profile not applied when a variable "
+	   "is bad");
+	clean_env();
+}
+
+/* ------------------------------------------------------------------ */
+/* Rank tables and rank detection                                     */
+/* ------------------------------------------------------------------ */
+
+static char tmpdir[64];
+static unsigned tmp_seq;
+
+/* Write text to a fresh file; returns its path (static buffer ring). */
+static const char *write_table(const char *text)
+{
+	static char paths[4][128];
+	char *p = paths[tmp_seq % 4];
+	FILE *f;
+
+	snprintf(p, sizeof(paths[0]), "%s/table%u", tmpdir, tmp_seq++);
+	f = fopen(p, "w");
+	if (!f)
+		return "/nonexistent";
+	fputs(text, f);
+	fclose(f);
+	return p;
+}
+
+static char host[256];
+
+static void test_rank_table(void)
+{
+	struct hcomm_rankinfo ri;
+	char text[1024];
+	const char *path;
+	int ret;
+
+	snprintf(text, sizeof(text),
+		 "# a job of four ranks\n"
+		 "\n"
+		 "world_size 4   # ranks 0 .. 3\n"
+		 "root my-rendezvous\n"
+		 "  rank 2 host %s\n"
+		 "rank\t0\thost localhost\r\n"
+		 "rank 1 host %s # on this node\n"
+		 "rank 3 host localhost\n"
+		 "   # the end\n", host, host);
+	path = write_table(text);
+	memset(&ri, 0xa5, sizeof(ri));
+	ret = hcomm__rank_table_parse(path, &ri);
+	ok(!ret && ri.size == 4 && ri.local == 1 &&
+	   ri.launcher == HCOMM_LAUNCH_RANK_TABLE &&
+	   !strcmp(ri.root_addr, "my-rendezvous") &&
+	   !strncmp(ri.job, "table-", 6),
+	   "rank table: comments, blanks, tabs, CRLF, any order (%s)",
+	   ret ? hcomm_errmsg() : ri.job);
+
+	path = write_table("world_size 1\nrank 0 host localhost\n");
+	ret = hcomm__rank_table_parse(path, &ri);
+	ok(!ret && ri.size == 1 && ri.local && !ri.root_addr[0],
+	   "rank table: one rank, no root line");
+
+	path = write_table("world_size 3\nrank 0 host localhost\n"
+			   "rank 1 host some-other-node.example\n"
+			   "rank 2 host localhost\n");
+	ret = hcomm__rank_table_parse(path, &ri);
+	ok(!ret && ri.size == 3 && ri.local == 0,
+	   "rank table: another host's rank makes it not local");
+
+	snprintf(text, sizeof(text), "rank 1 host %s\nrank 0 host %s\n"
+		 "world_size 2\n", host, host);
+	ret = hcomm__rank_table_parse(write_table(text), &ri);
+	ok(!ret && ri.size == 2 && ri.local == 1,
+	   "rank table: world_size may come after the ranks; this host's "
+	   "name is local");
+
+	{
+		static const struct { const char *text, *msg; } bad[] = {
+			{ "", "no world_size line" },
+			{ "# nothing\n\n", "no world_size line" },
+			{ "rank 0 host a\n", "no world_size line" },
+			{ "world_size\n", ":1: expected \"world_size N\"" },
+			{ "world_size 2 3\n", ":1: expected" },
+			{ "world_size 0\n", ":1: world_size \"0\"" },
+			{ "world_size 1025\n", ":1: world_size" },
+			{ "world_size -1\n", ":1: world_size" },
+			{ "world_size x\n", ":1: world_size" },
+			{ "world_size 1\nworld_size 1\nrank 0 host a\n",
+			  ":2: second world_size" },
+			{ "world_size 1\nroot\nrank 0 host a\n",
+			  ":2: expected \"root NAME\"" },
+			{ "world_size 1\nroot a b\nrank 0 host a\n",
+			  ":2: expected \"root NAME\"" },
+			{ "world_size 1\nroot a\nroot b\nrank 0 host a\n",
+			  ":3: second root" },
+			{ "world_size 1\nrank 0 host\n",
+			  ":2: expected \"rank R host HOSTNAME\"" },
+			{ "world_size 1\nrank 0\n", ":2: expected" },
+			{ "world_size 1\nrank 0 node a\n", ":2: expected" },
+			{ "world_size 1\nrank 0 host a b\n", ":2: expected" },
+			{ "world_size 1\nrank x host a\n", ":2: rank \"x\"" },
+			{ "world_size 1\nrank -1 host a\n", ":2: rank \"-1\"" },
+			{ "world_size 1\nrank 1024 host a\n", ":2: rank" },
+			{ "world_size 2\nrank 0 host a\nrank 0 host a\n"
+			  "rank 1 host a\n", ":3: rank 0 listed twice" },
+			{ "world_size 3\nrank 0 host a\nrank 2 host a\n",
+			  "no line for rank 1" },
+			{ "world_size 2\nrank 0 host a\nrank 1 host a\n"
+			  "rank 2 host a\n", ":4: rank 2 is not below "
+			  "world_size 2" },
+			{ "world_size 1\nranks 0 host a\n",
+			  ":2: unknown keyword \"ranks\"" },
+			{ "world_size 1\nrank 0 host a\nhost a\n",
+			  ":3: unknown keyword" },
+		};
+		unsigned i, n = 0;
+
+		for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			path = write_table(bad[i].text);
+			ret = hcomm__rank_table_parse(path, &ri);
+			if (ret != -HCOMM_ERR_INVAL ||
+			    !strstr(hcomm_errmsg(), path) ||
+			    !strstr(hcomm_errmsg(), bad[i].msg)) {
+				printf("# case %u: %d \"%s\" (want \"%s\")\n",
+				       i, ret, hcomm_errmsg(), bad[i].msg);
+				n++;
+			}
+		}
+		ok(!n, "rank table: %u malformed tables rejected with path, "
+		   "line and reason", i);
+	}
+
+	memset(text, 'x', 140);	/* a 108-byte root name */
+	memcpy(text, "world_size 1\nrank 0 host a\nroot ", 32);
+	strcpy(text + 140, "\n");
+	ret = hcomm__rank_table_parse(write_table(text), &ri);
+	ok(ret == -HCOMM_ERR_INVAL && strstr(hcomm_errmsg(), "root name"),
+	   "rank table: a root name too long for a socket is rejected");
+
+	ret = hcomm__rank_table_parse("/nonexistent/ranks", &ri);
+	ok(ret == -HCOMM_ERR_INVAL && strstr(hcomm_errmsg(),
+					     "/nonexistent/ranks") &&
+	   hcomm_errno() == ENOENT,
+	   "rank table: a missing file is rejected (%s)", hcomm_errmsg());
+	ok(hcomm__rank_table_parse(NULL, &ri) == -HCOMM_ERR_INVAL &&
+	   hcomm__rank_table_parse("", &ri) == -HCOMM_ERR_INVAL,
+	   "rank table: no path rejected");
+}
+
+static int detect(struct hcomm_rankinfo *ri)
+{
+	memset(ri, 0xa5, sizeof(*ri));
+	return hcomm__rankinfo_detect(NULL, ri);
+}
+
+static void test_detect(void)
+{
+	struct hcomm_rankinfo ri;
+	struct hcomm_config cfg;
+	char want[128], text[1024], longv[200];
+	unsigned uid = geteuid();
+	const char *path;
+	int ret;
+
+	clean_env();
+	ret = detect(&ri);
+	snprintf(want, sizeof(want), "hcomm-%u-ppid-%d", uid, (int)getppid());
+	ok(!ret && ri.rank == 0 && ri.size == 1 &&
+	   ri.launcher == HCOMM_LAUNCH_SINGLE && ri.local == 1 &&
+	   !strcmp(ri.root_addr, want),
+	   "detect: nothing set -> one rank, rendezvous %s", ri.root_addr);
+
+	setenv("HCOMM_RANK", "2", 1);
+	setenv("HCOMM_WORLD_SIZE", "4", 1);
+	ret = detect(&ri);
+	snprintf(text, sizeof(text), "ppid-%d", (int)getppid());
+	ok(!ret && ri.rank == 2 && ri.size == 4 &&
+	   ri.launcher == HCOMM_LAUNCH_ENV && ri.local &&
+	   !strcmp(ri.root_addr, want) && !strcmp(ri.job, text),
+	   "detect: HCOMM_RANK/HCOMM_WORLD_SIZE, job from the parent pid");
+
+	clean_env();
+	setenv("OMPI_COMM_WORLD_RANK", "3", 1);
+	setenv("OMPI_COMM_WORLD_SIZE", "8", 1);
+	setenv("OMPI_MCA_ess_base_jobid", "4242", 1);
+	ret = detect(&ri);
+	snprintf(want, sizeof(want), "hcomm-%u-ompi-4242", uid);
+	ok(!ret && ri.rank == 3 && ri.size == 8 &&
+	   ri.launcher == HCOMM_LAUNCH_OMPI && !strcmp(ri.job, "ompi-4242") &&
+	   !strcmp(ri.root_addr, want),
+	   "detect: Open MPI's variables, job from OMPI_MCA_ess_base_jobid "
+	   "(%s)", ri.root_addr);
+	unsetenv("OMPI_MCA_ess_base_jobid");
+	setenv("OMPI_MCA_orte_ess_jobid", "77", 1);
+	ret = detect(&ri);
+	ok(!ret && !strcmp(ri.job, "ompi-77"),
+	   "detect: job from OMPI_MCA_orte_ess_jobid");
+
+	clean_env();
+	setenv("SLURM_PROCID", "0", 1);
+	setenv("SLURM_NTASKS", "2", 1);
+	setenv("SLURM_JOB_ID", "991", 1);
+	setenv("SLURM_STEP_ID", "4", 1);
+	ret = detect(&ri);
+	snprintf(want, sizeof(want), "hcomm-%u-slurm-991.4", uid);
+	ok(!ret && ri.rank == 0 && ri.size == 2 &&
+	   ri.launcher == HCOMM_LAUNCH_SLURM && !strcmp(ri.root_addr, want),
+	   "detect: Slurm's variables, job SLURM_JOB_ID.SLURM_STEP_ID (%s)",
+	   ri.root_addr);
+	unsetenv("SLURM_STEP_ID");
+	ret = detect(&ri);
+	ok(!ret && !strcmp(ri.job, "slurm-991"),
+	   "detect: Slurm without a step id");
+
+	clean_env();
+	setenv("PMI_RANK", "1", 1);
+	setenv("PMI_SIZE", "3", 1);
+	setenv("PMI_KVSNAME", "kvs_55_0", 1);
+	ret = detect(&ri);
+	ok(!ret && ri.rank == 1 && ri.size == 3 &&
+	   ri.launcher == HCOMM_LAUNCH_PMI && !strcmp(ri.job, "pmi-kvs_55_0"),
+	   "detect: PMI's variables, job from PMI_KVSNAME");
+	setenv("PMI_JOBID", "j9", 1);
+	ret = detect(&ri);
+	ok(!ret && !strcmp(ri.job, "pmi-j9"), "detect: PMI_JOBID before "
+	   "PMI_KVSNAME");
+
+	/* Precedence: every launcher set at once. */
+	clean_env();
+	setenv("HCOMM_RANK", "1", 1);
+	setenv("HCOMM_WORLD_SIZE", "2", 1);
+	setenv("OMPI_COMM_WORLD_RANK", "2", 1);
+	setenv("OMPI_COMM_WORLD_SIZE", "3", 1);
+	setenv("SLURM_PROCID", "3", 1);
+	setenv("SLURM_NTASKS", "4", 1);
+	setenv("PMI_RANK", "4", 1);
+	setenv("PMI_SIZE", "5", 1);
+	setenv("SLURM_JOB_ID", "12", 1);
+	setenv("PMI_JOBID", "p", 1);
+	setenv("OMPI_MCA_ess_base_jobid", "o", 1);
+	{
+		int r1, r2, r3, r4;
+		int ok1, ok2, ok3, ok4;
+
+		r1 = detect(&ri);
+		ok1 = !r1 && ri.launcher == HCOMM_LAUNCH_ENV && ri.rank == 1 &&
+		      ri.size == 2 && !strcmp(ri.job, "ompi-o");
+		unsetenv("HCOMM_RANK");
+		unsetenv("HCOMM_WORLD_SIZE");
+		r2 = detect(&ri);
+		ok2 = !r2 && ri.launcher == HCOMM_LAUNCH_OMPI && ri.rank == 2 &&
+		      ri.size == 3;
+		unsetenv("OMPI_COMM_WORLD_RANK");
+		unsetenv("OMPI_COMM_WORLD_SIZE");
+		unsetenv("OMPI_MCA_ess_base_jobid");
+		r3 = detect(&ri);
+		ok3 = !r3 && ri.launcher == HCOMM_LAUNCH_SLURM &&
+		      ri.rank == 3 && ri.size == 4 &&
+		      !strcmp(ri.job, "slurm-12");
+		unsetenv("SLURM_PROCID");
+		unsetenv("SLURM_NTASKS");
+		unsetenv("SLURM_JOB_ID");
+		r4 = detect(&ri);
+		ok4 = !r4 && ri.launcher == HCOMM_LAUNCH_PMI && ri.rank == 4 &&
+		      ri.size == 5 && !strcmp(ri.job, "pmi-p");
+		ok(ok1 && ok2 && ok3 && ok4, "detect: precedence HCOMM > "
+		   "Open MPI > Slurm > PMI, job ids Open MPI > Slurm > PMI");
+	}
+
+	/* HCOMM_ROOT_ADDR */
+	clean_env();
+	setenv("HCOMM_RANK", "0", 1);
+	setenv("HCOMM_WORLD_SIZE", "2", 1);
+	setenv("HCOMM_ROOT_ADDR", "my-job", 1);
+	ret = detect(&ri);
+	ok(!ret && !strcmp(ri.root_addr, "my-job") && !ri.job[0],
+	   "detect: HCOMM_ROOT_ADDR names the rendezvous (no job: \"\")");
+	setenv("SLURM_JOB_ID", "5", 1);
+	ret = detect(&ri);
+	ok(!ret && !strcmp(ri.root_addr, "my-job") &&
+	   !strcmp(ri.job, "slurm-5"),
+	   "detect: HCOMM_ROOT_ADDR with a launcher's job id");
+	memset(longv, 'a', 100);
+	longv[100] = 0;
+	setenv("HCOMM_ROOT_ADDR", longv, 1);
+	ret = detect(&ri);
+	ok(ret == -HCOMM_ERR_INVAL && strstr(hcomm_errmsg(),
+					     "HCOMM_ROOT_ADDR"),
+	   "detect: HCOMM_ROOT_ADDR too long rejected");
+	setenv("HCOMM_ROOT_ADDR", "", 1);
+	ok(detect(&ri) == -HCOMM_ERR_INVAL, "detect: empty HCOMM_ROOT_ADDR "
+	   "rejected");
+
+	/* A long job id still gives a name that fits. */
+	clean_env();
+	memset(longv, 'k', 199);
+	longv[199] = 0;
+	setenv("PMI_RANK", "0", 1);
+	setenv("PMI_SIZE", "2", 1);
+	setenv("PMI_KVSNAME", longv, 1);
+	ret = detect(&ri);
+	ok(!ret && strlen(ri.job) < sizeof(ri.job) &&
+	   strlen(ri.root_addr) < sizeof(ri.root_addr) &&
+	   !strncmp(ri.root_addr, "hcomm-", 6),
+	   "detect: a 199-byte job id is hashed to fit (%s)", ri.root_addr);
+	setenv("PMI_KVSNAME", "kvs_1_0", 1);
+	setenv("PMI_JOBID", "", 1);
+	ret = detect(&ri);
+	ok(!ret && !strcmp(ri.job, "pmi-kvs_1_0"),
+	   "detect: empty job variables are skipped");
+
+	/* Inconsistent or garbage values. */
+	{
+		static const struct { const char *env[4], *name; } bad[] = {
+			{ { "HCOMM_RANK", "4", "HCOMM_WORLD_SIZE", "4" },
+			  "HCOMM_RANK=4 is not below HCOMM_WORLD_SIZE=4" },
+			{ { "HCOMM_RANK", "1" }, "HCOMM_WORLD_SIZE" },
+			{ { "HCOMM_WORLD_SIZE", "2" }, "HCOMM_RANK" },
+			{ { "HCOMM_RANK", "0", "HCOMM_WORLD_SIZE", "0" },
+			  "HCOMM_WORLD_SIZE=\"0\"" },
+			{ { "HCOMM_RANK", "0", "HCOMM_WORLD_SIZE", "1025" },
+			  "HCOMM_WORLD_SIZE=\"1025\"" },
+			{ { "HCOMM_RANK", "-1", "HCOMM_WORLD_SIZE", "2" },
+			  "HCOMM_RANK=\"-1\"" },
+			{ { "HCOMM_RANK", "1x", "HCOMM_WORLD_SIZE", "2" },
+			  "HCOMM_RANK=\"1x\"" },
+			{ { "HCOMM_RANK", "", "HCOMM_WORLD_SIZE", "2" },
+			  "HCOMM_RANK=\"\"" },
+			{ { "HCOMM_RANK", "0", "HCOMM_WORLD_SIZE", " 2" },
+			  "HCOMM_WORLD_SIZE" },
+			{ { "OMPI_COMM_WORLD_RANK", "0",
+			    "OMPI_COMM_WORLD_SIZE", "two" },
+			  "OMPI_COMM_WORLD_SIZE=\"two\"" },
+			{ { "OMPI_COMM_WORLD_RANK", "0" },
+			  "OMPI_COMM_WORLD_SIZE" },
+			{ { "SLURM_PROCID", "3", "SLURM_NTASKS", "2" },
+			  "SLURM_PROCID=3 is not below SLURM_NTASKS=2" },
+			{ { "SLURM_NTASKS", "2" }, "SLURM_PROCID" },
+			{ { "PMI_RANK", "99999999999", "PMI_SIZE", "2" },
+			  "PMI_RANK" },
+			{ { "PMI_SIZE", "2" }, "PMI_RANK" },
+		};
+		unsigned i, n = 0;
+
+		for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			clean_env();
+			setenv(bad[i].env[0], bad[i].env[1], 1);
+			if (bad[i].env[2])
+				setenv(bad[i].env[2], bad[i].env[3], 1);
+			ret = detect(&ri);
+			if (ret != -HCOMM_ERR_INVAL ||
+			    !strstr(hcomm_errmsg(), bad[i].name)) {
+				printf("# case %u: %d \"%s\"\n", i, ret,
+				       hcomm_errmsg());
+				n++;
+			}
+		}
+		ok(!n, "detect: %u inconsistent or garbage settings rejected, "
+		   "naming the variable", i);
+	}
+
+	/* A rank table, with the rank from the environment. */
+	clean_env();
+	snprintf(text, sizeof(text), "world_size 3\nrank 0 host %s\n"
+		 "rank 1 host localhost\nrank 2 host %s\n", host, host);
+	path = write_table(text);
+	hcomm_config_default(&cfg);
+	cfg.rank_table = path;
+	setenv("HCOMM_RANK", "2", 1);
+	memset(&ri, 0, sizeof(ri));
+	ret = hcomm__rankinfo_detect(&cfg, &ri);
+	ok(!ret && ri.launcher == HCOMM_LAUNCH_RANK_TABLE && ri.rank == 2 &&
+	   ri.size == 3 && ri.local && !strncmp(ri.job, "table-", 6) &&
+	   !strncmp(ri.root_addr, "hcomm-", 6) &&
+	   strstr(ri.root_addr, ri.job),
+	   "detect: rank table (cfg), rank from HCOMM_RANK, job from the "
+	   "table (%s)", ri.root_addr);
+	setenv("HCOMM_WORLD_SIZE", "4", 1);
+	ret = hcomm__rankinfo_detect(&cfg, &ri);
+	ok(ret == -HCOMM_ERR_INVAL && strstr(hcomm_errmsg(),
+					     "HCOMM_WORLD_SIZE=4") &&
+	   strstr(hcomm_errmsg(), "world_size 3"),
+	   "detect: rank table against another world size rejected (%s)",
+	   hcomm_errmsg());
+	setenv("HCOMM_WORLD_SIZE", "3", 1);
+	setenv("HCOMM_RANK", "3", 1);
+	ret = hcomm__rankinfo_detect(&cfg, &ri);
+	ok(ret == -HCOMM_ERR_INVAL && strstr(hcomm_errmsg(), "HCOMM_RANK"),
+	   "detect: rank beyond the table rejected");
+	clean_env();
+	ret = hcomm__rankinfo_detect(&cfg, &ri);
+	ok(ret == -HCOMM_ERR_INVAL && strstr(hcomm_errmsg(), "HCOMM_RANK"),
+	   "detect: rank table without a rank in the environment rejected");
+	setenv("SLURM_PROCID", "1", 1);
+	setenv("SLURM_NTASKS", "3", 1);
+	setenv("SLURM_JOB_ID", "31", 1);
+	ret = hcomm__rankinfo_detect(&cfg, &ri);
+	ok(!ret && ri.launcher == HCOMM_LAUNCH_RANK_TABLE && ri.rank == 1 &&
+	   !strcmp(ri.job, "slurm-31"),
+	   "detect: rank table with Slurm's rank and job id");
+
+	clean_env();
+	snprintf(text, sizeof(text), "world_size 2\nroot table-root\n"
+		 "rank 0 host %s\nrank 1 host elsewhere\n", host);
+	setenv("HCOMM_RANK_TABLE", write_table(text), 1);
+	setenv("HCOMM_RANK", "0", 1);
+	ret = detect(&ri);
+	ok(!ret && ri.launcher == HCOMM_LAUNCH_RANK_TABLE && !ri.local &&
+	   !strcmp(ri.root_addr, "table-root"),
+	   "detect: rank table from HCOMM_RANK_TABLE (cfg NULL), root line, "
+	   "a remote host");
+	setenv("HCOMM_ROOT_ADDR", "env-root", 1);
+	ret = detect(&ri);
+	ok(!ret && !strcmp(ri.root_addr, "env-root"),
+	   "detect: HCOMM_ROOT_ADDR before the table's root line");
+	clean_env();
+	cfg.rank_table = "/nonexistent/table";
+	setenv("HCOMM_RANK", "0", 1);
+	ok(hcomm__rankinfo_detect(&cfg, &ri) == -HCOMM_ERR_INVAL,
+	   "detect: a missing rank table fails");
+	ok(hcomm__rankinfo_detect(&cfg, NULL) == -HCOMM_ERR_INVAL,
+	   "detect: NULL rankinfo rejected");
+	clean_env();
+}
+
+/* ------------------------------------------------------------------ */
+/* MPSC queue and event count                                         */
+/* ------------------------------------------------------------------ */
+
+struct item {
+	struct hcomm_mpsc_node node;
+	uint32_t producer;
+	uint32_t seq;
+};
+
+#define ITEM(n) ((struct item *)((char *)(n) - offsetof(struct item, node)))
+
+static void test_mpsc_basic(void)
+{
+	static struct hcomm_mpsc q;
+	struct item it[3];
+	struct hcomm_mpsc_node *n;
+	int i, good = 1, rounds;
+
+	hcomm_mpsc_init(&q);
+	ok(hcomm_mpsc_empty(&q) && !hcomm_mpsc_pop(&q),
+	   "mpsc: a new queue is empty");
+	for (i = 0; i < 3; i++) {
+		it[i].seq = i;
+		hcomm_mpsc_push(&q, &it[i].node);
+	}
+	good = !hcomm_mpsc_empty(&q);
+	for (i = 0; i < 3; i++) {
+		n = hcomm_mpsc_pop(&q);
+		good &= n == &it[i].node;
+	}
+	ok(good && !hcomm_mpsc_pop(&q) && hcomm_mpsc_empty(&q),
+	   "mpsc: FIFO order, empty after the last pop");
+	/* One at a time: the stub goes in and out every time. */
+	for (rounds = 0, good = 1; rounds < 1000; rounds++) {
+		hcomm_mpsc_push(&q, &it[rounds % 3].node);
+		good &= !hcomm_mpsc_empty(&q);
+		good &= hcomm_mpsc_pop(&q) == &it[rounds % 3].node;
+		good &= hcomm_mpsc_empty(&q) && !hcomm_mpsc_pop(&q);
+	}
+	ok(good, "mpsc: 1000 single push/pop rounds through the stub");
+}
+
+#define PER_PRODUCER	1000000u
+
+struct mpsc_run {
+	struct hcomm_mpsc q;
+	struct hcomm_ec ec;
+	struct item *items[2];
+	atomic_int start;
+	/* consumer's findings */
+	uint64_t received, sum, dups, order_err, sleeps;
+	int64_t deadline;
+};
+
+/* Zeroed memory aligned for the queue's cache-line members. */
+static void *zalloc_aligned(size_t size)
+{
+	size_t n = (size + HCOMM_CACHELINE - 1) & ~(size_t)(HCOMM_CACHELINE - 1);
+	void *p = aligned_alloc(HCOMM_CACHELINE, n);
+
+	if (p)
+		memset(p, 0, n);
+	return p;
+}
+
+struct prod_arg {
+	struct mpsc_run *r;
+	unsigned p;
+};
+
+static void *producer(void *arg)
+{
+	struct mpsc_run *r = ((struct prod_arg *)arg)->r;
+	unsigned p = ((struct prod_arg *)arg)->p;
+	struct item *it = r->items[p];
+	uint32_t i;
+
+	while (!atomic_load(&r->start))
+		;
+	for (i = 0; i < PER_PRODUCER; i++) {
+		it[i].producer = p;
+		it[i].seq = i;
+		hcomm_mpsc_push(&r->q, &it[i].node);
+		hcomm_ec_notify(&r->ec);
+	}
+	return NULL;
+}
+
+static void *consumer(void *arg)
+{
+	struct mpsc_run *r = arg;
+	int64_t next[2] = { 0, 0 };
+	unsigned char *seen[2];
+
+	seen[0] = calloc(PER_PRODUCER, 1);
+	seen[1] = calloc(PER_PRODUCER, 1);
+	if (!seen[0] || !seen[1])
+		goto out;
+	atomic_store(&r->start, 1);
+	while (r->received < 2ULL * PER_PRODUCER && now_ms() < r->deadline) {
+		struct hcomm_mpsc_node *n = hcomm_mpsc_pop(&r->q);
+		struct item *it;
+		uint32_t key;
+
+		if (!n) {
+			key = hcomm_ec_prepare(&r->ec);
+			if (!hcomm_mpsc_empty(&r->q)) {
+				/* a push is half done: let it finish */
+				sched_yield();
+				continue;
+			}
+			r->sleeps++;
+			hcomm_ec_wait(&r->ec, key, 1000);
+			continue;
+		}
+		it = ITEM(n);
+		r->received++;
+		if (it->producer > 1 || it->seq >= PER_PRODUCER) {
+			r->order_err++;
+			continue;
+		}
+		if (seen[it->producer][it->seq]++)
+			r->dups++;
+		if ((int64_t)it->seq != next[it->producer])
+			r->order_err++;
+		next[it->producer] = (int64_t)it->seq + 1;
+		r->sum += ((uint64_t)it->producer << 32) + it->seq + 1;
+	}
+out:
+	atomic_store(&r->start, 1);
+	free(seen[0]);
+	free(seen[1]);
+	return NULL;
+}
+
+static void test_mpsc_threads(void)
+{
+	struct mpsc_run *r = zalloc_aligned(sizeof(*r));
+	struct prod_arg parg[2];
+	pthread_t c, p[2];
+	uint64_t expect = 0;
+	int64_t t0;
+	unsigned i;
+
+	if (!r) {
+		ok(0, "mpsc: allocation");
+		return;
+	}
+	hcomm_mpsc_init(&r->q);
+	hcomm_ec_init(&r->ec);
+	r->items[0] = calloc(PER_PRODUCER, sizeof(struct item));
+	r->items[1] = calloc(PER_PRODUCER, sizeof(struct item));
+	if (!r->items[0] || !r->items[1]) {
+		ok(0, "mpsc: allocation");
+		goto out;
+	}
+	t0 = now_ms();
+	r->deadline = t0 + 15000;
+	for (i = 0; i < 2; i++) {
+		parg[i].r = r;
+		parg[i].p = i;
+		pthread_create(&p[i], NULL, producer, &parg[i]);
+	}
+	pthread_create(&c, NULL, consumer, r);
+	pthread_join(p[0], NULL);
+	pthread_join(p[1], NULL);
+	pthread_join(c, NULL);
+	for (i = 0; i < PER_PRODUCER; i++)
+		expect += (uint64_t)i + 1 + ((uint64_t)1 << 32) + i + 1;
+	ok(r->received == 2ULL * PER_PRODUCER && !r->dups && !r->order_err &&
+	   r->sum == expect && hcomm_mpsc_empty(&r->q) && !hcomm_mpsc_pop(&r->q),
+	   "mpsc: 2 producers x %u items, each delivered once in per-producer "
+	   "order, checksum matches (%llu received, %llu dups, %llu out of "
+	   "order, %llu sleeps, %lld ms)", PER_PRODUCER,
+	   (unsigned long long)r->received, (unsigned long long)r->dups,
+	   (unsigned long long)r->order_err, (unsigned long long)r->sleeps,
+	   (long long)(now_ms() - t0));
+out:
+	free(r->items[0]);
+	free(r->items[1]);
+	free(r);
+}
+
+/* A consumer that sleeps once and reports how long it slept. */
+struct sleeper {
+	struct hcomm_mpsc q;
+	struct hcomm_ec ec;
+	atomic_int waiting;
+	int64_t slept_ms;
+	int got;
+};
+
+static void *sleeper_fn(void *arg)
+{
+	struct sleeper *s = arg;
+	int64_t t0 = now_ms();
+
+	for (;;) {
+		uint32_t key;
+
+		if (hcomm_mpsc_pop(&s->q)) {
+			s->got = 1;
+			break;
+		}
+		key = hcomm_ec_prepare(&s->ec);
+		if (!hcomm_mpsc_empty(&s->q))
+			continue;
+		atomic_store(&s->waiting, 1);
+		hcomm_ec_wait(&s->ec, key, 5000);
+		if (now_ms() - t0 > 5000)
+			break;
+	}
+	s->slept_ms = now_ms() - t0;
+	return NULL;
+}
+
+static void test_ec_basic(void)
+{
+	static struct sleeper s;
+	struct hcomm_mpsc_node node;
+	pthread_t t;
+	uint32_t key, w;
+	int64_t t0;
+
+	hcomm_ec_init(&s.ec);
+	w = atomic_load(&s.ec.word);
+	hcomm_ec_notify(&s.ec);
+	ok(atomic_load(&s.ec.word) == w,
+	   "ec: notify without a waiter changes nothing (no system call)");
+
+	key = hcomm_ec_prepare(&s.ec);
+	ok(key & HCOMM_EC_WAITING, "ec: prepare marks the consumer waiting");
+	hcomm_ec_notify(&s.ec);
+	ok(!(atomic_load(&s.ec.word) & HCOMM_EC_WAITING) &&
+	   atomic_load(&s.ec.word) != (key & ~HCOMM_EC_WAITING),
+	   "ec: notify after prepare bumps the key and clears the flag");
+	t0 = now_ms();
+	hcomm_ec_wait(&s.ec, key, 5000);
+	ok(now_ms() - t0 < 1000, "ec: wait on a stale key returns at once");
+
+	key = hcomm_ec_prepare(&s.ec);
+	t0 = now_ms();
+	hcomm_ec_wait(&s.ec, key, 50);
+	t0 = now_ms() - t0;
+	ok(t0 >= 45 && t0 < 2000 &&
+	   !(atomic_load(&s.ec.word) & HCOMM_EC_WAITING),
+	   "ec: wait times out (%lld ms) and takes the flag back",
+	   (long long)t0);
+	key = hcomm_ec_prepare(&s.ec);
+	t0 = now_ms();
+	hcomm_ec_wait(&s.ec, key, 0);
+	ok(now_ms() - t0 < 100, "ec: wait with timeout 0 does not sleep");
+
+	/* A sleeping consumer is woken by a push. */
+	hcomm_mpsc_init(&s.q);
+	hcomm_ec_init(&s.ec);
+	atomic_store(&s.waiting, 0);
+	s.got = 0;
+	pthread_create(&t, NULL, sleeper_fn, &s);
+	while (!atomic_load(&s.waiting))
+		sleep_ms(1);
+	sleep_ms(50);		/* let it reach FUTEX_WAIT */
+	hcomm_mpsc_push(&s.q, &node);
+	hcomm_ec_notify(&s.ec);
+	pthread_join(t, NULL);
+	ok(s.got && s.slept_ms < 2000,
+	   "ec: a sleeping consumer is woken by push+notify (after %lld ms)",
+	   (long long)s.slept_ms);
+}
+
+/*
+ * Ping-pong: each side pushes one item and notifies, then sleeps on its
+ * own queue until the other answers; a lost wakeup shows as a wait that
+ * ran into its 2 s timeout.
+ */
+#define PINGPONG_ROUNDS	20000
+
+struct side {
+	struct hcomm_mpsc q;
+	struct hcomm_ec ec;
+};
+
+struct pingpong {
+	struct side side[2];
+	struct item items[2][PINGPONG_ROUNDS];
+	atomic_int stalls;
+	int bad;
+};
+
+static void pp_wait(struct pingpong *pp, int me, uint32_t seq)
+{
+	struct side *s = &pp->side[me];
+
+	for (;;) {
+		struct hcomm_mpsc_node *n = hcomm_mpsc_pop(&s->q);
+		uint32_t key;
+		int64_t t0;
+
+		if (n) {
+			if (ITEM(n)->seq != seq)
+				pp->bad = 1;
+			return;
+		}
+		key = hcomm_ec_prepare(&s->ec);
+		if (!hcomm_mpsc_empty(&s->q)) {
+			sched_yield();
+			continue;
+		}
+		t0 = now_ms();
+		hcomm_ec_wait(&s->ec, key, 2000);
+		if (now_ms() - t0 >= 1900) {
+			atomic_fetch_add(&pp->stalls, 1);
+			if (atomic_load(&pp->stalls) > 2)
+				return;	/* give up */
+		}
+	}
+}
+
+static void pp_send(struct pingpong *pp, int me, uint32_t seq)
+{
+	struct side *peer = &pp->side[!me];
+	struct item *it = &pp->items[me][seq];
+
+	it->seq = seq;
+	hcomm_mpsc_push(&peer->q, &it->node);
+	hcomm_ec_notify(&peer->ec);
+}
+
+static void *pong_fn(void *arg)
+{
+	struct pingpong *pp = arg;
+	uint32_t i;
+
+	for (i = 0; i < PINGPONG_ROUNDS && atomic_load(&pp->stalls) <= 2;
+	     i++) {
+		pp_wait(pp, 1, i);
+		pp_send(pp, 1, i);
+	}
+	return NULL;
+}
+
+static void test_ec_stress(void)
+{
+	struct pingpong *pp = zalloc_aligned(sizeof(*pp));
+	pthread_t t;
+	int64_t t0 = now_ms();
+	uint32_t i;
+
+	if (!pp) {
+		ok(0, "ec: allocation");
+		return;
+	}
+	for (i = 0; i < 2; i++) {
+		hcomm_mpsc_init(&pp->side[i].q);
+		hcomm_ec_init(&pp->side[i].ec);
+	}
+	pthread_create(&t, NULL, pong_fn, pp);
+	for (i = 0; i < PINGPONG_ROUNDS && atomic_load(&pp->stalls) <= 2;
+	     i++) {
+		pp_send(pp, 0, i);
+		pp_wait(pp, 0, i);
+	}
+	pthread_join(t, NULL);
+	ok(!atomic_load(&pp->stalls) && !pp->bad && i == PINGPONG_ROUNDS,
+	   "ec: %u ping-pong rounds between two sleeping threads, no lost "
+	   "wakeup (%lld ms)", i, (long long)(now_ms() - t0));
+	free(pp);
+}
+
+/* ------------------------------------------------------------------ */
+/* Bootstrap                                                          */
+/* ------------------------------------------------------------------ */
+
+static unsigned boot_seq;
+static char boot_name[100];
+
+static void new_name(void)
+{
+	snprintf(boot_name, sizeof(boot_name), "hcomm-units-%d-%u",
+		 (int)getpid(), boot_seq++);
+}
+
+static void rankinfo(struct hcomm_rankinfo *ri, int rank, int size,
+		     const char *job)
+{
+	memset(ri, 0, sizeof(*ri));
+	ri->rank = rank;
+	ri->size = size;
+	ri->launcher = HCOMM_LAUNCH_ENV;
+	ri->local = 1;
+	snprintf(ri->job, sizeof(ri->job), "%s", job);
+	snprintf(ri->root_addr, sizeof(ri->root_addr), "%s", boot_name);
+}
+
+/* Exit codes of a forked rank: 0, an hcomm_err, or one of these. */
+enum { X_DATA = 50, X_FD = 51 };
+
+#define BLOCK		1000
+#define BIG_BLOCK	(256 * 1024)
+
+/* Rank body of the allgather/barrier test. */
+static int rank_collectives(int rank, int size)
+{
+	struct hcomm_rankinfo ri;
+	struct hcomm_boot *b;
+	unsigned char *big, *all;
+	unsigned char mine[BLOCK], got[4 * BLOCK];
+	int ret, r, i;
+
+	rankinfo(&ri, rank, size, "units");
+	ret = hcomm__boot_init(&ri, 5000, &b);
+	if (ret)
+		return -ret;
+	memset(mine, 'A' + rank, sizeof(mine));
+	ret = hcomm__boot_allgather(b, mine, got, BLOCK);
+	if (ret)
+		return -ret;
+	for (r = 0; r < size; r++)
+		for (i = 0; i < BLOCK; i++)
+			if (got[r * BLOCK + i] != 'A' + r)
+				return X_DATA;
+	for (i = 0; i < 3; i++) {
+		ret = hcomm__boot_barrier(b);
+		if (ret)
+			return -ret;
+	}
+	/* larger than a socket buffer: partial sends and receives */
+	big = malloc(BIG_BLOCK);
+	all = malloc((size_t)size * BIG_BLOCK);
+	if (!big || !all)
+		return HCOMM_ERR_NOMEM;
+	for (i = 0; i < BIG_BLOCK; i++)
+		big[i] = (unsigned char)(i * 7 + rank);
+	ret = hcomm__boot_allgather(b, big, all, BIG_BLOCK);
+	if (ret)
+		return -ret;
+	for (r = 0; r < size; r++)
+		for (i = 0; i < BIG_BLOCK; i++)
+			if (all[(size_t)r * BIG_BLOCK + i] !=
+			    (unsigned char)(i * 7 + r))
+				return X_DATA;
+	/* in place: send is this rank's block of recv */
+	for (r = 0; r < size; r++)
+		memset(got + r * BLOCK, r == rank ? 'a' + rank : 0, BLOCK);
+	ret = hcomm__boot_allgather(b, got + rank * BLOCK, got, BLOCK);
+	if (ret)
+		return -ret;
+	for (r = 0; r < size; r++)
+		if (got[r * BLOCK] != 'a' + r ||
+		    got[r * BLOCK + BLOCK - 1] != 'a' + r)
+			return X_DATA;
+	ret = hcomm__boot_allgather(b, NULL, NULL, 0);
+	if (ret)
+		return -ret;
+	hcomm__boot_fini(b);
+	free(big);
+	free(all);
+	return 0;
+}
+
+struct rank_spec {
+	int rank, size;
+	const char *job;
+	uint32_t timeout_ms;
+	int stall_ms;		/* after init, before a barrier */
+	int foreign;		/* drop to uid 65534 first */
+};
+
+/* Init, then (if that worked) one barrier after stall_ms; the result. */
+static int rank_generic(const struct rank_spec *s)
+{
+	struct hcomm_rankinfo ri;
+	struct hcomm_boot *b;
+	int fds = count_fds(), ret;
+
+	if (s->foreign && (setgid(65534) || setuid(65534)))
+		return 60;
+	rankinfo(&ri, s->rank, s->size, s->job ? s->job : "units");
+	ret = hcomm__boot_init(&ri, s->timeout_ms, &b);
+	if (ret)
+		return count_fds() == fds ? -ret : X_FD;
+	if (s->stall_ms)
+		sleep_ms(s->stall_ms);
+	ret = hcomm__boot_barrier(b);
+	hcomm__boot_fini(b);
+	if (count_fds() != fds)
+		return X_FD;
+	return -ret;
+}
+
+static pid_t spawn(const struct rank_spec *s)
+{
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		alarm(10);
+		_exit(s ? rank_generic(s) : 0);
+	}
+	return pid;
+}
+
+static pid_t spawn_collectives(int rank, int size)
+{
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		alarm(10);
+		_exit(rank_collectives(rank, size));
+	}
+	return pid;
+}
+
+/* Exit status of pid: its code, or 100 + signal. */
+static int reap(pid_t pid)
+{
+	int st;
+
+	if (pid < 0)
+		return -1;
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	if (WIFEXITED(st))
+		return WEXITSTATUS(st);
+	return 100 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+}
+
+/* Wait until something listens on boot_name (at most 5 s). */
+static int wait_listener(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	size_t n = strlen(boot_name);
+	int64_t end = now_ms() + 5000;
+
+	memcpy(sa.sun_path + 1, boot_name, n);
+	while (now_ms() < end) {
+		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		int ret;
+
+		if (fd < 0)
+			return -1;
+		ret = connect(fd, (struct sockaddr *)&sa,
+			      offsetof(struct sockaddr_un, sun_path) + 1 + n);
+		close(fd);
+		if (!ret)
+			return 0;
+		sleep_ms(2);
+	}
+	return -1;
+}
+
+static void test_boot(void)
+{
+	struct hcomm_rankinfo ri;
+	struct hcomm_boot *b;
+	unsigned char blk[8], all[8];
+	int st[5], fds, ret, r;
+	char msg[256];
+	pid_t pid[5];
+	int64_t t0;
+
+	/* four ranks: allgather of distinct blocks, barriers, big blocks */
+	new_name();
+	for (r = 3; r >= 0; r--)	/* rank 0 last: the others retry */
+		pid[r] = spawn_collectives(r, 4);
+	for (r = 0; r < 4; r++)
+		st[r] = reap(pid[r]);
+	ok(!st[0] && !st[1] && !st[2] && !st[3],
+	   "boot: 4 processes: allgather of distinct blocks (1000 B and "
+	   "256 KiB, in place), barriers (exit %d %d %d %d)",
+	   st[0], st[1], st[2], st[3]);
+
+	/* one rank: no socket */
+	new_name();
+	rankinfo(&ri, 0, 1, "units");
+	fds = count_fds();
+	ret = hcomm__boot_init(&ri, 100, &b);
+	memcpy(blk, "12345678", 8);
+	ok(!ret && count_fds() == fds &&
+	   !hcomm__boot_allgather(b, blk, all, 8) &&
+	   !memcmp(all, "12345678", 8) && !hcomm__boot_barrier(b),
+	   "boot: one rank needs no socket; allgather copies");
+	hcomm__boot_fini(b);
+	hcomm__boot_fini(NULL);
+
+	/* argument checks */
+	rankinfo(&ri, 4, 4, "units");
+	ok(hcomm__boot_init(&ri, 100, &b) == -HCOMM_ERR_INVAL && !b,
+	   "boot: rank >= size rejected");
+	rankinfo(&ri, 0, 1025, "units");
+	ok(hcomm__boot_init(&ri, 100, &b) == -HCOMM_ERR_INVAL,
+	   "boot: more than 1024 ranks rejected");
+	rankinfo(&ri, 1, 2, "units");
+	ri.root_addr[0] = 0;
+	ok(hcomm__boot_init(&ri, 100, &b) == -HCOMM_ERR_INVAL,
+	   "boot: no rendezvous name rejected");
+
+	/* one rank never arrives: TIMEOUT everywhere, quickly */
+	new_name();
+	t0 = now_ms();
+	for (r = 0; r < 3; r++) {
+		struct rank_spec s = { .rank = r, .size = 4,
+				       .timeout_ms = 300 };
+
+		pid[r] = spawn(&s);
+	}
+	for (r = 0; r < 3; r++)
+		st[r] = reap(pid[r]);
+	t0 = now_ms() - t0;
+	ok(st[0] == HCOMM_ERR_TIMEOUT && st[1] == HCOMM_ERR_TIMEOUT &&
+	   st[2] == HCOMM_ERR_TIMEOUT && t0 < 3000,
+	   "boot: rank 3 never arrives: ranks 0-2 fail with TIMEOUT, no fd "
+	   "leaked (exit %d %d %d, %lld ms)", st[0], st[1], st[2],
+	   (long long)t0);
+
+	/* the same in this process, for the messages and fds */
+	new_name();
+	rankinfo(&ri, 0, 2, "units");
+	fds = count_fds();
+	ret = hcomm__boot_init(&ri, 100, &b);
+	ok(ret == -HCOMM_ERR_TIMEOUT && count_fds() == fds && !b &&
+	   strstr(hcomm_errmsg(), boot_name) &&
+	   strstr(hcomm_errmsg(), "1 of 2 ranks"),
+	   "boot: rank 0 alone times out, names the rendezvous (%s)",
+	   hcomm_errmsg());
+	rankinfo(&ri, 1, 2, "units");
+	ret = hcomm__boot_init(&ri, 100, &b);
+	ok(ret == -HCOMM_ERR_TIMEOUT && count_fds() == fds &&
+	   strstr(hcomm_errmsg(), "did not come up"),
+	   "boot: rank 1 without a rank 0 times out (%s)", hcomm_errmsg());
+
+	/* a second rank 0 on the same name: BUSY */
+	new_name();
+	{
+		struct rank_spec s0 = { .rank = 0, .size = 2,
+					.timeout_ms = 3000 };
+		struct rank_spec s1 = { .rank = 1, .size = 2,
+					.timeout_ms = 3000 };
+
+		pid[0] = spawn(&s0);
+		ret = wait_listener();
+		rankinfo(&ri, 0, 2, "units");
+		fds = count_fds();
+		if (!ret)
+			ret = hcomm__boot_init(&ri, 1000, &b);
+		ok(ret == -HCOMM_ERR_BUSY && count_fds() == fds &&
+		   strstr(hcomm_errmsg(), boot_name),
+		   "boot: a second rank 0 on the same name: BUSY, naming "
+		   "the address (%s)", hcomm_errmsg());
+		pid[1] = spawn(&s1);
+		st[0] = reap(pid[0]);
+		st[1] = reap(pid[1]);
+		ok(!st[0] && !st[1], "boot: the first rank 0 goes on "
+		   "undisturbed by a probe (exit %d %d)", st[0], st[1]);
+	}
+	/* the name is free again once the bootstrap is done */
+	{
+		struct rank_spec s1 = { .rank = 1, .size = 2,
+					.timeout_ms = 3000 };
+
+		pid[1] = spawn(&s1);
+		rankinfo(&ri, 0, 2, "units");
+		ret = hcomm__boot_init(&ri, 3000, &b);
+		ok(!ret && !hcomm__boot_barrier(b) && !reap(pid[1]),
+		   "boot: the name can be reused after the bootstrap");
+		hcomm__boot_fini(b);
+	}
+
+	/* a hello with another world size: INVAL */
+	new_name();
+	{
+		struct rank_spec s[4] = {
+			{ .rank = 0, .size = 4, .timeout_ms = 3000 },
+			{ .rank = 1, .size = 4, .timeout_ms = 1000 },
+			{ .rank = 2, .size = 4, .timeout_ms = 1000 },
+			{ .rank = 3, .size = 5, .timeout_ms = 3000 },
+		};
+		int others;
+
+		for (r = 0; r < 4; r++)
+			pid[r] = spawn(&s[r]);
+		for (r = 0; r < 4; r++)
+			st[r] = reap(pid[r]);
+		/* ranks 1 and 2 may have joined (INVAL) or not (TIMEOUT) */
+		others = (st[1] == HCOMM_ERR_INVAL ||
+			  st[1] == HCOMM_ERR_TIMEOUT) &&
+			 (st[2] == HCOMM_ERR_INVAL ||
+			  st[2] == HCOMM_ERR_TIMEOUT);
+		ok(st[0] == HCOMM_ERR_INVAL && st[3] == HCOMM_ERR_INVAL &&
+		   others, "boot: a hello with world size 5 among 4: INVAL "
+		   "at rank 0 and the sender (exit %d %d %d %d)",
+		   st[0], st[1], st[2], st[3]);
+	}
+	new_name();
+	{
+		struct rank_spec s = { .rank = 1, .size = 3,
+				       .timeout_ms = 3000 };
+
+		pid[0] = spawn(&s);
+		rankinfo(&ri, 0, 2, "units");
+		fds = count_fds();
+		ret = hcomm__boot_init(&ri, 3000, &b);
+		st[0] = reap(pid[0]);
+		ok(ret == -HCOMM_ERR_INVAL && st[0] == HCOMM_ERR_INVAL &&
+		   count_fds() == fds && strstr(hcomm_errmsg(), "world size"),
+		   "boot: size mismatch message at rank 0 (%s)",
+		   hcomm_errmsg());
+	}
+
+	/* another job on the same name: INVAL */
+	new_name();
+	{
+		struct rank_spec s = { .rank = 1, .size = 2, .job = "other",
+				       .timeout_ms = 3000 };
+
+		pid[0] = spawn(&s);
+		rankinfo(&ri, 0, 2, "units");
+		ret = hcomm__boot_init(&ri, 3000, &b);
+		st[0] = reap(pid[0]);
+		ok(ret == -HCOMM_ERR_INVAL && st[0] == HCOMM_ERR_INVAL &&
+		   strstr(hcomm_errmsg(), "\"other\""),
+		   "boot: a hello of another job: INVAL (%s)", hcomm_errmsg());
+	}
+
+	/* the same rank twice: INVAL */
+	new_name();
+	{
+		struct rank_spec s = { .rank = 1, .size = 3,
+				       .timeout_ms = 3000 };
+
+		pid[0] = spawn(&s);
+		pid[1] = spawn(&s);
+		rankinfo(&ri, 0, 3, "units");
+		ret = hcomm__boot_init(&ri, 3000, &b);
+		st[0] = reap(pid[0]);
+		st[1] = reap(pid[1]);
+		ok(ret == -HCOMM_ERR_INVAL && st[0] == HCOMM_ERR_INVAL &&
+		   st[1] == HCOMM_ERR_INVAL &&
+		   strstr(hcomm_errmsg(), "rank 1 arrived twice"),
+		   "boot: rank 1 twice: INVAL everywhere (%s)",
+		   hcomm_errmsg());
+	}
+
+	/* a rank that stalls after init: the barrier times out */
+	new_name();
+	{
+		struct rank_spec s[3] = {
+			{ .rank = 0, .size = 3, .timeout_ms = 500 },
+			{ .rank = 1, .size = 3, .timeout_ms = 500 },
+			{ .rank = 2, .size = 3, .timeout_ms = 500,
+			  .stall_ms = 1500 },
+		};
+
+		t0 = now_ms();
+		for (r = 0; r < 3; r++)
+			pid[r] = spawn(&s[r]);
+		for (r = 0; r < 3; r++)
+			st[r] = reap(pid[r]);
+		t0 = now_ms() - t0;
+		ok(st[0] == HCOMM_ERR_TIMEOUT && st[1] == HCOMM_ERR_TIMEOUT &&
+		   st[2] != 0 && st[2] != X_FD,
+		   "boot: a barrier waits at most the timeout (exit %d %d %d, "
+		   "%lld ms)", st[0], st[1], st[2], (long long)t0);
+	}
+
+	/* a rank that leaves: the others see it */
+	new_name();
+	{
+		struct rank_spec s = { .rank = 1, .size = 2,
+				       .timeout_ms = 3000 };
+		unsigned char x = 1, y[2];
+
+		pid[0] = spawn(&s);
+		rankinfo(&ri, 0, 2, "units");
+		ret = hcomm__boot_init(&ri, 3000, &b);
+		if (!ret)
+			ret = hcomm__boot_barrier(b);
+		st[0] = reap(pid[0]);	/* it is gone after one barrier */
+		if (!ret)
+			ret = hcomm__boot_allgather(b, &x, y, 1);
+		snprintf(msg, sizeof(msg), "%s", hcomm_errmsg());
+		ok(ret == -HCOMM_ERR_IO && strstr(msg, "closed") &&
+		   hcomm__boot_barrier(b) == -HCOMM_ERR_IO &&
+		   strstr(hcomm_errmsg(), "failed earlier"),
+		   "boot: a rank that left: IO, and the channel stays failed "
+		   "(%s)", msg);
+		hcomm__boot_fini(b);
+	}
+
+	/* another user's process is not let in */
+	new_name();
+	if (geteuid() == 0) {
+		struct rank_spec s0 = { .rank = 0, .size = 2,
+					.timeout_ms = 5000 };
+		struct rank_spec f = { .rank = 1, .size = 2, .foreign = 1,
+				       .timeout_ms = 3000 };
+		struct rank_spec s1 = { .rank = 1, .size = 2,
+					.timeout_ms = 3000 };
+
+		/* rank 0 listens; the stranger knocks first, then rank 1 */
+		pid[0] = spawn(&s0);
+		ret = wait_listener();
+		pid[1] = spawn(&f);
+		st[1] = reap(pid[1]);
+		pid[2] = spawn(&s1);
+		st[2] = reap(pid[2]);
+		st[0] = reap(pid[0]);
+		ok(!ret && st[1] == HCOMM_ERR_ACCESS && !st[0] && !st[2],
+		   "boot: a process of another uid is refused (SO_PEERCRED), "
+		   "the real rank 1 joins (exit %d %d %d)", st[0], st[1],
+		   st[2]);
+	} else {
+		ok(1, "# SKIP boot: another uid needs root to test");
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Descriptor packing                                                 */
+/* ------------------------------------------------------------------ */
+
+_Static_assert(sizeof(struct hcomm_xfer_desc) == 48, "xfer_desc size");
+
+static void test_packing(void)
+{
+	struct hcomm_request req;
+
+	ok(sizeof(struct hcomm_xfer_desc) == 48 &&
+	   offsetof(struct hcomm_xfer_desc, op) == 0 &&
+	   offsetof(struct hcomm_xfer_desc, target) == 4 &&
+	   offsetof(struct hcomm_xfer_desc, target_off) == 8 &&
+	   offsetof(struct hcomm_xfer_desc, local) == 16 &&
+	   offsetof(struct hcomm_xfer_desc, len) == 24 &&
+	   offsetof(struct hcomm_xfer_desc, sig) == 32 &&
+	   offsetof(struct hcomm_xfer_desc, reserved) == 36 &&
+	   offsetof(struct hcomm_xfer_desc, value) == 40 &&
+	   _Alignof(struct hcomm_xfer_desc) == 8,
+	   "packing: hcomm_xfer_desc is 48 bytes, fields at 0/4/8/16/24/32/"
+	   "36/40");
+	ok(sizeof(req.priv) == 4 * sizeof(void *) &&
+	   offsetof(struct hcomm_request, status) == 0 &&
+	   offsetof(struct hcomm_request, done) == 4 &&
+	   offsetof(struct hcomm_request, bytes) == 8 &&
+	   offsetof(struct hcomm_request, priv) + sizeof(req.priv) ==
+	   sizeof(struct hcomm_request) &&
+	   (sizeof(void *) != 8 || (sizeof(struct hcomm_request) == 72 &&
+				    offsetof(struct hcomm_request, cb) == 16 &&
+				    offsetof(struct hcomm_request, priv) == 40)),
+	   "packing: hcomm_request as declared, priv is 4 pointers at the "
+	   "end (%zu bytes)", sizeof(struct hcomm_request));
+	ok(sizeof(struct hcomm_mpsc_node) <= sizeof(req.priv) &&
+	   _Alignof(struct hcomm_mpsc_node) <= _Alignof(void *),
+	   "packing: an MPSC node fits in hcomm_request.priv");
+}
+
+int main(void)
+{
+	char tmpl[] = "/tmp/hcomm-units-XXXXXX";
+	int64_t t0 = now_ms();
+	char cmd[128];
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	clean_env();
+	if (gethostname(host, sizeof(host)))
+		strcpy(host, "localhost");
+	host[sizeof(host) - 1] = 0;
+	if (!mkdtemp(tmpl)) {
+		printf("not ok 1 - mkdtemp: %s\n", strerror(errno));
+		printf("units: 0 passed, 1 failed\n");
+		return 1;
+	}
+	snprintf(tmpdir, sizeof(tmpdir), "%s", tmpl);
+
+	test_parse_size();
+	test_config_default();
+	test_config_vars();
+	test_config_profiles();
+	test_rank_table();
+	test_detect();
+	test_mpsc_basic();
+	test_mpsc_threads();
+	test_ec_basic();
+	test_ec_stress();
+	test_boot();
+	test_packing();
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	if (system(cmd)) {
+		/* leftovers in /tmp only */
+	}
+	printf("# %lld ms\n", (long long)(now_ms() - t0));
+	printf("1..%d\n", n_pass + n_fail);
+	printf("units: %d passed, %d failed\n", n_pass, n_fail);
+	return n_fail ? 1 : 0;
+}
