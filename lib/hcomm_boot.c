@@ -695,8 +695,9 @@ static unsigned check_hello(const struct hcomm_boot *b,
  * Rank 0: listen, and take hellos from every connection as they come
  * (poll), so that a connection that never speaks holds up nobody.
  * Connections of other users, ones that close or send something else
- * than a hello are dropped; a hello that does not match fails the
- * bootstrap (and is told why).
+ * than a hello are dropped, a hello of another job is refused (it is told
+ * why); any other hello that does not match (version, world size, rank
+ * out of range or twice) fails the bootstrap, and everyone is told.
  */
 static int root_init(struct hcomm_boot *b, int64_t deadline)
 {
@@ -802,7 +803,13 @@ static int root_init(struct hcomm_boot *b, int64_t deadline)
 				/* closed, or not one of ours: drop it */
 				close(p->fd);
 				others++;
-			} else if ((why = check_hello(b, &p->u.msg.hello))) {
+			} else if ((why = check_hello(b, &p->u.msg.hello)) ==
+				   ST_JOB) {
+				/* another job's rank on our name: not ours */
+				tell(p->fd, MSG_GO, why, 0, b->size);
+				close(p->fd);
+				others++;
+			} else if (why) {
 				tell(p->fd, MSG_GO, why, 0, b->size);
 				close(p->fd);
 				ret = root_mismatch(b, why, &p->u.msg.hello);

@@ -63,12 +63,20 @@ struct hcomm_mpsc_node {
 	_Atomic(struct hcomm_mpsc_node *) next;
 };
 
+/*
+ * head (written by producers) and tail (the consumer's) a cache line
+ * apart; padded rather than aligned, so that the structs embedding these
+ * need no aligned allocation (on a 64-byte boundary they never share a
+ * line, elsewhere they rarely do).
+ */
 struct hcomm_mpsc {
 	/* Producers: the node pushed last. */
-	_Alignas(HCOMM_CACHELINE) _Atomic(struct hcomm_mpsc_node *) head;
+	_Atomic(struct hcomm_mpsc_node *) head;
+	char pad_head[HCOMM_CACHELINE - sizeof(void *)];
 	/* Consumer: the oldest node not yet popped (or the stub). */
-	_Alignas(HCOMM_CACHELINE) struct hcomm_mpsc_node *tail;
+	struct hcomm_mpsc_node *tail;
 	struct hcomm_mpsc_node stub;
+	char pad_tail[HCOMM_CACHELINE - 2 * sizeof(void *)];
 };
 
 static inline void hcomm_mpsc_init(struct hcomm_mpsc *q)
@@ -139,7 +147,8 @@ static inline int hcomm_mpsc_empty(struct hcomm_mpsc *q)
  * bit 0 (and then clears it).  A key is the word as prepare() left it.
  */
 struct hcomm_ec {
-	_Alignas(HCOMM_CACHELINE) _Atomic uint32_t word;
+	_Atomic uint32_t word;
+	char pad[HCOMM_CACHELINE - sizeof(uint32_t)];
 };
 
 #define HCOMM_EC_WAITING	1u

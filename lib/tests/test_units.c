@@ -1452,8 +1452,46 @@ static int wait_listener(void)
 	return -1;
 }
 
+#define MANY	150
+
+static int rank_many(int rank, int size)
+{
+	struct hcomm_rankinfo ri;
+	struct hcomm_boot *b;
+	int32_t all[MANY], me = rank * 3 + 1;
+	int ret, r;
+
+	rankinfo(&ri, rank, size, "units");
+	ret = hcomm__boot_init(&ri, 8000, &b);
+	if (ret)
+		return -ret;
+	ret = hcomm__boot_allgather(b, &me, all, sizeof(me));
+	if (ret)
+		return -ret;
+	for (r = 0; r < size; r++)
+		if (all[r] != r * 3 + 1)
+			return X_DATA;
+	ret = hcomm__boot_barrier(b);
+	hcomm__boot_fini(b);
+	return -ret;
+}
+
+static pid_t spawn_many(int rank, int size)
+{
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		alarm(10);
+		_exit(rank_many(rank, size));
+	}
+	return pid;
+}
+
 static void test_boot(void)
 {
+	pid_t many[MANY];
 	struct hcomm_rankinfo ri;
 	struct hcomm_boot *b;
 	unsigned char blk[8], all[8];
@@ -1472,6 +1510,21 @@ static void test_boot(void)
 	   "boot: 4 processes: allgather of distinct blocks (1000 B and "
 	   "256 KiB, in place), barriers (exit %d %d %d %d)",
 	   st[0], st[1], st[2], st[3]);
+
+	/* many ranks at once: more than the pending hellos rank 0 holds */
+	new_name();
+	{
+		int n = MANY, bad = 0;
+
+		t0 = now_ms();
+		for (r = n - 1; r >= 0; r--)
+			many[r] = spawn_many(r, n);
+		for (r = 0; r < n; r++)
+			if (reap(many[r]) && bad++ < 3)
+				printf("# rank %d failed\n", r);
+		ok(!bad, "boot: %d processes: init, allgather of every rank's "
+		   "number, barrier (%lld ms)", n, (long long)(now_ms() - t0));
+	}
 
 	/* one rank: no socket */
 	new_name();
@@ -1610,19 +1663,41 @@ static void test_boot(void)
 		   hcomm_errmsg());
 	}
 
-	/* another job on the same name: INVAL */
+	/* another job on the same name: refused, the real rank gets in */
 	new_name();
 	{
-		struct rank_spec s = { .rank = 1, .size = 2, .job = "other",
+		struct rank_spec o = { .rank = 1, .size = 2, .job = "other",
+				       .timeout_ms = 3000 };
+		struct rank_spec s0 = { .rank = 0, .size = 2,
+					.timeout_ms = 5000 };
+		struct rank_spec s1 = { .rank = 1, .size = 2,
+					.timeout_ms = 3000 };
+
+		pid[0] = spawn(&s0);
+		ret = wait_listener();
+		pid[1] = spawn(&o);
+		st[1] = reap(pid[1]);
+		pid[2] = spawn(&s1);
+		st[2] = reap(pid[2]);
+		st[0] = reap(pid[0]);
+		ok(!ret && st[1] == HCOMM_ERR_INVAL && !st[0] && !st[2],
+		   "boot: a hello of another job is refused with INVAL, the "
+		   "job's own rank 1 joins (exit %d %d %d)", st[0], st[1],
+		   st[2]);
+	}
+	new_name();
+	{
+		struct rank_spec o = { .rank = 1, .size = 2, .job = "other",
 				       .timeout_ms = 3000 };
 
-		pid[0] = spawn(&s);
+		pid[0] = spawn(&o);
 		rankinfo(&ri, 0, 2, "units");
-		ret = hcomm__boot_init(&ri, 3000, &b);
+		ret = hcomm__boot_init(&ri, 500, &b);
 		st[0] = reap(pid[0]);
-		ok(ret == -HCOMM_ERR_INVAL && st[0] == HCOMM_ERR_INVAL &&
-		   strstr(hcomm_errmsg(), "\"other\""),
-		   "boot: a hello of another job: INVAL (%s)", hcomm_errmsg());
+		ok(ret == -HCOMM_ERR_TIMEOUT && st[0] == HCOMM_ERR_INVAL &&
+		   strstr(hcomm_errmsg(), "1 other connections dropped"),
+		   "boot: ... and rank 0 waits on for its own (%s)",
+		   hcomm_errmsg());
 	}
 
 	/* the same rank twice: INVAL */
