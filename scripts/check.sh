@@ -120,7 +120,15 @@ if [ -n "$sum" ]; then
 else
 	p=0 f=1
 fi
-echo "rc=$rc ${sum:-no summary line} ($(since "$t")s)" >&2
+# The unit tests of the library's module-free pieces print their own line.
+usum=$(grep -E '^units: [0-9]+ passed, [0-9]+ failed' "$logs/check-host-lib-tests.log" | tail -n1)
+if [ -n "$usum" ]; then
+	set -- $usum
+	p=$((p + $2)) f=$((f + $4))
+elif [ -n "$sum" ]; then
+	f=$((f + 1))	# the library tests ran, the unit tests did not
+fi
+echo "rc=$rc ${sum:-no summary line}; ${usum:-no units line} ($(since "$t")s)" >&2
 [ $rc -ne 0 ] && tail -n 25 "$logs/check-host-lib-tests.log" | sed 's/^/    /' >&2
 row test "host/lib" "$p" "$f" 0 "$(since "$t")"
 
