@@ -1,2 +1,969 @@
 /* SPDX-License-Identifier: MIT */
-/* placeholder: being written */
+/*
+ * libhcomm: the communicator - ranks, windows, one-sided operations,
+ * requests and their completion.  Moving bytes is the transport's
+ * (hcomm_xport.h); this file checks arguments, counts what is in flight,
+ * and delivers completions:
+ *
+ *  - a request without callback is marked done (release store) by the
+ *    thread that reaps its completion;
+ *  - HCOMM_CB_INLINE: a request with a callback is marked done and its
+ *    callback runs in the reaping thread (hcomm_progress, hcomm_wait,
+ *    hcomm_flush, or a submitter making room on a full ring), never with
+ *    a library lock held;
+ *  - HCOMM_CB_THREAD / _LOCKED: a library progress thread reaps; requests
+ *    with a callback go to a dispatcher thread through the lock-free MPSC
+ *    queue (or a mutex+condvar list), which marks each done and runs its
+ *    callback.  Threads calling hcomm_progress/hcomm_wait reap too and
+ *    feed the same queue.
+ *
+ * c->inflight counts operations issued and not completed; c->cb_pending
+ * completed ones whose callback has not returned.  Collectives (init,
+ * destroy, barrier, allgather, win_create, win_free) are made by one
+ * thread per rank in the same order everywhere; a local failure inside a
+ * collective is exchanged so that every rank fails it together.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "hcomm_comm_int.h"
+
+#define SPIN_NS		50000		/* busy progress before blocking */
+#define BLOCK_US	1000		/* one blocking wait */
+#define BATCH_CHUNK	64		/* requests per half of a blocking batch */
+#define DISPATCH_MAX	64
+
+static const struct hcomm_xport_ops *const xports[] = {
+	&hcomm__xport_kernel,
+};
+
+static __thread int t_cb_depth;			/* > 0 inside a callback */
+static __thread struct hcomm_comm *t_dispatcher; /* this thread's comm */
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#else
+	__asm__ __volatile__("" ::: "memory");
+#endif
+}
+
+/* ------------------------------------------------------------------ */
+/* completion and callbacks                                            */
+/* ------------------------------------------------------------------ */
+
+static struct hcomm_request *node_req(struct hcomm_mpsc_node *n)
+{
+	return (struct hcomm_request *)(void *)((char *)n -
+		offsetof(struct hcomm_request, priv) -
+		offsetof(struct hcomm_req_priv, q));
+}
+
+/* Mark done and run the callback; req belongs to the user afterwards. */
+static void run_cb(struct hcomm_comm *c, struct hcomm_request *req)
+{
+	hcomm_cb_fn cb = req->cb;
+	void *arg = req->cb_arg;
+
+	__atomic_store_n(&req->done, 1, __ATOMIC_RELEASE);
+	t_cb_depth++;
+	cb(req, arg);
+	t_cb_depth--;
+	__atomic_sub_fetch(&c->cb_pending, 1, __ATOMIC_RELEASE);
+}
+
+void hcomm__complete(struct hcomm_comm *c, struct hcomm_request *req,
+		     int err, uint64_t bytes)
+{
+	struct hcomm_req_priv *rp = hcomm__req_priv(req);
+	int mode;
+
+	req->status = err ? -hcomm__err_code(HCOMM_CMD_XFER, err) : 0;
+	rp->err = err;
+	req->bytes = bytes;
+	req->t_complete_ns = now_ns();
+	if (!req->cb) {
+		/* After this store the request is the user's: no more access. */
+		__atomic_store_n(&req->done, 1, __ATOMIC_RELEASE);
+		__atomic_sub_fetch(&c->inflight, 1, __ATOMIC_RELEASE);
+		return;
+	}
+	__atomic_add_fetch(&c->cb_pending, 1, __ATOMIC_RELAXED);
+	__atomic_sub_fetch(&c->inflight, 1, __ATOMIC_RELEASE);
+	mode = __atomic_load_n(&c->cb_mode, __ATOMIC_ACQUIRE);
+	if (mode == HCOMM_CB_THREAD) {
+		hcomm_mpsc_push(&c->q, &rp->q.node);
+		hcomm_ec_notify(&c->ec);
+	} else if (mode == HCOMM_CB_THREAD_LOCKED) {
+		rp->q.next = NULL;
+		pthread_mutex_lock(&c->lq_lock);
+		if (c->lq_tail)
+			hcomm__req_priv(c->lq_tail)->q.next = req;
+		else
+			c->lq_head = req;
+		c->lq_tail = req;
+		pthread_cond_signal(&c->lq_cond);
+		pthread_mutex_unlock(&c->lq_lock);
+	} else {
+		run_cb(c, req);
+	}
+}
+
+/* Dispatcher thread only: run up to max queued callbacks. */
+static int dispatch_some(struct hcomm_comm *c, int max)
+{
+	struct hcomm_mpsc_node *node;
+	struct hcomm_request *req, *next;
+	int n = 0;
+
+	if (__atomic_load_n(&c->cb_mode, __ATOMIC_ACQUIRE) == HCOMM_CB_THREAD) {
+		while (n < max && (node = hcomm_mpsc_pop(&c->q))) {
+			run_cb(c, node_req(node));
+			n++;
+		}
+		return n;
+	}
+	pthread_mutex_lock(&c->lq_lock);
+	req = c->lq_head;
+	c->lq_head = c->lq_tail = NULL;
+	pthread_mutex_unlock(&c->lq_lock);
+	for (; req; req = next, n++) {
+		next = hcomm__req_priv(req)->q.next;
+		run_cb(c, req);
+	}
+	return n;
+}
+
+static void *dispatcher_main(void *arg)
+{
+	struct hcomm_comm *c = arg;
+	uint32_t key;
+
+	t_dispatcher = c;
+	if (c->cb_mode == HCOMM_CB_THREAD_LOCKED) {
+		for (;;) {
+			pthread_mutex_lock(&c->lq_lock);
+			while (!c->lq_head && !c->disp_stop)
+				pthread_cond_wait(&c->lq_cond, &c->lq_lock);
+			if (!c->lq_head && c->disp_stop) {
+				pthread_mutex_unlock(&c->lq_lock);
+				return NULL;
+			}
+			pthread_mutex_unlock(&c->lq_lock);
+			dispatch_some(c, DISPATCH_MAX);
+		}
+	}
+	for (;;) {
+		if (dispatch_some(c, DISPATCH_MAX))
+			continue;
+		key = hcomm_ec_prepare(&c->ec);
+		if (!hcomm_mpsc_empty(&c->q))
+			continue;	/* a push landed or is half done */
+		if (__atomic_load_n(&c->disp_stop, __ATOMIC_ACQUIRE))
+			return NULL;
+		hcomm_ec_wait(&c->ec, key, 100);
+	}
+}
+
+static void *progress_main(void *arg)
+{
+	struct hcomm_comm *c = arg;
+
+	while (!__atomic_load_n(&c->prog_stop, __ATOMIC_ACQUIRE)) {
+		if (c->xops->progress(c) > 0)
+			continue;
+		c->xops->block(c, NULL, 100000);
+	}
+	return NULL;
+}
+
+/* comm->lock held.  Stop the callback threads after the queue drained. */
+static void threads_stop(struct hcomm_comm *c)
+{
+	if (!c->threads)
+		return;
+	__atomic_store_n(&c->prog_stop, 1, __ATOMIC_RELEASE);
+	c->xops->wake(c);
+	pthread_join(c->prog_thr, NULL);
+	pthread_mutex_lock(&c->lq_lock);
+	__atomic_store_n(&c->disp_stop, 1, __ATOMIC_RELEASE);
+	pthread_cond_broadcast(&c->lq_cond);
+	pthread_mutex_unlock(&c->lq_lock);
+	hcomm_ec_notify(&c->ec);
+	pthread_join(c->disp_thr, NULL);
+	__atomic_store_n(&c->threads, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&c->cb_mode, HCOMM_CB_INLINE, __ATOMIC_RELEASE);
+}
+
+/* comm->lock held. */
+static int threads_start(struct hcomm_comm *c, enum hcomm_cb_mode mode)
+{
+	int ret;
+
+	ret = c->xops->wake_enable(c);
+	if (ret)
+		return ret;
+	hcomm_mpsc_init(&c->q);
+	hcomm_ec_init(&c->ec);
+	c->lq_head = c->lq_tail = NULL;
+	c->prog_stop = 0;
+	c->disp_stop = 0;
+	__atomic_store_n(&c->cb_mode, mode, __ATOMIC_RELEASE);
+	ret = pthread_create(&c->disp_thr, NULL, dispatcher_main, c);
+	if (ret)
+		goto err;
+	ret = pthread_create(&c->prog_thr, NULL, progress_main, c);
+	if (ret) {
+		pthread_mutex_lock(&c->lq_lock);
+		__atomic_store_n(&c->disp_stop, 1, __ATOMIC_RELEASE);
+		pthread_cond_broadcast(&c->lq_cond);
+		pthread_mutex_unlock(&c->lq_lock);
+		hcomm_ec_notify(&c->ec);
+		pthread_join(c->disp_thr, NULL);
+		goto err;
+	}
+	__atomic_store_n(&c->threads, 1, __ATOMIC_RELEASE);
+	return 0;
+err:
+	__atomic_store_n(&c->cb_mode, HCOMM_CB_INLINE, __ATOMIC_RELEASE);
+	return hcomm__fail(ret == EAGAIN ? HCOMM_ERR_LIMIT : HCOMM_ERR_NOMEM,
+			   ret, "starting the callback threads");
+}
+
+HCOMM_EXPORT int hcomm_comm_set_cb_mode(struct hcomm_comm *c,
+					enum hcomm_cb_mode mode)
+{
+	int ret = 0;
+
+	if (!c || (mode != HCOMM_CB_INLINE && mode != HCOMM_CB_THREAD &&
+		   mode != HCOMM_CB_THREAD_LOCKED))
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL,
+				   "hcomm_comm_set_cb_mode: mode %d", (int)mode);
+	if (t_cb_depth)
+		return hcomm__fail(HCOMM_ERR_BUSY, EBUSY, "hcomm_comm_set_cb_mode "
+				   "from a callback");
+	pthread_mutex_lock(&c->lock);
+	if (mode == (enum hcomm_cb_mode)c->cb_mode)
+		goto out;
+	if (__atomic_load_n(&c->inflight, __ATOMIC_ACQUIRE) ||
+	    __atomic_load_n(&c->cb_pending, __ATOMIC_ACQUIRE)) {
+		ret = hcomm__fail(HCOMM_ERR_BUSY, EBUSY, "hcomm_comm_set_cb_mode: "
+				  "operations in flight (hcomm_flush first)");
+		goto out;
+	}
+	threads_stop(c);
+	if (mode != HCOMM_CB_INLINE)
+		ret = threads_start(c, mode);
+out:
+	pthread_mutex_unlock(&c->lock);
+	return ret;
+}
+
+/* ------------------------------------------------------------------ */
+/* progress, waiting                                                   */
+/* ------------------------------------------------------------------ */
+
+/* Spin with progress for SPIN_NS, then block in short waits. */
+struct idle {
+	uint64_t t0;
+	unsigned int k;
+};
+
+static void idle_step(struct hcomm_comm *c, struct hcomm_request *req,
+		      struct idle *st)
+{
+	if (!st->t0) {
+		st->t0 = now_ns();
+	} else if (!(++st->k & 15) && now_ns() - st->t0 > SPIN_NS) {
+		c->xops->block(c, req, BLOCK_US);
+		return;
+	}
+	cpu_relax();
+}
+
+static int progress_once(struct hcomm_comm *c)
+{
+	int n = 0;
+
+	if (t_dispatcher == c)
+		n = dispatch_some(c, DISPATCH_MAX);
+	return n + c->xops->progress(c);
+}
+
+HCOMM_EXPORT int hcomm_progress(struct hcomm_comm *c)
+{
+	if (!c)
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "hcomm_progress");
+	if (t_dispatcher == c)
+		dispatch_some(c, DISPATCH_MAX);
+	return c->xops->progress(c);
+}
+
+HCOMM_EXPORT int hcomm_test(struct hcomm_request *req)
+{
+	struct hcomm_comm *c;
+
+	if (!req)
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "hcomm_test");
+	if (__atomic_load_n(&req->done, __ATOMIC_ACQUIRE))
+		return 1;
+	c = hcomm__req_priv(req)->comm;
+	if (c)
+		progress_once(c);
+	return __atomic_load_n(&req->done, __ATOMIC_ACQUIRE);
+}
+
+HCOMM_EXPORT int hcomm_wait(struct hcomm_request *req)
+{
+	struct hcomm_req_priv *rp;
+	struct idle st = { 0, 0 };
+	struct hcomm_comm *c;
+
+	if (!req)
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "hcomm_wait");
+	rp = hcomm__req_priv(req);
+	c = rp->comm;
+	while (!__atomic_load_n(&req->done, __ATOMIC_ACQUIRE)) {
+		if (!c)
+			return hcomm__fail(HCOMM_ERR_INVAL, EINVAL,
+					   "hcomm_wait: request never issued");
+		if (progress_once(c) > 0)
+			st.t0 = 0;
+		else
+			idle_step(c, req, &st);
+	}
+	if (req->status)
+		return hcomm__fail(-req->status, rp->err, "operation failed");
+	return 0;
+}
+
+int hcomm__drain(struct hcomm_comm *c)
+{
+	struct idle st = { 0, 0 };
+
+	while (__atomic_load_n(&c->inflight, __ATOMIC_ACQUIRE)) {
+		if (progress_once(c) > 0)
+			st.t0 = 0;
+		else
+			idle_step(c, NULL, &st);
+	}
+	/* Inside a callback the callback itself is pending: do not wait. */
+	if (t_cb_depth)
+		return 0;
+	while (__atomic_load_n(&c->cb_pending, __ATOMIC_ACQUIRE)) {
+		if (t_dispatcher == c)
+			dispatch_some(c, DISPATCH_MAX);
+		else
+			sched_yield();
+	}
+	return 0;
+}
+
+HCOMM_EXPORT int hcomm_flush(struct hcomm_comm *c)
+{
+	if (!c)
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "hcomm_flush");
+	return c->xops->flush(c);
+}
+
+HCOMM_EXPORT int hcomm_fence(struct hcomm_comm *c)
+{
+	if (!c)
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "hcomm_fence");
+	return c->xops->fence(c);
+}
+
+/* ------------------------------------------------------------------ */
+/* one-sided operations                                                */
+/* ------------------------------------------------------------------ */
+
+static const char *op_name(uint32_t op)
+{
+	switch (op) {
+	case HCOMM_OP_PUT:
+		return "put";
+	case HCOMM_OP_GET:
+		return "get";
+	case HCOMM_OP_PUT_SIGNAL:
+		return "put_signal";
+	default:
+		return "?";
+	}
+}
+
+static int check_desc(const struct hcomm_win *w,
+		      const struct hcomm_xfer_desc *d, unsigned int i)
+{
+	const struct hcomm_comm *c = w->comm;
+	const struct hcomm_win_peer *p;
+
+	if (d->op < HCOMM_OP_PUT || d->op > HCOMM_OP_PUT_SIGNAL || d->reserved)
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "descriptor %u: op %u "
+				   "reserved %u", i, d->op, d->reserved);
+	if (d->target < 0 || d->target >= c->size)
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "descriptor %u: %s to "
+				   "rank %d of %d", i, op_name(d->op),
+				   d->target, c->size);
+	if (d->len && (!d->local || d->local + d->len < d->local))
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "descriptor %u: %s of "
+				   "%llu bytes at local address %#llx", i,
+				   op_name(d->op), (unsigned long long)d->len,
+				   (unsigned long long)d->local);
+	p = &w->peers[d->target];
+	if (d->target_off > p->len || d->len > p->len - d->target_off)
+		return hcomm__fail(HCOMM_ERR_INVAL, ERANGE, "descriptor %u: %s "
+				   "of %llu bytes at offset %llu of rank %d's "
+				   "%llu-byte window", i, op_name(d->op),
+				   (unsigned long long)d->len,
+				   (unsigned long long)d->target_off, d->target,
+				   (unsigned long long)p->len);
+	if (d->op != HCOMM_OP_PUT_SIGNAL)
+		return 0;
+	if (d->sig >= c->xops->signal_count(c))
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "descriptor %u: "
+				   "signal %u of %u", i, d->sig,
+				   c->xops->signal_count(c));
+	if (!p->len)
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "descriptor %u: rank "
+				   "%d exposes no memory in this window, which a "
+				   "signal needs", i, d->target);
+	return 0;
+}
+
+/* Issue n checked descriptors; on failure every request reads done. */
+static int issue(struct hcomm_win *w, const struct hcomm_xfer_desc *d,
+		 unsigned int n, struct hcomm_request *reqs)
+{
+	struct hcomm_comm *c = w->comm;
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < n; i++) {
+		struct hcomm_req_priv *rp = hcomm__req_priv(&reqs[i]);
+
+		reqs[i].status = 0;
+		reqs[i].done = 0;
+		reqs[i].bytes = 0;
+		reqs[i].t_complete_ns = 0;
+		memset(rp, 0, sizeof(*rp));
+		rp->comm = c;
+	}
+	__atomic_add_fetch(&c->inflight, n, __ATOMIC_RELAXED);
+	ret = c->xops->post(c, w, d, n, reqs);
+	if (ret) {
+		__atomic_sub_fetch(&c->inflight, n, __ATOMIC_RELEASE);
+		for (i = 0; i < n; i++) {
+			reqs[i].status = ret;
+			__atomic_store_n(&reqs[i].done, 1, __ATOMIC_RELEASE);
+		}
+	}
+	return ret;
+}
+
+static void fail_reqs(struct hcomm_request *reqs, unsigned int n, int ret)
+{
+	unsigned int i;
+
+	for (i = 0; reqs && i < n; i++) {
+		memset(reqs[i].priv, 0, sizeof(reqs[i].priv));
+		reqs[i].status = ret;
+		reqs[i].bytes = 0;
+		__atomic_store_n(&reqs[i].done, 1, __ATOMIC_RELEASE);
+	}
+}
+
+static int op_nb(struct hcomm_win *w, const struct hcomm_xfer_desc *d,
+		 struct hcomm_request *req)
+{
+	int ret;
+
+	if (!w || !req)
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "hcomm_%s_nb: %s",
+				   op_name(d->op), w ? "no request" : "no window");
+	ret = check_desc(w, d, 0);
+	if (ret) {
+		fail_reqs(req, 1, ret);
+		return ret;
+	}
+	return issue(w, d, 1, req);
+}
+
+static int op_blocking(struct hcomm_win *w, const struct hcomm_xfer_desc *d)
+{
+	struct hcomm_request req;
+	int ret;
+
+	if (!w)
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "hcomm_%s: no window",
+				   op_name(d->op));
+	ret = check_desc(w, d, 0);
+	if (ret)
+		return ret;
+	memset(&req, 0, sizeof(req));
+	ret = issue(w, d, 1, &req);
+	if (ret)
+		return ret;
+	if (hcomm_wait(&req))
+		return hcomm__fail(-req.status, hcomm__req_priv(&req)->err,
+				   "hcomm_%s: rank %d offset %llu, %llu bytes",
+				   op_name(d->op), d->target,
+				   (unsigned long long)d->target_off,
+				   (unsigned long long)d->len);
+	return 0;
+}
+
+#define DESC(o, t, off, l, n, s, v) ((struct hcomm_xfer_desc) {	\
+	.op = (o), .target = (t), .target_off = (off),			\
+	.local = (uintptr_t)(l), .len = (n), .sig = (s), .value = (v) })
+
+HCOMM_EXPORT int hcomm_put(struct hcomm_win *win, int target,
+			   uint64_t target_off, const void *src, size_t len)
+{
+	return op_blocking(win, &DESC(HCOMM_OP_PUT, target, target_off, src,
+				      len, 0, 0));
+}
+
+HCOMM_EXPORT int hcomm_get(struct hcomm_win *win, int target,
+			   uint64_t target_off, void *dst, size_t len)
+{
+	return op_blocking(win, &DESC(HCOMM_OP_GET, target, target_off, dst,
+				      len, 0, 0));
+}
+
+HCOMM_EXPORT int hcomm_put_signal(struct hcomm_win *win, int target,
+				  uint64_t target_off, const void *src,
+				  size_t len, uint32_t sig, uint64_t value)
+{
+	return op_blocking(win, &DESC(HCOMM_OP_PUT_SIGNAL, target, target_off,
+				      src, len, sig, value));
+}
+
+HCOMM_EXPORT int hcomm_put_nb(struct hcomm_win *win, int target,
+			      uint64_t target_off, const void *src, size_t len,
+			      struct hcomm_request *req)
+{
+	return op_nb(win, &DESC(HCOMM_OP_PUT, target, target_off, src, len,
+				0, 0), req);
+}
+
+HCOMM_EXPORT int hcomm_get_nb(struct hcomm_win *win, int target,
+			      uint64_t target_off, void *dst, size_t len,
+			      struct hcomm_request *req)
+{
+	return op_nb(win, &DESC(HCOMM_OP_GET, target, target_off, dst, len,
+				0, 0), req);
+}
+
+HCOMM_EXPORT int hcomm_put_signal_nb(struct hcomm_win *win, int target,
+				     uint64_t target_off, const void *src,
+				     size_t len, uint32_t sig, uint64_t value,
+				     struct hcomm_request *req)
+{
+	return op_nb(win, &DESC(HCOMM_OP_PUT_SIGNAL, target, target_off, src,
+				len, sig, value), req);
+}
+
+/* Wait for reqs[0 .. n); keep the first failure in *err / *errnum. */
+static void wait_all(struct hcomm_request *reqs, unsigned int n, int *err,
+		     int *errnum)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		if (hcomm_wait(&reqs[i]) && !*err) {
+			*err = reqs[i].status;
+			*errnum = hcomm__req_priv(&reqs[i])->err;
+		}
+	}
+}
+
+/*
+ * reqs NULL: two halves of BATCH_CHUNK requests on the stack; a half is
+ * reissued once its previous operations completed, so the ring never
+ * runs dry while we wait.
+ */
+static int batch_blocking(struct hcomm_win *w, const struct hcomm_xfer_desc *d,
+			  unsigned int n)
+{
+	struct hcomm_request rq[2][BATCH_CHUNK];
+	unsigned int cnt[2] = { 0, 0 }, off = 0, m, half = 0;
+	int err = 0, errnum = 0, ret = 0;
+
+	while (off < n) {
+		m = n - off < BATCH_CHUNK ? n - off : BATCH_CHUNK;
+		wait_all(rq[half], cnt[half], &err, &errnum);
+		cnt[half] = 0;
+		memset(rq[half], 0, m * sizeof(rq[half][0]));
+		ret = issue(w, d + off, m, rq[half]);
+		if (ret)
+			break;
+		cnt[half] = m;
+		off += m;
+		half ^= 1;
+	}
+	wait_all(rq[0], cnt[0], &err, &errnum);
+	wait_all(rq[1], cnt[1], &err, &errnum);
+	if (ret)
+		return ret;
+	if (err)
+		return hcomm__fail(-err, errnum, "hcomm_batch: an operation "
+				   "failed");
+	return 0;
+}
+
+HCOMM_EXPORT int hcomm_batch(struct hcomm_win *win,
+			     const struct hcomm_xfer_desc *d, unsigned int n,
+			     struct hcomm_request *reqs)
+{
+	unsigned int i;
+	int ret;
+
+	if (!win || (n && !d))
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "hcomm_batch");
+	for (i = 0; i < n; i++) {
+		ret = check_desc(win, &d[i], i);
+		if (ret) {
+			fail_reqs(reqs, n, ret);
+			return ret;
+		}
+	}
+	if (!n)
+		return 0;
+	if (!reqs)
+		return batch_blocking(win, d, n);
+	return issue(win, d, n, reqs);
+}
+
+/* ------------------------------------------------------------------ */
+/* signals                                                             */
+/* ------------------------------------------------------------------ */
+
+HCOMM_EXPORT int64_t hcomm_signal_wait(struct hcomm_comm *c, uint32_t sig,
+				       uint64_t value, int timeout_ms)
+{
+	if (!c)
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "hcomm_signal_wait");
+	return c->xops->signal_wait(c, sig, value, timeout_ms);
+}
+
+HCOMM_EXPORT uint64_t hcomm_signal_read(struct hcomm_comm *c, uint32_t sig)
+{
+	return c ? c->xops->signal_read(c, sig) : 0;
+}
+
+HCOMM_EXPORT uint32_t hcomm_signal_count(const struct hcomm_comm *c)
+{
+	return c ? c->xops->signal_count(c) : 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* windows                                                             */
+/* ------------------------------------------------------------------ */
+
+/*
+ * After a collective step where rank r may have failed locally (peer err
+ * fields, stride bytes apart): 0 when nobody did, else the error this
+ * rank returns (its own, or the first other rank's).
+ */
+static int collective_err(struct hcomm_comm *c, const void *base,
+			  size_t stride, size_t err_off, int local,
+			  const char *what)
+{
+	int r, e;
+
+	if (local)
+		return local;
+	for (r = 0; r < c->size; r++) {
+		memcpy(&e, (const char *)base + r * stride + err_off, sizeof(e));
+		if (e)
+			return hcomm__fail(e > 0 && e < HCOMM_ERR__MAX ? e :
+					   HCOMM_ERR_IO, 0, "%s failed on rank "
+					   "%d: %s", what, r,
+					   hcomm_strerror(e));
+	}
+	return 0;
+}
+
+static void win_unlink(struct hcomm_win *w)
+{
+	struct hcomm_comm *c = w->comm;
+
+	pthread_mutex_lock(&c->lock);
+	if (w->prev)
+		w->prev->next = w->next;
+	else
+		c->wins = w->next;
+	if (w->next)
+		w->next->prev = w->prev;
+	pthread_mutex_unlock(&c->lock);
+}
+
+HCOMM_EXPORT int hcomm_win_create(struct hcomm_comm *c, void *base,
+				  size_t len, struct hcomm_win **winp)
+{
+	struct hcomm_win_peer self;
+	struct hcomm_win *w;
+	int ret, local = 0;
+
+	if (!c || !winp)
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "hcomm_win_create");
+	*winp = NULL;
+	w = calloc(1, sizeof(*w));
+	if (w)
+		w->peers = calloc(c->size, sizeof(*w->peers));
+	if (!w || !w->peers) {
+		free(w);
+		return hcomm__fail(HCOMM_ERR_NOMEM, ENOMEM, "hcomm_win_create");
+	}
+	w->comm = c;
+	w->base = base;
+	w->len = len;
+	memset(&self, 0, sizeof(self));
+	if (len && !base)
+		local = hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "hcomm_win_create: "
+				    "%zu bytes at NULL", len);
+	else
+		local = c->xops->win_create(c, w, base, len, &self);
+	self.err = -local;
+	ret = hcomm__boot_allgather(c->boot, &self, w->peers, sizeof(self));
+	if (!ret)
+		ret = collective_err(c, w->peers, sizeof(self),
+				     offsetof(struct hcomm_win_peer, err),
+				     local, "hcomm_win_create");
+	if (!ret)
+		ret = hcomm__boot_barrier(c->boot);
+	if (local)
+		ret = local;
+	if (ret) {
+		if (!local)
+			(void)c->xops->win_free(c, w);
+		free(w->peers);
+		free(w);
+		return ret;
+	}
+	pthread_mutex_lock(&c->lock);
+	w->next = c->wins;
+	if (c->wins)
+		c->wins->prev = w;
+	c->wins = w;
+	pthread_mutex_unlock(&c->lock);
+	*winp = w;
+	return 0;
+}
+
+HCOMM_EXPORT int hcomm_win_free(struct hcomm_win *w)
+{
+	struct hcomm_comm *c;
+	int ret, r;
+
+	if (!w)
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "hcomm_win_free");
+	c = w->comm;
+	ret = hcomm_flush(c);
+	/* Nobody reaches this rank's part after the barrier. */
+	r = hcomm__boot_barrier(c->boot);
+	ret = ret ? ret : r;
+	r = c->xops->win_free(c, w);
+	ret = ret ? ret : r;
+	r = hcomm__boot_barrier(c->boot);
+	ret = ret ? ret : r;
+	win_unlink(w);
+	free(w->peers);
+	free(w);
+	return ret;
+}
+
+HCOMM_EXPORT size_t hcomm_win_size(const struct hcomm_win *w, int rank)
+{
+	if (!w || rank < 0 || rank >= w->comm->size)
+		return 0;
+	return w->peers[rank].len;
+}
+
+/* ------------------------------------------------------------------ */
+/* communicator                                                        */
+/* ------------------------------------------------------------------ */
+
+static int check_cfg(const struct hcomm_config *cfg)
+{
+	if (cfg->num_qps < 1 || cfg->num_qps > 64)
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "num_qps %u: not in "
+				   "1 .. 64", cfg->num_qps);
+	if (cfg->queue_depth < 8 || cfg->queue_depth > 32768)
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "queue_depth %u: not "
+				   "in 8 .. 32768", cfg->queue_depth);
+	if (cfg->timeout_ms < 1)
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "timeout_ms 0");
+	return 0;
+}
+
+static void comm_free(struct hcomm_comm *c)
+{
+	pthread_cond_destroy(&c->lq_cond);
+	pthread_mutex_destroy(&c->lq_lock);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
+HCOMM_EXPORT int hcomm_comm_init(struct hcomm_comm **out,
+				 const struct hcomm_config *cfg)
+{
+	struct hcomm_comm *c;
+	int32_t *st = NULL, mine;
+	unsigned int i;
+	int ret, local;
+
+	if (!out)
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "hcomm_comm_init");
+	*out = NULL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return hcomm__fail(HCOMM_ERR_NOMEM, ENOMEM, "hcomm_comm_init");
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_mutex_init(&c->lq_lock, NULL);
+	pthread_cond_init(&c->lq_cond, NULL);
+	if (cfg) {
+		c->cfg = *cfg;
+	} else {
+		hcomm_config_default(&c->cfg);
+		ret = hcomm_config_from_env(&c->cfg);
+		if (ret)
+			goto err;
+	}
+	ret = check_cfg(&c->cfg);
+	if (ret)
+		goto err;
+	ret = hcomm__rankinfo_detect(&c->cfg, &c->ri);
+	if (ret)
+		goto err;
+	c->cfg.rank_table = NULL;	/* the caller's string: not kept */
+	c->rank = c->ri.rank;
+	c->size = c->ri.size;
+	for (i = 0; i < sizeof(xports) / sizeof(xports[0]); i++) {
+		if (xports[i]->probe(&c->ri)) {
+			c->xops = xports[i];
+			break;
+		}
+	}
+	if (!c->xops) {
+		ret = hcomm__fail(HCOMM_ERR_NOTSUP, 0, "no transport reaches "
+				  "every rank (ranks on other hosts need a "
+				  "network transport)");
+		goto err;
+	}
+	st = calloc(c->size, sizeof(*st));
+	if (!st) {
+		ret = hcomm__fail(HCOMM_ERR_NOMEM, ENOMEM, "hcomm_comm_init");
+		goto err;
+	}
+	ret = hcomm__boot_init(&c->ri, c->cfg.timeout_ms, &c->boot);
+	if (ret)
+		goto err;
+	/* Every rank learns whether every other one got its transport up. */
+	local = c->xops->init(c);
+	mine = -local;
+	ret = hcomm__boot_allgather(c->boot, &mine, st, sizeof(*st));
+	if (!ret)
+		ret = collective_err(c, st, sizeof(*st), 0, local,
+				     "hcomm_comm_init");
+	if (local)
+		ret = local;
+	if (ret) {
+		if (!local)
+			c->xops->fini(c);
+		goto err_boot;
+	}
+	free(st);
+	*out = c;
+	return 0;
+err_boot:
+	hcomm__boot_fini(c->boot);
+err:
+	free(st);
+	comm_free(c);
+	return ret;
+}
+
+HCOMM_EXPORT int hcomm_comm_destroy(struct hcomm_comm *c)
+{
+	struct hcomm_win *w, *next;
+	int ret, r;
+
+	if (!c)
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "hcomm_comm_destroy");
+	ret = hcomm_flush(c);
+	pthread_mutex_lock(&c->lock);
+	threads_stop(c);
+	pthread_mutex_unlock(&c->lock);
+	r = hcomm__boot_barrier(c->boot);
+	ret = ret ? ret : r;
+	for (w = c->wins; w; w = next) {
+		next = w->next;
+		r = c->xops->win_free(c, w);
+		ret = ret ? ret : r;
+		free(w->peers);
+		free(w);
+	}
+	c->wins = NULL;
+	c->xops->fini(c);
+	hcomm__boot_fini(c->boot);
+	comm_free(c);
+	return ret;
+}
+
+HCOMM_EXPORT int hcomm_comm_rank(const struct hcomm_comm *c)
+{
+	return c ? c->rank : -HCOMM_ERR_INVAL;
+}
+
+HCOMM_EXPORT int hcomm_comm_size(const struct hcomm_comm *c)
+{
+	return c ? c->size : -HCOMM_ERR_INVAL;
+}
+
+HCOMM_EXPORT enum hcomm_launcher hcomm_comm_launcher(const struct hcomm_comm *c)
+{
+	return c ? c->ri.launcher : (enum hcomm_launcher)0;
+}
+
+HCOMM_EXPORT struct hcomm_ctx *hcomm_comm_ctx(struct hcomm_comm *c)
+{
+	return c ? c->ctx : NULL;
+}
+
+HCOMM_EXPORT const char *hcomm_comm_transport(const struct hcomm_comm *c)
+{
+	return c && c->xops ? c->xops->name : "none";
+}
+
+HCOMM_EXPORT int hcomm_barrier(struct hcomm_comm *c)
+{
+	if (!c)
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "hcomm_barrier");
+	return hcomm__boot_barrier(c->boot);
+}
+
+HCOMM_EXPORT int hcomm_allgather(struct hcomm_comm *c, const void *send,
+				 void *recv, size_t len)
+{
+	if (!c || (len && (!send || !recv)))
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "hcomm_allgather");
+	return hcomm__boot_allgather(c->boot, send, recv, len);
+}

@@ -1,2 +1,914 @@
 /* SPDX-License-Identifier: MIT */
-/* placeholder: being written */
+/*
+ * libhcomm: the "kernel" transport - every rank on this host, each with its
+ * own /dev/hcomm context; a put or get is one HCOMM_CMD_XFER between the
+ * caller's region and the target's window region (single copy, done by
+ * the module, across address spaces through keys and grants).
+ *
+ * Queues: num_qps io_uring rings (IORING_SETUP_CQE32 when the kernel has
+ * it: the byte count comes in big_cqe[0]), queue_depth entries each.  A
+ * thread submits on ring (thread index % num_qps).  Each ring has:
+ *
+ *  - a submit lock (SQ side, slot allocation): held only while SQEs are
+ *    prepared and io_uring_submit() runs, never while completing;
+ *  - a reap lock (CQ side), taken with trylock: one thread reaps a ring at
+ *    a time, others skip it.  CQEs are copied out under it; requests are
+ *    completed (callbacks run) after it is dropped;
+ *  - slots[nslots]: the XFER/FENCE argument structs the kernel reads until
+ *    the CQE (io-wq may reissue a command), each with its request and the
+ *    registration-cache entry it holds.  At most nslots operations are in
+ *    flight on a ring, which keeps the CQ ring (2 * nslots) from
+ *    overflowing; a full ring is submitted and reaped until a slot frees,
+ *    never dropped.
+ *
+ * Completions of asynchronous transfers are posted by the submitting
+ * thread's io_uring task work (the kernel notifies it like a signal), so
+ * any thread may reap them once they are posted.
+ *
+ * Without io_uring (HCOMM_NO_URING=1, or the module or kernel cannot do
+ * uring_cmd) every operation is a blocking ioctl() and completes inside
+ * the call that issued it.
+ *
+ * Signals are the context's doorbells, mapped; the generation page is
+ * mapped for the registration cache.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hcomm_comm_int.h"
+
+#define KX_REAP_BATCH		64
+#define KX_RCACHE_ENTRIES	256
+#define KX_SPIN_NS		20000		/* signal_wait spin */
+
+enum { SLOT_XFER = 1, SLOT_FENCE, SLOT_NOP };
+
+/*
+ * struct kx_slot - one operation in flight on a ring.
+ * @arg:  what the SQE points at (valid until the CQE).
+ * @req:  its request.
+ * @ent:  registration-cache entry of the local buffer, or NULL.
+ * @len:  bytes asked (the count when the ring has no CQE32).
+ * @busy: 1 from preparation until reaped (atomic; set under the submit
+ *        lock, cleared by the reaper).
+ * @kind: SLOT_*.
+ */
+struct kx_slot {
+	union {
+		struct hcomm_xfer x;
+		struct hcomm_fence f;
+	} arg;
+	struct hcomm_request *req;
+	struct hcomm_rc_ent *ent;
+	uint64_t len;
+	int busy;
+	int kind;
+};
+
+struct kx_ring {
+	struct io_uring ring;
+	pthread_mutex_t submit_lock;	/* SQ, cursor */
+	pthread_mutex_t reap_lock;	/* CQ (trylock) */
+	struct kx_slot *slots;
+	unsigned int nslots;
+	unsigned int cursor;
+	unsigned int inflight;		/* atomic */
+	int fixed;			/* the device is registered file 0 */
+	int ready;
+} __attribute__((aligned(64)));
+
+struct kx {
+	struct hcomm_ctx *ctx;
+	int fd;
+	struct hcomm_info info;
+	int uring;
+	int cqe32;
+	int ext_arg;
+	uint64_t *db;
+	size_t db_len;
+	uint32_t nr_db;
+	const uint64_t *gen;
+	struct kx_ring *rings;
+	unsigned int nrings;
+	struct hcomm_rcache *rc;
+	int evfd;
+};
+
+static struct kx *kx_of(const struct hcomm_comm *c)
+{
+	return c->xp;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#else
+	__asm__ __volatile__("" ::: "memory");
+#endif
+}
+
+/* This thread's ring: an index handed out once per thread. */
+static unsigned int kx_thread_ring(const struct kx *kx)
+{
+	static unsigned int next;
+	static __thread unsigned int idx;	/* index + 1; 0: none yet */
+
+	if (!idx)
+		idx = __atomic_add_fetch(&next, 1, __ATOMIC_RELAXED);
+	return (idx - 1) % kx->nrings;
+}
+
+/* ------------------------------------------------------------------ */
+/* completions                                                         */
+/* ------------------------------------------------------------------ */
+
+struct kx_cqe {
+	struct kx_slot *slot;
+	int res;
+	uint64_t big;
+};
+
+/*
+ * Reap up to KX_REAP_BATCH CQEs of @r; wait up to wait_us for the first
+ * when there is none (only where the kernel takes a timeout without an
+ * SQE).  Completes the requests after the reap lock is dropped.
+ */
+static int kx_reap(struct hcomm_comm *c, struct kx_ring *r, int64_t wait_us)
+{
+	struct kx *kx = kx_of(c);
+	struct kx_cqe got[KX_REAP_BATCH];
+	struct io_uring_cqe *cqe;
+	unsigned int head, n = 0, k;
+	int done = 0;
+
+	if (pthread_mutex_trylock(&r->reap_lock))
+		return 0;
+	if (wait_us && kx->ext_arg && !io_uring_cq_ready(&r->ring)) {
+		struct __kernel_timespec ts = {
+			.tv_sec = wait_us / 1000000,
+			.tv_nsec = (wait_us % 1000000) * 1000,
+		};
+
+		/* -ETIME, -EINTR: nothing came; the CQ is read below. */
+		(void)io_uring_wait_cqe_timeout(&r->ring, &cqe, &ts);
+	}
+	io_uring_for_each_cqe(&r->ring, head, cqe) {
+		got[n].slot = (struct kx_slot *)(uintptr_t)cqe->user_data;
+		got[n].res = cqe->res;
+		got[n].big = kx->cqe32 ? cqe->big_cqe[0] : 0;
+		if (++n == KX_REAP_BATCH)
+			break;
+	}
+	io_uring_cq_advance(&r->ring, n);
+	pthread_mutex_unlock(&r->reap_lock);
+
+	for (k = 0; k < n; k++) {
+		struct kx_slot *s = got[k].slot;
+		struct hcomm_request *req;
+		struct hcomm_rc_ent *ent;
+		uint64_t bytes = 0;
+		int res = got[k].res;
+
+		if (!s)
+			continue;
+		req = s->req;
+		ent = s->ent;
+		if (s->kind == SLOT_XFER)
+			bytes = kx->cqe32 ? got[k].big : (res ? 0 : s->len);
+		__atomic_store_n(&s->busy, 0, __ATOMIC_RELEASE);
+		__atomic_sub_fetch(&r->inflight, 1, __ATOMIC_RELEASE);
+		hcomm__rcache_put(ent);
+		hcomm__complete(c, req, res < 0 ? -res : 0, bytes);
+		done++;
+	}
+	return done;
+}
+
+/* Drain @r as far as it goes now. */
+static int kx_reap_all(struct hcomm_comm *c, struct kx_ring *r)
+{
+	int n, total = 0, rounds = 16;
+
+	do {
+		n = kx_reap(c, r, 0);
+		total += n;
+	} while (n == KX_REAP_BATCH && --rounds);
+	return total;
+}
+
+static int kx_progress(struct hcomm_comm *c)
+{
+	struct kx *kx = kx_of(c);
+	unsigned int i, first;
+	int total = 0;
+
+	if (!kx->uring)
+		return 0;
+	first = kx_thread_ring(kx);
+	for (i = 0; i < kx->nrings; i++) {
+		struct kx_ring *r = &kx->rings[(first + i) % kx->nrings];
+
+		if (__atomic_load_n(&r->inflight, __ATOMIC_ACQUIRE))
+			total += kx_reap_all(c, r);
+	}
+	return total;
+}
+
+/*
+ * Wait on one ring: run this thread's task work (completions of what it
+ * submitted), then wait for a CQE if nobody else is reaping the ring.
+ */
+static int kx_block_ring(struct hcomm_comm *c, struct kx_ring *r,
+			 int64_t timeout_us)
+{
+	int n;
+
+	(void)io_uring_get_events(&r->ring);
+	n = kx_reap(c, r, timeout_us > 0 ? timeout_us : 1000);
+	if (!n)
+		sched_yield();
+	return n;
+}
+
+static int kx_block(struct hcomm_comm *c, struct hcomm_request *req,
+		    int64_t timeout_us)
+{
+	struct kx *kx = kx_of(c);
+	struct pollfd pfd;
+	unsigned int i, first;
+	uint64_t v;
+	int ret;
+
+	if (req && kx->uring)
+		return kx_block_ring(c, &kx->rings[hcomm__req_priv(req)->ring %
+						  kx->nrings], timeout_us);
+	if (kx->evfd >= 0) {
+		/* The callback progress thread: any ring, or a wake-up. */
+		pfd.fd = kx->evfd;
+		pfd.events = POLLIN;
+		ret = poll(&pfd, 1, timeout_us < 0 ? -1 :
+				    (int)((timeout_us + 999) / 1000));
+		if (ret > 0)
+			(void)!read(kx->evfd, &v, sizeof(v));
+		return kx_progress(c);
+	}
+	if (!kx->uring) {
+		sched_yield();
+		return 0;
+	}
+	first = kx_thread_ring(kx);
+	for (i = 0; i < kx->nrings; i++) {
+		struct kx_ring *r = &kx->rings[(first + i) % kx->nrings];
+
+		if (__atomic_load_n(&r->inflight, __ATOMIC_ACQUIRE))
+			return kx_block_ring(c, r, timeout_us);
+	}
+	sched_yield();
+	return 0;
+}
+
+static int kx_wake_enable(struct hcomm_comm *c)
+{
+	struct kx *kx = kx_of(c);
+	unsigned int i;
+	int fd, ret;
+
+	if (kx->evfd >= 0)
+		return 0;
+	fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (fd < 0)
+		return hcomm__fail(hcomm__err_code(HCOMM_CMD_XFER, errno), errno,
+				   "eventfd for the callback thread");
+	for (i = 0; i < kx->nrings && kx->uring; i++) {
+		ret = io_uring_register_eventfd(&kx->rings[i].ring, fd);
+		if (ret < 0) {
+			while (i--)
+				io_uring_unregister_eventfd(&kx->rings[i].ring);
+			close(fd);
+			return hcomm__fail(hcomm__err_code(HCOMM_CMD_XFER, -ret),
+					   -ret, "IORING_REGISTER_EVENTFD");
+		}
+	}
+	kx->evfd = fd;
+	return 0;
+}
+
+static void kx_wake(struct hcomm_comm *c)
+{
+	struct kx *kx = kx_of(c);
+	uint64_t one = 1;
+
+	if (kx->evfd >= 0)
+		(void)!write(kx->evfd, &one, sizeof(one));
+}
+
+/* ------------------------------------------------------------------ */
+/* submission                                                          */
+/* ------------------------------------------------------------------ */
+
+/* A free slot; the ring has fewer than nslots in flight.  Submit lock. */
+static struct kx_slot *kx_slot_get(struct kx_ring *r)
+{
+	struct kx_slot *s;
+
+	for (;;) {
+		s = &r->slots[r->cursor];
+		r->cursor = r->cursor + 1 == r->nslots ? 0 : r->cursor + 1;
+		if (!__atomic_load_n(&s->busy, __ATOMIC_ACQUIRE))
+			break;
+	}
+	s->busy = 1;
+	return s;
+}
+
+/*
+ * Hand the prepared SQEs to the kernel.  Submit lock held.  Transient
+ * failures (EINTR, EAGAIN, EBUSY) are retried after running task work; a
+ * hard one leaves the SQEs queued for the next submission on the ring.
+ */
+static void kx_submit(struct kx_ring *r)
+{
+	int ret, tries = 0;
+
+	while (io_uring_sq_ready(&r->ring)) {
+		ret = io_uring_submit(&r->ring);
+		if (ret > 0)
+			continue;
+		if ((ret != -EINTR && ret != -EAGAIN && ret != -EBUSY &&
+		     ret != 0) || ++tries > 1000)
+			return;
+		(void)io_uring_get_events(&r->ring);
+		sched_yield();
+	}
+}
+
+/* Fill s->arg for d: the local side is (key, off) from the cache. */
+static void kx_fill(struct kx_slot *s, const struct hcomm_xfer_desc *d,
+		    const struct hcomm_win_peer *p, uint64_t lkey, uint64_t loff)
+{
+	struct hcomm_xfer *x = &s->arg.x;
+
+	memset(x, 0, sizeof(*x));
+	x->len = d->len;
+	if (d->op == HCOMM_OP_GET) {
+		x->src_key = p->key;
+		x->src_off = d->target_off;
+		x->dst_key = lkey;
+		x->dst_off = loff;
+		return;
+	}
+	x->dst_key = p->key;
+	x->dst_off = d->target_off;
+	if (d->len) {
+		x->src_key = lkey;
+		x->src_off = loff;
+	} else {
+		/* A pure signal: the source must still name a region. */
+		x->src_key = p->key;
+		x->src_off = d->target_off;
+	}
+	if (d->op == HCOMM_OP_PUT_SIGNAL) {
+		x->flags = HCOMM_XFER_DB_ADD | HCOMM_XFER_DB_REMOTE;
+		x->db_index = d->sig;
+		x->db_value = d->value;
+	}
+}
+
+/* A descriptor that moves nothing and signals nothing: a NOP. */
+static int kx_is_nop(const struct hcomm_xfer_desc *d)
+{
+	return !d->len && d->op != HCOMM_OP_PUT_SIGNAL;
+}
+
+/* Resolve every local buffer first, so that a failure issues nothing. */
+static int kx_resolve(struct kx *kx, const struct hcomm_xfer_desc *d,
+		      unsigned int n, struct hcomm_request *reqs)
+{
+	struct hcomm_rc_ent *ent;
+	uint64_t key, off;
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < n; i++) {
+		hcomm__req_priv(&reqs[i])->xp = 0;
+		if (!d[i].len)
+			continue;
+		ret = hcomm__rcache_get(kx->rc, (const void *)(uintptr_t)d[i].local,
+					d[i].len, d[i].op == HCOMM_OP_GET,
+					&ent, &key, &off);
+		if (ret) {
+			while (i--)
+				hcomm__rcache_put((struct hcomm_rc_ent *)
+					hcomm__req_priv(&reqs[i])->xp);
+			return ret;
+		}
+		hcomm__req_priv(&reqs[i])->xp = (uintptr_t)ent;
+	}
+	return 0;
+}
+
+/* Without io_uring: each descriptor is one blocking ioctl. */
+static void kx_post_ioctl(struct hcomm_comm *c, struct hcomm_win *w,
+			  const struct hcomm_xfer_desc *d, unsigned int n,
+			  struct hcomm_request *reqs)
+{
+	struct kx *kx = kx_of(c);
+	struct kx_slot s;
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		struct hcomm_rc_ent *ent = (struct hcomm_rc_ent *)
+			hcomm__req_priv(&reqs[i])->xp;
+		int err = 0;
+
+		if (!kx_is_nop(&d[i])) {
+			kx_fill(&s, &d[i], &w->peers[d[i].target],
+				ent ? ent->key : 0,
+				ent ? d[i].local - ent->start : 0);
+			if (ioctl(kx->fd, HCOMM_CMD_XFER, &s.arg.x) < 0)
+				err = errno;
+		}
+		hcomm__rcache_put(ent);
+		hcomm__complete(c, &reqs[i], err, err ? 0 : d[i].len);
+	}
+}
+
+static int kx_post(struct hcomm_comm *c, struct hcomm_win *w,
+		   const struct hcomm_xfer_desc *d, unsigned int n,
+		   struct hcomm_request *reqs)
+{
+	struct kx *kx = kx_of(c);
+	unsigned int i = 0, ri;
+	struct kx_ring *r;
+	int ret;
+
+	ret = kx_resolve(kx, d, n, reqs);
+	if (ret)
+		return ret;
+	if (!kx->uring) {
+		kx_post_ioctl(c, w, d, n, reqs);
+		return 0;
+	}
+	ri = kx_thread_ring(kx);
+	r = &kx->rings[ri];
+	while (i < n) {
+		pthread_mutex_lock(&r->submit_lock);
+		while (i < n && __atomic_load_n(&r->inflight, __ATOMIC_ACQUIRE) <
+				r->nslots) {
+			struct hcomm_req_priv *rp = hcomm__req_priv(&reqs[i]);
+			struct hcomm_rc_ent *ent = (struct hcomm_rc_ent *)rp->xp;
+			struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
+			struct kx_slot *s;
+
+			if (!sqe)
+				break;
+			s = kx_slot_get(r);
+			s->req = &reqs[i];
+			s->ent = ent;
+			s->len = d[i].len;
+			rp->ring = ri;
+			if (kx_is_nop(&d[i])) {
+				s->kind = SLOT_NOP;
+				io_uring_prep_nop(sqe);
+			} else {
+				s->kind = SLOT_XFER;
+				kx_fill(s, &d[i], &w->peers[d[i].target],
+					ent ? ent->key : 0,
+					ent ? d[i].local - ent->start : 0);
+				hcomm__prep_cmd(sqe, r->fixed ? 0 : kx->fd,
+						HCOMM_CMD_XFER, &s->arg.x,
+						sizeof(s->arg.x));
+				if (r->fixed)
+					sqe->flags |= IOSQE_FIXED_FILE;
+			}
+			io_uring_sqe_set_data(sqe, s);
+			__atomic_add_fetch(&r->inflight, 1, __ATOMIC_RELEASE);
+			i++;
+		}
+		kx_submit(r);
+		pthread_mutex_unlock(&r->submit_lock);
+		/* Full: make room, completing (and running callbacks) unlocked. */
+		if (i < n && !kx_reap_all(c, r))
+			kx_block_ring(c, r, 200);
+	}
+	return 0;
+}
+
+static int kx_fence(struct hcomm_comm *c)
+{
+	struct kx *kx = kx_of(c);
+	struct hcomm_request req;
+	struct hcomm_req_priv *rp = hcomm__req_priv(&req);
+	struct hcomm_fence f = { 0 };
+	struct io_uring_sqe *sqe;
+	struct kx_slot *s;
+	struct kx_ring *r;
+	unsigned int ri;
+
+	if (!kx->uring) {
+		if (ioctl(kx->fd, HCOMM_CMD_FENCE, &f) < 0)
+			return hcomm__fail(hcomm__err_code(HCOMM_CMD_FENCE, errno),
+					   errno, "HCOMM_CMD_FENCE");
+		return 0;
+	}
+	memset(&req, 0, sizeof(req));
+	rp->comm = c;
+	ri = kx_thread_ring(kx);
+	r = &kx->rings[ri];
+	rp->ring = ri;
+	__atomic_add_fetch(&c->inflight, 1, __ATOMIC_RELAXED);
+	for (;;) {
+		pthread_mutex_lock(&r->submit_lock);
+		if (__atomic_load_n(&r->inflight, __ATOMIC_ACQUIRE) < r->nslots) {
+			sqe = io_uring_get_sqe(&r->ring);
+			if (sqe)
+				break;
+			kx_submit(r);
+		}
+		pthread_mutex_unlock(&r->submit_lock);
+		if (!kx_reap_all(c, r))
+			kx_block_ring(c, r, 200);
+	}
+	s = kx_slot_get(r);
+	s->req = &req;
+	s->ent = NULL;
+	s->len = 0;
+	s->kind = SLOT_FENCE;
+	memset(&s->arg, 0, sizeof(s->arg));
+	hcomm__prep_cmd(sqe, r->fixed ? 0 : kx->fd, HCOMM_CMD_FENCE, &s->arg.f,
+			sizeof(s->arg.f));
+	if (r->fixed)
+		sqe->flags |= IOSQE_FIXED_FILE;
+	io_uring_sqe_set_data(sqe, s);
+	__atomic_add_fetch(&r->inflight, 1, __ATOMIC_RELEASE);
+	kx_submit(r);
+	pthread_mutex_unlock(&r->submit_lock);
+	if (hcomm_wait(&req))
+		return hcomm__fail(-req.status, rp->err, "HCOMM_CMD_FENCE");
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* signals                                                             */
+/* ------------------------------------------------------------------ */
+
+static uint32_t kx_signal_count(const struct hcomm_comm *c)
+{
+	return kx_of(c)->nr_db;
+}
+
+static uint64_t kx_signal_read(struct hcomm_comm *c, uint32_t sig)
+{
+	struct kx *kx = kx_of(c);
+
+	if (sig >= kx->nr_db)
+		return 0;
+	return __atomic_load_n(&kx->db[sig], __ATOMIC_ACQUIRE);
+}
+
+static int64_t kx_signal_wait(struct hcomm_comm *c, uint32_t sig,
+			      uint64_t value, int timeout_ms)
+{
+	struct kx *kx = kx_of(c);
+	uint64_t start = now_ns(), deadline = UINT64_MAX, spin_end, t, v;
+	struct hcomm_db_wait arg;
+	unsigned int k = 0;
+
+	if (sig >= kx->nr_db)
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL,
+				   "hcomm_signal_wait: signal %u of %u", sig,
+				   kx->nr_db);
+	if (timeout_ms >= 0)
+		deadline = start + (uint64_t)timeout_ms * 1000000ULL;
+	spin_end = start + KX_SPIN_NS < deadline ? start + KX_SPIN_NS : deadline;
+	for (;;) {
+		v = __atomic_load_n(&kx->db[sig], __ATOMIC_ACQUIRE);
+		if (v >= value)
+			return (int64_t)v;
+		if (!(++k & 63) && now_ns() >= spin_end)
+			break;
+		cpu_relax();
+	}
+	for (;;) {
+		memset(&arg, 0, sizeof(arg));
+		arg.index = sig;
+		arg.value = value;
+		if (deadline != UINT64_MAX) {
+			t = now_ns();
+			if (t >= deadline)
+				break;
+			arg.timeout_ns = deadline - t;
+		}
+		if (!ioctl(kx->fd, HCOMM_CMD_DB_WAIT, &arg))
+			return (int64_t)arg.current_value;
+		if (errno == ETIME || errno == ETIMEDOUT)
+			break;
+		if (errno != EINTR)
+			return hcomm__fail(hcomm__err_code(HCOMM_CMD_DB_WAIT,
+							   errno), errno,
+					   "HCOMM_CMD_DB_WAIT signal %u >= %llu",
+					   sig, (unsigned long long)value);
+	}
+	v = __atomic_load_n(&kx->db[sig], __ATOMIC_ACQUIRE);
+	if (v >= value)
+		return (int64_t)v;
+	return hcomm__fail(HCOMM_ERR_TIMEOUT, ETIME,
+			   "hcomm_signal_wait: signal %u stayed at %llu < %llu "
+			   "for %d ms", sig, (unsigned long long)v,
+			   (unsigned long long)value, timeout_ms);
+}
+
+/* ------------------------------------------------------------------ */
+/* windows                                                             */
+/* ------------------------------------------------------------------ */
+
+static int kx_win_create(struct hcomm_comm *c, struct hcomm_win *w,
+			 void *base, size_t len, struct hcomm_win_peer *self)
+{
+	struct kx *kx = kx_of(c);
+	struct hcomm_grant g = {
+		.scope = HCOMM_GRANT_SAME_UID,
+		.access = HCOMM_ACCESS_REMOTE_READ | HCOMM_ACCESS_REMOTE_WRITE,
+	};
+	struct hcomm_mr *mr;
+	int ret, err;
+
+	memset(self, 0, sizeof(*self));
+	self->addr = (uintptr_t)base;
+	w->xp = NULL;
+	if (!len)
+		return 0;
+	ret = hcomm_reg_mem(kx->ctx, base, len, HCOMM_ACCESS_ALL, &mr);
+	if (ret)
+		return ret;
+	g.region = mr->region;
+	if (ioctl(kx->fd, HCOMM_CMD_GRANT, &g) < 0) {
+		err = errno;
+		(void)hcomm_dereg(mr);
+		return hcomm__fail(hcomm__err_code(HCOMM_CMD_GRANT, err), err,
+				   "HCOMM_CMD_GRANT region %u", g.region);
+	}
+	self->key = mr->key;
+	self->len = len;
+	w->xp = mr;
+	return 0;
+}
+
+static int kx_win_free(struct hcomm_comm *c, struct hcomm_win *w)
+{
+	int ret;
+
+	(void)c;
+	if (!w->xp)
+		return 0;
+	ret = hcomm_dereg(w->xp);
+	if (!ret)
+		w->xp = NULL;
+	return ret;
+}
+
+/* ------------------------------------------------------------------ */
+/* setup                                                               */
+/* ------------------------------------------------------------------ */
+
+static int kx_probe(const struct hcomm_rankinfo *ri)
+{
+	return ri->local;
+}
+
+/* Create ring r; flags: what the first ring got (0: find out). */
+static int kx_ring_init(struct kx *kx, struct kx_ring *r, unsigned int depth,
+			unsigned int *flags)
+{
+	static const unsigned int try[] = {
+		IORING_SETUP_CQE32 | IORING_SETUP_SUBMIT_ALL,
+		IORING_SETUP_CQE32,
+		IORING_SETUP_SUBMIT_ALL,
+		0,
+	};
+	struct io_uring_params p;
+	unsigned int k;
+	int ret = -EINVAL;
+
+	for (k = 0; k < sizeof(try) / sizeof(try[0]); k++) {
+		if (*flags && try[k] != (*flags & ~IORING_SETUP_CLAMP))
+			continue;
+		memset(&p, 0, sizeof(p));
+		p.flags = try[k] | IORING_SETUP_CLAMP;
+		ret = io_uring_queue_init_params(depth, &r->ring, &p);
+		if (ret != -EINVAL)
+			break;
+	}
+	if (ret)
+		return ret;
+	*flags = p.flags;
+	r->nslots = p.sq_entries;
+	if (p.cq_entries < 2 * r->nslots)
+		r->nslots = p.cq_entries / 2;
+	r->slots = calloc(r->nslots, sizeof(*r->slots));
+	if (!r->slots) {
+		io_uring_queue_exit(&r->ring);
+		return -ENOMEM;
+	}
+	kx->cqe32 = !!(p.flags & IORING_SETUP_CQE32);
+	kx->ext_arg = !!(p.features & IORING_FEAT_EXT_ARG);
+	r->fixed = io_uring_register_files(&r->ring, &kx->fd, 1) == 0;
+	pthread_mutex_init(&r->submit_lock, NULL);
+	pthread_mutex_init(&r->reap_lock, NULL);
+	r->ready = 1;
+	return 0;
+}
+
+static void kx_rings_fini(struct kx *kx)
+{
+	unsigned int i;
+
+	for (i = 0; i < kx->nrings; i++) {
+		struct kx_ring *r = &kx->rings[i];
+
+		if (!r->ready)
+			continue;
+		io_uring_queue_exit(&r->ring);
+		free(r->slots);
+		pthread_mutex_destroy(&r->submit_lock);
+		pthread_mutex_destroy(&r->reap_lock);
+	}
+	free(kx->rings);
+	kx->rings = NULL;
+}
+
+static int kx_rings_init(struct hcomm_comm *c, struct kx *kx)
+{
+	unsigned int i, flags = 0;
+	int ret;
+
+	kx->nrings = c->cfg.num_qps;
+	kx->rings = aligned_alloc(64, sizeof(*kx->rings) * kx->nrings);
+	if (!kx->rings)
+		return hcomm__fail(HCOMM_ERR_NOMEM, ENOMEM, "%u rings",
+				   kx->nrings);
+	memset(kx->rings, 0, sizeof(*kx->rings) * kx->nrings);
+	if (!hcomm_uses_uring(kx->ctx))
+		return 0;	/* ioctl(): HCOMM_NO_URING or no uring_cmd */
+	for (i = 0; i < kx->nrings; i++) {
+		ret = kx_ring_init(kx, &kx->rings[i], c->cfg.queue_depth,
+				   &flags);
+		if (ret && !i && ret != -ENOMEM)
+			return 0;	/* no io_uring here: ioctl() */
+		if (ret) {
+			kx_rings_fini(kx);
+			return hcomm__fail(hcomm__err_code(HCOMM_CMD_XFER, -ret),
+					   -ret, "io_uring ring %u of %u (%u "
+					   "entries)", i, kx->nrings,
+					   c->cfg.queue_depth);
+		}
+	}
+	kx->uring = 1;
+	return 0;
+}
+
+static void kx_fini(struct hcomm_comm *c)
+{
+	struct kx *kx = kx_of(c);
+
+	if (!kx)
+		return;
+	if (kx->rings)
+		kx_rings_fini(kx);
+	if (kx->evfd >= 0)
+		close(kx->evfd);
+	hcomm__rcache_destroy(kx->rc);
+	if (kx->gen)
+		munmap((void *)kx->gen, 4096);
+	if (kx->db)
+		munmap(kx->db, kx->db_len);
+	hcomm_close(kx->ctx);
+	free(kx);
+	c->xp = NULL;
+	c->ctx = NULL;
+}
+
+static int kx_init(struct hcomm_comm *c)
+{
+	struct hcomm_ctx_opts opts = { 0 };
+	long page = sysconf(_SC_PAGESIZE);
+	struct kx *kx;
+	void *p;
+	int ret, err;
+
+	kx = calloc(1, sizeof(*kx));
+	if (!kx)
+		return hcomm__fail(HCOMM_ERR_NOMEM, ENOMEM, "kernel transport");
+	kx->evfd = -1;
+	c->xp = kx;
+	ret = hcomm_open(&kx->ctx, 0);
+	if (ret)
+		goto err;
+	c->ctx = kx->ctx;
+	kx->fd = hcomm_fd(kx->ctx);
+	ret = hcomm_get_info(kx->ctx, &kx->info);
+	if (ret)
+		goto err;
+	if (!(kx->info.features & HCOMM_FEAT_XFER)) {
+		ret = hcomm__fail(HCOMM_ERR_NOTSUP, 0, "hcomm.ko without "
+				  "transfers (HCOMM_FEAT_XFER): update the module");
+		goto err;
+	}
+
+	opts.mask = HCOMM_CTX_MAX_INLINE | HCOMM_CTX_CACHE_LIMIT;
+	opts.max_inline = c->cfg.max_inline < kx->info.max_inline ?
+			  c->cfg.max_inline : kx->info.max_inline;
+	opts.cache_limit = c->cfg.cache_limit;
+	if (ioctl(kx->fd, HCOMM_CMD_SET_CTX, &opts) < 0) {
+		err = errno;
+		ret = hcomm__fail(hcomm__err_code(HCOMM_CMD_SET_CTX, err), err,
+				  "HCOMM_CMD_SET_CTX max_inline %u cache_limit %llu",
+				  opts.max_inline,
+				  (unsigned long long)opts.cache_limit);
+		goto err;
+	}
+
+	kx->nr_db = kx->info.nr_doorbells;
+	if (kx->nr_db) {
+		if (page <= 0)
+			page = 4096;
+		kx->db_len = ((size_t)kx->nr_db * sizeof(uint64_t) + page - 1) &
+			     ~((size_t)page - 1);
+		p = mmap(NULL, kx->db_len, PROT_READ | PROT_WRITE, MAP_SHARED,
+			 kx->fd, HCOMM_MMAP_DOORBELLS);
+		if (p == MAP_FAILED) {
+			err = errno;
+			ret = hcomm__fail(hcomm__err_code(HCOMM_CMD_XFER, err),
+					  err, "mmap of %u doorbells",
+					  kx->nr_db);
+			goto err;
+		}
+		kx->db = p;
+	}
+	p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, kx->fd,
+		 HCOMM_MMAP_GENERATION);
+	if (p == MAP_FAILED) {
+		err = errno;
+		ret = hcomm__fail(hcomm__err_code(HCOMM_CMD_XFER, err), err,
+				  "mmap of the generation page");
+		goto err;
+	}
+	kx->gen = p;
+
+	ret = hcomm__rcache_create(kx->fd, kx->gen, c->cfg.cache_limit,
+				   KX_RCACHE_ENTRIES, kx->info.max_region_size,
+				   &kx->rc);
+	if (ret)
+		goto err;
+	ret = kx_rings_init(c, kx);
+	if (ret)
+		goto err;
+	return 0;
+err:
+	kx_fini(c);
+	return ret;
+}
+
+static int kx_flush(struct hcomm_comm *c)
+{
+	return hcomm__drain(c);
+}
+
+const struct hcomm_xport_ops hcomm__xport_kernel = {
+	.name = "kernel",
+	.probe = kx_probe,
+	.init = kx_init,
+	.fini = kx_fini,
+	.win_create = kx_win_create,
+	.win_free = kx_win_free,
+	.post = kx_post,
+	.progress = kx_progress,
+	.block = kx_block,
+	.wake_enable = kx_wake_enable,
+	.wake = kx_wake,
+	.fence = kx_fence,
+	.flush = kx_flush,
+	.signal_count = kx_signal_count,
+	.signal_read = kx_signal_read,
+	.signal_wait = kx_signal_wait,
+};

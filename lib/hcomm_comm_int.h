@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libhcomm internals: the communicator's structures, shared by
+ * hcomm_comm.c, the transports and the registration cache.
+ */
+#ifndef LIBHCOMM_COMM_INT_H
+#define LIBHCOMM_COMM_INT_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include "hcomm_int.h"
+#include "hcomm_boot.h"
+#include "hcomm_mpsc.h"
+#include "hcomm_xport.h"
+
+/*
+ * struct hcomm_comm - one communicator.
+ * @cfg, @ri:   configuration and launcher result (read-only after init).
+ * @rank, @size: copies of ri.rank, ri.size.
+ * @boot:       bootstrap channel (collectives: one thread per rank).
+ * @xops, @xp:  the transport and its state.
+ * @ctx:        the /dev/hcomm context (kernel transport), else NULL.
+ * @lock:       protects @wins and the callback threads' start and stop.
+ * @wins:       windows not yet freed (destroy frees them).
+ * @inflight:   operations issued and not yet completed (atomic).
+ * @cb_pending: completed operations whose callback has not returned yet
+ *              (atomic).
+ * @cb_mode:    enum hcomm_cb_mode (atomic loads: read at completion).
+ * @threads:    the callback threads run (THREAD or THREAD_LOCKED mode).
+ * @prog_stop, @disp_stop: ask the progress / dispatcher thread to end.
+ * @q, @ec:     HCOMM_CB_THREAD: the lock-free queue of completed requests
+ *              and the event count the dispatcher sleeps on.
+ * @lq_*:       HCOMM_CB_THREAD_LOCKED: the same as a mutex+condvar list.
+ */
+struct hcomm_comm {
+	struct hcomm_config cfg;
+	struct hcomm_rankinfo ri;
+	int rank;
+	int size;
+	struct hcomm_boot *boot;
+	const struct hcomm_xport_ops *xops;
+	void *xp;
+	struct hcomm_ctx *ctx;
+
+	pthread_mutex_t lock;
+	struct hcomm_win *wins;
+
+	uint64_t inflight __attribute__((aligned(64)));
+	uint64_t cb_pending __attribute__((aligned(64)));
+	int cb_mode;
+
+	int threads;
+	int prog_stop;
+	int disp_stop;
+	pthread_t prog_thr;
+	pthread_t disp_thr;
+	struct hcomm_mpsc q;
+	struct hcomm_ec ec;
+	pthread_mutex_t lq_lock;
+	pthread_cond_t lq_cond;
+	struct hcomm_request *lq_head;
+	struct hcomm_request *lq_tail;
+};
+
+/*
+ * struct hcomm_win - one window.
+ * @comm:       its communicator.
+ * @prev, @next: in comm->wins (comm->lock).
+ * @base, @len: this rank's part.
+ * @xp:         the transport's (kernel: the struct hcomm_mr, or NULL).
+ * @peers:      [comm->size], what every rank published.
+ */
+struct hcomm_win {
+	struct hcomm_comm *comm;
+	struct hcomm_win *prev, *next;
+	void *base;
+	size_t len;
+	void *xp;
+	struct hcomm_win_peer *peers;
+};
+
+/*
+ * The library's view of struct hcomm_request.priv.
+ * @comm: the communicator that issued it (set at issue, kept after).
+ * @xp:   the transport's while the request is being issued or in flight.
+ * @err:  errno behind a failed status (0 otherwise), set at completion.
+ * @ring: the transport's queue the request went to (a hint for waiters).
+ * @q:    link while queued for the callback dispatcher.
+ */
+struct hcomm_req_priv {
+	struct hcomm_comm *comm;
+	uintptr_t xp;
+	int32_t err;
+	uint32_t ring;
+	union {
+		struct hcomm_mpsc_node node;
+		struct hcomm_request *next;
+	} q;
+};
+
+_Static_assert(sizeof(struct hcomm_req_priv) <=
+	       sizeof(((struct hcomm_request *)0)->priv),
+	       "struct hcomm_req_priv must fit in hcomm_request.priv");
+
+static inline struct hcomm_req_priv *hcomm__req_priv(struct hcomm_request *r)
+{
+	return (struct hcomm_req_priv *)(void *)r->priv;
+}
+
+/* ------------------------------------------------------------------ */
+/* Registration cache of local buffers (hcomm_rcache.c)               */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Userspace registration cache: local buffers (the source of a put, the
+ * destination of a get) of any memory resolve to a region of the context
+ * without a system call while the kernel's generation page says the
+ * region is intact.  Entries are page-aligned, disjoint ranges sorted by
+ * address; a miss registers the request's pages merged with the entries
+ * they overlap.  At most max_entries live entries; beyond limit_bytes
+ * registered, least recently used entries nobody uses are deregistered.
+ * All functions are thread safe (one mutex; hcomm__rcache_put() is
+ * lock-free).
+ */
+struct hcomm_rcache;
+
+/*
+ * struct hcomm_rc_ent - one registration.
+ * @start, @end: registered page range [start, end).
+ * @key, @region, @gen: REG_MEM's answer.
+ * @access:     HCOMM_ACCESS_* registered.
+ * @last:       LRU tick of the last hit.
+ * @refs:       operations using the key (atomic; incremented under the
+ *              lock, decremented anywhere).
+ * @state:      free, live or dead (rcache lock).
+ */
+struct hcomm_rc_ent {
+	uintptr_t start;
+	uintptr_t end;
+	uint64_t key;
+	uint64_t gen;
+	uint64_t last;
+	uint32_t region;
+	uint32_t access;
+	int refs;
+	int state;
+};
+
+struct hcomm_rcache_stats {
+	uint64_t hits;		/* found valid, no system call */
+	uint64_t misses;	/* registered (not found, or too small) */
+	uint64_t stale;		/* found, generation changed: registered again */
+	uint64_t evictions;	/* deregistered to stay within the bounds */
+	uint64_t entries;	/* live entries now */
+	uint64_t bytes;		/* bytes they cover now */
+};
+
+/*
+ * fd: the context's device fd; gen: its mapped generation page;
+ * max_region: the module's max_region_size (merges stay below it).
+ */
+HCOMM_HIDDEN int hcomm__rcache_create(int fd, const uint64_t *gen,
+				      uint64_t limit_bytes,
+				      unsigned int max_entries,
+				      uint64_t max_region,
+				      struct hcomm_rcache **out);
+/* Deregister everything; no entry may be in use. */
+HCOMM_HIDDEN void hcomm__rcache_destroy(struct hcomm_rcache *rc);
+/*
+ * Resolve [addr, addr + len) (len >= 1) to a region key and the offset of
+ * addr in it, registering when needed, and take a reference on the entry
+ * (drop it with hcomm__rcache_put() once the kernel is done with the key).
+ * write: the kernel will write the buffer (LOCAL_WRITE needed); a buffer
+ * only read may be read-only memory.
+ */
+HCOMM_HIDDEN int hcomm__rcache_get(struct hcomm_rcache *rc, const void *addr,
+				   size_t len, int write,
+				   struct hcomm_rc_ent **ent, uint64_t *key,
+				   uint64_t *off);
+HCOMM_HIDDEN void hcomm__rcache_put(struct hcomm_rc_ent *ent);
+HCOMM_HIDDEN void hcomm__rcache_stats(struct hcomm_rcache *rc,
+				      struct hcomm_rcache_stats *st);
+
+#endif /* LIBHCOMM_COMM_INT_H */

@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libhcomm internals: the transport boundary.
+ *
+ * The communicator (hcomm_comm.c) owns what every transport shares: rank
+ * and size, the bootstrap channel, windows and their peer tables, argument
+ * checks, the in-flight count, requests and their completion (status,
+ * done, callbacks, callback threads).  A transport owns how bytes move:
+ * its device or connections, how a descriptor becomes a wire operation,
+ * how completions are found, and the signals.  It sees requests only to
+ * hand them back through hcomm__complete().
+ *
+ * One transport exists now, "kernel" (hcomm_xport_kernel.c: /dev/hcomm,
+ * every rank on this host).  Network transports plug in behind the same
+ * table; nothing transport specific appears in hcomm.h.
+ */
+#ifndef LIBHCOMM_XPORT_H
+#define LIBHCOMM_XPORT_H
+
+#include <stdint.h>
+#include "hcomm_int.h"
+#include "hcomm_boot.h"
+
+struct hcomm_comm;
+struct hcomm_win;
+
+/*
+ * What a rank publishes about its part of a window; allgathered by
+ * hcomm_win_create() so that every rank holds one per peer.
+ * @key:  the transport's name for the memory (kernel: the region key).
+ * @len:  bytes exposed (0: none, @key is meaningless).
+ * @addr: base address in the owner's process (for transports that need
+ *        it; the kernel transport addresses by key and offset).
+ * @err:  0, or the hcomm_err this rank's win_create failed with: every
+ *        rank then fails the collective.
+ */
+struct hcomm_win_peer {
+	uint64_t key;
+	uint64_t len;
+	uint64_t addr;
+	int32_t err;
+	uint32_t reserved;
+};
+
+/*
+ * The operations of a transport.  Unless said otherwise, a function
+ * returns 0 or a negated hcomm_err after recording it with hcomm__fail(),
+ * and may be called from any thread.
+ *
+ * @name:       what hcomm_comm_transport() returns.
+ * @probe:      1 when the transport can reach every rank of @ri (cheap,
+ *              no state kept), else 0.
+ * @init:       set up c->xp (and c->ctx where there is one); the
+ *              communicator's configuration, rank and size are filled.
+ *              Not collective: the caller synchronises afterwards.
+ * @fini:       undo @init; every operation has completed.
+ * @win_create: make [base, base + len) (len may be 0) reachable by the
+ *              other ranks and describe it in *self (w->xp is the
+ *              transport's).  Not collective.
+ * @win_free:   undo @win_create; no operation on @w is in flight anywhere.
+ * @post:       issue n checked descriptors of window @w, one per request
+ *              of reqs[] (already initialised by the caller: comm, done 0).
+ *              Either every descriptor is issued and 0 is returned, or
+ *              none is and the error is returned.  Each issued request is
+ *              handed to hcomm__complete() exactly once, possibly before
+ *              @post returns.  No allocation.
+ * @progress:   reap completions without blocking; returns how many.  At
+ *              most one thread reaps a given queue at a time; others skip
+ *              it.
+ * @block:      wait up to timeout_us (< 0: until something happens) for a
+ *              completion: of the queue @req went to, or of any queue when
+ *              @req is NULL, or for @wake.  Returns completions reaped
+ *              (>= 0); it may return 0 early.
+ * @wake:       make a @block(NULL) in progress return (callback thread
+ *              shutdown).  @wake_enable prepares it (and what @block(NULL)
+ *              needs); called before the callback threads start.
+ * @fence:      operations issued before complete before any issued after.
+ * @flush:      return once the operations this rank issued so far have
+ *              completed (c->inflight reached 0).
+ * @signal_count, @signal_read, @signal_wait: this rank's signals (see
+ *              hcomm.h); @signal_read and @signal_count never fail.
+ */
+struct hcomm_xport_ops {
+	const char *name;
+	int (*probe)(const struct hcomm_rankinfo *ri);
+	int (*init)(struct hcomm_comm *c);
+	void (*fini)(struct hcomm_comm *c);
+	int (*win_create)(struct hcomm_comm *c, struct hcomm_win *w,
+			  void *base, size_t len, struct hcomm_win_peer *self);
+	int (*win_free)(struct hcomm_comm *c, struct hcomm_win *w);
+	int (*post)(struct hcomm_comm *c, struct hcomm_win *w,
+		    const struct hcomm_xfer_desc *d, unsigned int n,
+		    struct hcomm_request *reqs);
+	int (*progress)(struct hcomm_comm *c);
+	int (*block)(struct hcomm_comm *c, struct hcomm_request *req,
+		     int64_t timeout_us);
+	int (*wake_enable)(struct hcomm_comm *c);
+	void (*wake)(struct hcomm_comm *c);
+	int (*fence)(struct hcomm_comm *c);
+	int (*flush)(struct hcomm_comm *c);
+	uint32_t (*signal_count)(const struct hcomm_comm *c);
+	uint64_t (*signal_read)(struct hcomm_comm *c, uint32_t sig);
+	int64_t (*signal_wait)(struct hcomm_comm *c, uint32_t sig,
+			       uint64_t value, int timeout_ms);
+};
+
+/* The intra-node transport over /dev/hcomm (hcomm_xport_kernel.c). */
+HCOMM_HIDDEN extern const struct hcomm_xport_ops hcomm__xport_kernel;
+
+/*
+ * Transports call this once per issued request when it finished: err is
+ * 0 or a positive errno, bytes what was moved.  It marks the request done
+ * and runs or queues its callback (per the communicator's callback mode).
+ * Call it without holding any transport lock: the callback may issue new
+ * operations.
+ */
+HCOMM_HIDDEN void hcomm__complete(struct hcomm_comm *c,
+				  struct hcomm_request *req, int err,
+				  uint64_t bytes);
+
+/*
+ * Progress (and block when idle) until c->inflight is 0, then, unless
+ * called from a callback, until every callback has returned.  The
+ * generic @flush of transports whose completion means "landed".
+ */
+HCOMM_HIDDEN int hcomm__drain(struct hcomm_comm *c);
+
+#endif /* LIBHCOMM_XPORT_H */
