@@ -1,3 +1,955 @@
 /* SPDX-License-Identifier: MIT */
-/* placeholder: being written */
-int main(void) { return 0; }
+/*
+ * hcomm_info: describe the hcomm device, in the manner of ibv_devinfo.
+ *
+ *   hcomm_info [--json] [-v] [--stats PATH] [--contexts PATH] [--sysfs DIR]
+ *
+ * Prints the module's version (sysfs), the ABI version, features and
+ * limits from HCOMM_CMD_GET_INFO, the caller's memlock limits, the module
+ * parameters, whether commands go through io_uring, and what is registered
+ * now: the global gauges of /sys/kernel/debug/hcomm/stats and the table of
+ * open contexts of /sys/kernel/debug/hcomm/contexts (both read before
+ * hcomm_info opens its own context; both optional: debugfs needs root).
+ *
+ * Exit status 0; 1 when the device cannot be opened (the message says why,
+ * e.g. that the module must be loaded); 2 for a bad command line.
+ */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include "hcomm.h"
+
+#define PROG		"hcomm_info"
+#define DEBUGFS_DIR	"/sys/kernel/debug"
+#define STATS_PATH	DEBUGFS_DIR "/hcomm/stats"
+#define CONTEXTS_PATH	DEBUGFS_DIR "/hcomm/contexts"
+#define MODULE_DIR	"/sys/module/hcomm"
+#define DEBUGFS_MAGIC_NR 0x64626720
+#define MAX_FILE	(1 << 20)
+#define MAX_COLS	32
+#define MAX_TOKS	64
+
+__attribute__((format(printf, 2, 3), noreturn))
+static void die(int status, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, PROG ": ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(status);
+}
+
+static void *xrealloc(void *p, size_t n)
+{
+	p = realloc(p, n ? n : 1);
+	if (!p)
+		die(1, "out of memory");
+	return p;
+}
+
+/* Whole file into a NUL-terminated malloc'd buffer; 0 or -errno. */
+static int read_file(const char *path, char **out)
+{
+	size_t len = 0, cap = 4096;
+	char *buf;
+	ssize_t n;
+	int fd, err;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	buf = xrealloc(NULL, cap);
+	for (;;) {
+		if (cap - len < 2) {
+			if (cap >= MAX_FILE) {
+				err = EFBIG;
+				goto fail;
+			}
+			cap *= 2;
+			buf = xrealloc(buf, cap);
+		}
+		n = read(fd, buf + len, cap - len - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			err = errno;
+			goto fail;
+		}
+		if (!n)
+			break;
+		len += n;
+	}
+	close(fd);
+	buf[len] = 0;
+	*out = buf;
+	return 0;
+fail:
+	close(fd);
+	free(buf);
+	return -err;
+}
+
+/* A one-line sysfs value, trailing blanks removed; NULL if unreadable. */
+static char *read_value(const char *dir, const char *name)
+{
+	char *path, *buf;
+	size_t n;
+	int ret;
+
+	if (asprintf(&path, "%s/%s", dir, name) < 0)
+		die(1, "out of memory");
+	ret = read_file(path, &buf);
+	free(path);
+	if (ret)
+		return NULL;
+	n = strlen(buf);
+	while (n && isspace((unsigned char)buf[n - 1]))
+		buf[--n] = 0;
+	return buf;
+}
+
+static bool parse_i64(const char *s, int64_t *v)
+{
+	char *end;
+	long long x;
+
+	if (!s || !*s || isspace((unsigned char)*s))
+		return false;
+	errno = 0;
+	x = strtoll(s, &end, 10);
+	if (errno || *end)
+		return false;
+	*v = x;
+	return true;
+}
+
+static bool parse_u64(const char *s, uint64_t *v)
+{
+	char *end;
+	unsigned long long x;
+
+	if (!s || !isdigit((unsigned char)*s))
+		return false;
+	errno = 0;
+	x = strtoull(s, &end, 10);
+	if (errno || *end)
+		return false;
+	*v = x;
+	return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* JSON                                                                */
+/* ------------------------------------------------------------------ */
+
+static void json_str(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	putchar('"');
+	for (; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			printf("\\%c", *p);
+		else if (*p < 0x20 || *p >= 0x7f)
+			printf("\\u%04x", *p);
+		else
+			putchar(*p);
+	}
+	putchar('"');
+}
+
+static void json_str_or_null(const char *s)
+{
+	if (s)
+		json_str(s);
+	else
+		fputs("null", stdout);
+}
+
+/* An integer when the text is one, else a string (null for NULL). */
+static void json_val(const char *s)
+{
+	uint64_t u;
+	int64_t v;
+
+	if (!s)
+		fputs("null", stdout);
+	else if (parse_u64(s, &u))
+		printf("%" PRIu64, u);
+	else if (parse_i64(s, &v))
+		printf("%" PRId64, v);
+	else
+		json_str(s);
+}
+
+/* ------------------------------------------------------------------ */
+/* debugfs: stats ("name value") and contexts (header + rows)          */
+/* ------------------------------------------------------------------ */
+
+struct kv {
+	const char *name;
+	const char *val;
+	int64_t v;
+};
+
+struct stats {
+	char *buf;
+	struct kv *kv;
+	size_t n;
+	int err;		/* -errno of reading, or 0 */
+};
+
+static int stats_parse(struct stats *s, char *buf)
+{
+	char *line, *save = NULL;
+	size_t cap = 0;
+
+	s->buf = buf;
+	for (line = strtok_r(buf, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char *name, *val, *rest, *sp = NULL;
+		int64_t v;
+
+		name = strtok_r(line, " \t\r", &sp);
+		val = strtok_r(NULL, " \t\r", &sp);
+		rest = strtok_r(NULL, " \t\r", &sp);
+		if (!name || !val || rest || name[0] == '#' ||
+		    !parse_i64(val, &v))
+			continue;
+		if (s->n == cap) {
+			cap = cap ? cap * 2 : 64;
+			s->kv = xrealloc(s->kv, cap * sizeof(*s->kv));
+		}
+		s->kv[s->n].name = name;
+		s->kv[s->n].val = val;
+		s->kv[s->n].v = v;
+		s->n++;
+	}
+	return s->n ? 0 : -EINVAL;
+}
+
+static const char *const gauge_names[] = {
+	"contexts", "regions", "host_regions", "dmabuf_regions",
+	"pinned_pages", "memlock_pages", "xfers_active", "waits_pending",
+	"umems", "cache_bytes",
+};
+
+static bool is_gauge(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(gauge_names) / sizeof(gauge_names[0]); i++)
+		if (!strcmp(name, gauge_names[i]))
+			return true;
+	return false;
+}
+
+struct ctab {
+	char *buf;
+	int ncols;
+	char *col[MAX_COLS];
+	int nrows;
+	char *(*rows)[MAX_COLS];
+	int err;		/* -errno of reading, -EINVAL: no header */
+};
+
+static int ctab_col(const struct ctab *t, const char *name)
+{
+	int i;
+
+	for (i = 0; i < t->ncols; i++)
+		if (!strcmp(t->col[i], name))
+			return i;
+	return -1;
+}
+
+static int tokenize(char *line, char **start, char **end)
+{
+	int n = 0;
+	char *p = line;
+
+	for (;;) {
+		while (*p && isspace((unsigned char)*p))
+			p++;
+		if (!*p || n == MAX_TOKS)
+			return n;
+		start[n] = p;
+		while (*p && !isspace((unsigned char)*p))
+			p++;
+		end[n++] = p;
+	}
+}
+
+/*
+ * Columns by the header's names; surplus fields on a line are taken to be
+ * blanks inside comm and joined into it.
+ */
+static int ctab_parse(struct ctab *t, char *buf)
+{
+	char *start[MAX_TOKS], *end[MAX_TOKS];
+	char *line, *next;
+	int comm = -1, i, j, k, cap = 0;
+
+	t->buf = buf;
+	for (line = buf; line; line = next) {
+		char *p = line;
+		int n;
+
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = 0;
+		while (*p && isspace((unsigned char)*p))
+			p++;
+		if (!*p)
+			continue;
+		if (*p == '#') {
+			if (t->ncols)
+				continue;
+			n = tokenize(p + 1, start, end);
+			for (i = 0; i < n && i < MAX_COLS; i++) {
+				*end[i] = 0;
+				t->col[i] = start[i];
+			}
+			t->ncols = i;
+			comm = ctab_col(t, "comm");
+			continue;
+		}
+		if (!t->ncols)
+			return -EINVAL;
+		n = tokenize(p, start, end);
+		if (t->nrows == cap) {
+			cap = cap ? cap * 2 : 16;
+			t->rows = xrealloc(t->rows, cap * sizeof(*t->rows));
+		}
+		memset(t->rows[t->nrows], 0, sizeof(t->rows[0]));
+		for (i = 0, j = 0; i < t->ncols && j < n; i++, j++) {
+			k = j;
+			if (i == comm && n > t->ncols)
+				k = j + (n - t->ncols);
+			*end[k] = 0;
+			t->rows[t->nrows][i] = start[j];
+			j = k;
+		}
+		t->nrows++;
+	}
+	return t->ncols ? 0 : -EINVAL;
+}
+
+/* ------------------------------------------------------------------ */
+/* Formatting                                                          */
+/* ------------------------------------------------------------------ */
+
+static const char *fmt_bytes(uint64_t v, char *buf, size_t len)
+{
+	static const char *const unit[] = { "KiB", "MiB", "GiB", "TiB",
+					    "PiB", "EiB" };
+	int u = -1;
+
+	while (u < 5 && v >= (1024ULL << (10 * (u + 1))))
+		u++;
+	if (u < 0)
+		snprintf(buf, len, "%" PRIu64 " B", v);
+	else if (!(v & ((1ULL << (10 * (u + 1))) - 1)))
+		snprintf(buf, len, "%" PRIu64 " %s", v >> (10 * (u + 1)),
+			 unit[u]);
+	else
+		snprintf(buf, len, "%.1f %s",
+			 (double)v / (double)(1ULL << (10 * (u + 1))),
+			 unit[u]);
+	return buf;
+}
+
+static const char *const feat_names[] = {
+	"URING_CMD", "DMABUF", "DMABUF_MOVE_NOTIFY", "HUGE_EXTENTS", "XFER",
+	"REG_CACHE", "DMA_ENGINE",
+};
+#define NR_FEATS ((int)(sizeof(feat_names) / sizeof(feat_names[0])))
+
+_Static_assert(HCOMM_FEAT_URING_CMD == 1ULL << 0 &&
+	       HCOMM_FEAT_DMABUF == 1ULL << 1 &&
+	       HCOMM_FEAT_DMABUF_MOVE_NOTIFY == 1ULL << 2 &&
+	       HCOMM_FEAT_HUGE_EXTENTS == 1ULL << 3 &&
+	       HCOMM_FEAT_XFER == 1ULL << 4 &&
+	       HCOMM_FEAT_REG_CACHE == 1ULL << 5 &&
+	       HCOMM_FEAT_DMA_ENGINE == 1ULL << 6, "feature bits");
+
+/* ------------------------------------------------------------------ */
+/* Gathering                                                           */
+/* ------------------------------------------------------------------ */
+
+static struct {
+	bool json, verbose;
+	const char *stats, *contexts, *sysfs;
+	bool default_debugfs;
+} opt;
+
+struct param {
+	char *name, *value;	/* value NULL: unreadable */
+};
+
+struct module_info {
+	bool loaded;
+	char *version, *srcversion, *refcnt, *taint;
+	struct param *params;
+	int nparams;
+};
+
+static int cmp_param(const void *a, const void *b)
+{
+	return strcmp(((const struct param *)a)->name,
+		      ((const struct param *)b)->name);
+}
+
+static void read_module(struct module_info *m)
+{
+	struct dirent *de;
+	struct stat st;
+	char *pdir;
+	DIR *d;
+
+	memset(m, 0, sizeof(*m));
+	m->loaded = !stat(opt.sysfs, &st) && S_ISDIR(st.st_mode);
+	if (!m->loaded)
+		return;
+	m->version = read_value(opt.sysfs, "version");
+	m->srcversion = read_value(opt.sysfs, "srcversion");
+	m->refcnt = read_value(opt.sysfs, "refcnt");
+	m->taint = read_value(opt.sysfs, "taint");
+	if (asprintf(&pdir, "%s/parameters", opt.sysfs) < 0)
+		die(1, "out of memory");
+	d = opendir(pdir);
+	while (d && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		m->params = xrealloc(m->params, (m->nparams + 1) *
+				     sizeof(*m->params));
+		m->params[m->nparams].name = strdup(de->d_name);
+		if (!m->params[m->nparams].name)
+			die(1, "out of memory");
+		m->params[m->nparams].value = read_value(pdir, de->d_name);
+		m->nparams++;
+	}
+	if (d)
+		closedir(d);
+	free(pdir);
+	if (m->nparams)
+		qsort(m->params, m->nparams, sizeof(*m->params), cmp_param);
+}
+
+static void free_module(struct module_info *m)
+{
+	int i;
+
+	for (i = 0; i < m->nparams; i++) {
+		free(m->params[i].name);
+		free(m->params[i].value);
+	}
+	free(m->params);
+	free(m->version);
+	free(m->srcversion);
+	free(m->refcnt);
+	free(m->taint);
+}
+
+/* Why debugfs file path could not be read, as a phrase. */
+static const char *debugfs_why(int err, char *buf, size_t len)
+{
+	struct statfs sfs;
+
+	if (err == -EINVAL)
+		return "unexpected format";
+	if (err == -EACCES || err == -EPERM)
+		snprintf(buf, len, "%s (debugfs is readable by root only)",
+			 strerror(-err));
+	else if (err == -ENOENT && opt.default_debugfs &&
+		 (statfs(DEBUGFS_DIR, &sfs) || sfs.f_type != DEBUGFS_MAGIC_NR))
+		snprintf(buf, len, "debugfs is not mounted (mount -t debugfs "
+			 "none " DEBUGFS_DIR ")");
+	else
+		snprintf(buf, len, "%s", strerror(-err));
+	return buf;
+}
+
+static void read_debugfs(struct stats *s, struct ctab *t)
+{
+	char *buf;
+
+	memset(s, 0, sizeof(*s));
+	memset(t, 0, sizeof(*t));
+	s->err = read_file(opt.stats, &buf);
+	if (!s->err)
+		s->err = stats_parse(s, buf);
+	t->err = read_file(opt.contexts, &buf);
+	if (!t->err)
+		t->err = ctab_parse(t, buf);
+}
+
+/* ------------------------------------------------------------------ */
+/* Text output                                                         */
+/* ------------------------------------------------------------------ */
+
+#define ROW "\t%-20s "
+
+static void print_limit_bytes(const char *name, uint64_t v)
+{
+	char b[32];
+
+	if (v >= 1024)
+		printf(ROW "%" PRIu64 " (%s)\n", name, v,
+		       fmt_bytes(v, b, sizeof(b)));
+	else
+		printf(ROW "%" PRIu64 "\n", name, v);
+}
+
+static const char *rlim_str(rlim_t v, char *buf, size_t len)
+{
+	char b[32];
+
+	if (v == RLIM_INFINITY)
+		return "unlimited";
+	snprintf(buf, len, "%llu (%s)", (unsigned long long)v,
+		 fmt_bytes(v, b, sizeof(b)));
+	return buf;
+}
+
+static void print_table(const struct ctab *t)
+{
+	int w[MAX_COLS], i, r;
+
+	for (i = 0; i < t->ncols; i++)
+		w[i] = strlen(t->col[i]);
+	for (r = 0; r < t->nrows; r++)
+		for (i = 0; i < t->ncols; i++)
+			if (t->rows[r][i] && (int)strlen(t->rows[r][i]) > w[i])
+				w[i] = strlen(t->rows[r][i]);
+	printf("\t");
+	for (i = 0; i < t->ncols; i++)
+		printf("%s%*s", i ? "  " : "", i == ctab_col(t, "comm") ?
+		       -w[i] : w[i], t->col[i]);
+	printf("\n");
+	for (r = 0; r < t->nrows; r++) {
+		printf("\t");
+		for (i = 0; i < t->ncols; i++) {
+			const char *v = t->rows[r][i] ? t->rows[r][i] : "-";
+
+			printf("%s%*s", i ? "  " : "",
+			       i == ctab_col(t, "comm") ? -w[i] : w[i], v);
+		}
+		printf("\n");
+	}
+}
+
+static void print_text(const char *dev, struct hcomm_ctx *ctx,
+		       const struct hcomm_info *in,
+		       const struct module_info *m, const struct rlimit *rl,
+		       const struct stats *s, const struct ctab *t)
+{
+	char b1[64], b2[64], why[160];
+	uint64_t unknown;
+	const char *env;
+	size_t i;
+	int f, n;
+
+	printf("hcomm device: %s\n", dev);
+	if (!m->loaded)
+		printf(ROW "unknown (no %s)\n", "module:", opt.sysfs);
+	else if (m->version)
+		printf(ROW "%s%s%s\n", "module version:", m->version,
+		       m->srcversion ? ", srcversion " : "",
+		       m->srcversion ? m->srcversion : "");
+	else if (m->srcversion)
+		printf(ROW "srcversion %s (no version)\n", "module version:",
+		       m->srcversion);
+	else
+		printf(ROW "unknown (neither version nor srcversion in %s)\n",
+		       "module version:", opt.sysfs);
+	if (opt.verbose && m->refcnt)
+		printf(ROW "%s\n", "module refcnt:", m->refcnt);
+	if (opt.verbose && m->taint)
+		printf(ROW "%s\n", "module taint:",
+		       *m->taint ? m->taint : "(none)");
+	printf(ROW "%u (libhcomm %d.%d, built for ABI %d)\n", "abi_version:",
+	       in->abi_version, HCOMM_LIB_VERSION_MAJOR,
+	       HCOMM_LIB_VERSION_MINOR, HCOMM_ABI_VERSION);
+	printf(ROW "0x%" PRIx64 "", "features:", (uint64_t)in->features);
+	for (f = 0; f < NR_FEATS; f++)
+		if (in->features & (1ULL << f))
+			printf(" %s", feat_names[f]);
+	unknown = in->features & ~((1ULL << NR_FEATS) - 1);
+	for (f = NR_FEATS; f < 64; f++)
+		if (unknown & (1ULL << f))
+			printf(" bit%d", f);
+	if (!in->features)
+		printf(" (none)");
+	printf("\n");
+	if (opt.verbose) {
+		printf(ROW, "missing features:");
+		for (f = 0, n = 0; f < NR_FEATS; f++)
+			if (!(in->features & (1ULL << f)))
+				printf("%s%s", n++ ? " " : "", feat_names[f]);
+		printf("%s\n", n ? "" : "(none)");
+	}
+	env = getenv("HCOMM_NO_URING");
+	if (hcomm_uses_uring(ctx))
+		printf(ROW "io_uring passthrough (IORING_OP_URING_CMD)\n",
+		       "commands via:");
+	else
+		printf(ROW "ioctl() (%s)\n", "commands via:",
+		       !(in->features & HCOMM_FEAT_URING_CMD) ?
+		       "the module lacks URING_CMD" :
+		       env && *env && strcmp(env, "0") ? "HCOMM_NO_URING set" :
+		       "io_uring not available to this process");
+	print_limit_bytes("max_region_size:", in->max_region_size);
+	printf(ROW "%u\n", "max_regions:", in->max_regions);
+	print_limit_bytes("max_inline:", in->max_inline);
+	print_limit_bytes("chunk_size:", in->chunk_size);
+	printf(ROW "%u\n", "nr_doorbells:", in->nr_doorbells);
+	print_limit_bytes("cache_limit:", in->cache_limit);
+	printf(ROW, "page_sizes:");
+	for (f = 0, n = 0; f < 64; f++)
+		if (in->page_sizes & (1ULL << f))
+			printf("%s%s", n++ ? ", " : "",
+			       fmt_bytes(1ULL << f, b1, sizeof(b1)));
+	printf("%s\n", n ? "" : "(none)");
+	if (in->memlock_limit == ~0ULL && rl->rlim_cur != RLIM_INFINITY)
+		printf(ROW "unlimited (CAP_IPC_LOCK: RLIMIT_MEMLOCK not "
+		       "enforced)\n", "memlock_limit:");
+	else if (in->memlock_limit == ~0ULL)
+		printf(ROW "unlimited\n", "memlock_limit:");
+	else
+		print_limit_bytes("memlock_limit:", in->memlock_limit);
+	printf(ROW "soft %s, hard %s\n", "RLIMIT_MEMLOCK:",
+	       rlim_str(rl->rlim_cur, b1, sizeof(b1)),
+	       rlim_str(rl->rlim_max, b2, sizeof(b2)));
+	if (opt.verbose) {
+		printf(ROW "%u regions, %" PRIu64 " pinned bytes, %" PRIu64
+		       " cache bytes\n", "this context:", in->nr_regions,
+		       (uint64_t)in->pinned_bytes, (uint64_t)in->cache_bytes);
+		printf(ROW "%s\n", "uapi struct size:",
+		       sizeof(*in) == 88 ? "88 (hcomm_info)" : "unexpected");
+	}
+
+	if (!m->loaded) {
+		printf("module parameters: not available (no %s)\n",
+		       opt.sysfs);
+	} else {
+		printf("module parameters (%s/parameters):\n", opt.sysfs);
+		for (n = 0; n < m->nparams; n++)
+			printf(ROW "%s\n", m->params[n].name,
+			       m->params[n].value ? m->params[n].value :
+			       "(unreadable)");
+		if (!m->nparams)
+			printf("\t(none)\n");
+	}
+
+	if (s->err) {
+		printf("registered: not available (%s: %s)\n", opt.stats,
+		       debugfs_why(s->err, why, sizeof(why)));
+	} else {
+		int64_t v, pages = 0;
+		long psz = sysconf(_SC_PAGESIZE);
+
+		printf("registered (%s, before this context opened):\n",
+		       opt.stats);
+		for (i = 0; i < s->n; i++) {
+			if (!opt.verbose && !is_gauge(s->kv[i].name))
+				continue;
+			printf(ROW "%s", s->kv[i].name, s->kv[i].val);
+			if ((!strcmp(s->kv[i].name, "pinned_pages") ||
+			     !strcmp(s->kv[i].name, "memlock_pages")) &&
+			    parse_i64(s->kv[i].val, &pages) && pages > 0)
+				printf(" (%s)", fmt_bytes((uint64_t)pages * psz,
+							  b1, sizeof(b1)));
+			if (!strcmp(s->kv[i].name, "cache_bytes") &&
+			    parse_i64(s->kv[i].val, &v) && v >= 1024)
+				printf(" (%s)", fmt_bytes(v, b1, sizeof(b1)));
+			printf("\n");
+		}
+	}
+
+	if (t->err == -ENOENT && !s->err)
+		printf("contexts: not provided by this module (no %s)\n",
+		       opt.contexts);
+	else if (t->err)
+		printf("contexts: not available (%s: %s)\n", opt.contexts,
+		       debugfs_why(t->err, why, sizeof(why)));
+	else if (!t->nrows)
+		printf("contexts (%s): none open\n", opt.contexts);
+	else {
+		printf("contexts (%s):\n", opt.contexts);
+		print_table(t);
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* JSON output                                                         */
+/* ------------------------------------------------------------------ */
+
+static void json_rlim(rlim_t v)
+{
+	if (v == RLIM_INFINITY)
+		fputs("\"unlimited\"", stdout);
+	else
+		printf("%llu", (unsigned long long)v);
+}
+
+static void json_debugfs_err(int err)
+{
+	char why[160];
+
+	json_str(debugfs_why(err, why, sizeof(why)));
+}
+
+static void print_json(const char *dev, struct hcomm_ctx *ctx,
+		       const struct hcomm_info *in,
+		       const struct module_info *m, const struct rlimit *rl,
+		       const struct stats *s, const struct ctab *t)
+{
+	size_t i;
+	int f, n, r, c;
+
+	printf("{\"device\":");
+	json_str(dev);
+	printf(",\"library\":{\"version\":\"%d.%d\",\"abi_version\":%d},",
+	       HCOMM_LIB_VERSION_MAJOR, HCOMM_LIB_VERSION_MINOR,
+	       HCOMM_ABI_VERSION);
+	printf("\"module\":{\"sysfs\":");
+	json_str(opt.sysfs);
+	printf(",\"loaded\":%s,\"version\":", m->loaded ? "true" : "false");
+	json_str_or_null(m->version);
+	printf(",\"srcversion\":");
+	json_str_or_null(m->srcversion);
+	printf(",\"refcnt\":");
+	json_val(m->refcnt);
+	printf(",\"taint\":");
+	json_str_or_null(m->taint);
+	printf(",\"parameters\":{");
+	for (n = 0; n < m->nparams; n++) {
+		printf("%s", n ? "," : "");
+		json_str(m->params[n].name);
+		putchar(':');
+		json_val(m->params[n].value);
+	}
+	printf("}},\"abi_version\":%u,\"features\":{\"mask\":%" PRIu64
+	       ",\"names\":[", in->abi_version, (uint64_t)in->features);
+	for (f = 0, n = 0; f < NR_FEATS; f++)
+		if (in->features & (1ULL << f))
+			printf("%s\"%s\"", n++ ? "," : "", feat_names[f]);
+	printf("],\"unknown_mask\":%" PRIu64 "},",
+	       (uint64_t)(in->features & ~((1ULL << NR_FEATS) - 1)));
+	printf("\"uring\":%s,\"commands_via\":\"%s\",",
+	       hcomm_uses_uring(ctx) ? "true" : "false",
+	       hcomm_uses_uring(ctx) ? "io_uring" : "ioctl");
+	printf("\"limits\":{\"max_region_size\":%" PRIu64 ",\"max_regions\":%u"
+	       ",\"max_inline\":%u,\"chunk_size\":%u,\"nr_doorbells\":%u,"
+	       "\"cache_limit\":%" PRIu64 ",\"page_sizes\":[",
+	       (uint64_t)in->max_region_size, in->max_regions, in->max_inline,
+	       in->chunk_size, in->nr_doorbells, (uint64_t)in->cache_limit);
+	for (f = 0, n = 0; f < 64; f++)
+		if (in->page_sizes & (1ULL << f))
+			printf("%s%llu", n++ ? "," : "", 1ULL << f);
+	printf("]},\"context\":{\"nr_regions\":%u,\"pinned_bytes\":%" PRIu64
+	       ",\"cache_bytes\":%" PRIu64 "},", in->nr_regions,
+	       (uint64_t)in->pinned_bytes, (uint64_t)in->cache_bytes);
+	printf("\"memlock\":{\"limit\":");
+	if (in->memlock_limit == ~0ULL)
+		printf("\"unlimited\"");
+	else
+		printf("%" PRIu64, (uint64_t)in->memlock_limit);
+	printf(",\"rlimit_soft\":");
+	json_rlim(rl->rlim_cur);
+	printf(",\"rlimit_hard\":");
+	json_rlim(rl->rlim_max);
+	printf("},\"stats\":{\"file\":");
+	json_str(opt.stats);
+	printf(",\"available\":%s,\"error\":", s->err ? "false" : "true");
+	if (s->err)
+		json_debugfs_err(s->err);
+	else
+		fputs("null", stdout);
+	printf(",\"gauges\":{");
+	for (i = 0, n = 0; i < s->n; i++)
+		if (is_gauge(s->kv[i].name)) {
+			printf("%s", n++ ? "," : "");
+			json_str(s->kv[i].name);
+			printf(":%" PRId64, s->kv[i].v);
+		}
+	printf("},\"counters\":{");
+	for (i = 0, n = 0; i < s->n; i++)
+		if (!is_gauge(s->kv[i].name)) {
+			printf("%s", n++ ? "," : "");
+			json_str(s->kv[i].name);
+			printf(":%" PRId64, s->kv[i].v);
+		}
+	printf("}},\"contexts\":{\"file\":");
+	json_str(opt.contexts);
+	printf(",\"available\":%s,\"error\":", t->err ? "false" : "true");
+	if (t->err == -ENOENT && !s->err)
+		json_str("not provided by this module");
+	else if (t->err)
+		json_debugfs_err(t->err);
+	else
+		fputs("null", stdout);
+	printf(",\"columns\":[");
+	for (c = 0; c < t->ncols; c++) {
+		printf("%s", c ? "," : "");
+		json_str(t->col[c]);
+	}
+	printf("],\"rows\":[");
+	for (r = 0; r < t->nrows; r++) {
+		printf("%s{", r ? "," : "");
+		for (c = 0; c < t->ncols; c++) {
+			printf("%s", c ? "," : "");
+			json_str(t->col[c]);
+			putchar(':');
+			json_val(t->rows[r][c]);
+		}
+		printf("}");
+	}
+	printf("]}}\n");
+}
+
+/* ------------------------------------------------------------------ */
+/* Main                                                                */
+/* ------------------------------------------------------------------ */
+
+static void usage(void)
+{
+	printf(
+"usage: " PROG " [--json] [-v] [--stats PATH] [--contexts PATH] [--sysfs DIR]\n"
+"\n"
+"Describes the hcomm device: module version, ABI version, features, limits,\n"
+"memlock limits, module parameters, io_uring use, and what is registered\n"
+"(debugfs statistics and open contexts; needs root).\n"
+"\n"
+"  -j, --json           one JSON object\n"
+"  -v, --verbose        also counters, missing features, this context\n"
+"  -s, --stats PATH     statistics file (default " STATS_PATH ")\n"
+"  -C, --contexts PATH  per-context file (default " CONTEXTS_PATH ")\n"
+"      --sysfs DIR      module's sysfs directory (default " MODULE_DIR ")\n"
+"  -h, --help           this text\n"
+"\n"
+"HCOMM_DEVICE names another device node, HCOMM_NO_URING=1 forces ioctl().\n"
+"Exit 1 when the device cannot be opened, 2 on usage errors.\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "stats", required_argument, NULL, 's' },
+		{ "contexts", required_argument, NULL, 'C' },
+		{ "sysfs", required_argument, NULL, 'S' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct hcomm_info info;
+	struct module_info mod;
+	struct hcomm_ctx *ctx;
+	struct rlimit rl;
+	struct stats st;
+	struct ctab ct;
+	const char *dev;
+	int c, ret;
+
+	while ((c = getopt_long(argc, argv, "jvs:C:h", lopts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			opt.json = true;
+			break;
+		case 'v':
+			opt.verbose = true;
+			break;
+		case 's':
+			opt.stats = optarg;
+			break;
+		case 'C':
+			opt.contexts = optarg;
+			break;
+		case 'S':
+			opt.sysfs = optarg;
+			break;
+		case 'h':
+			usage();
+			return 0;
+		default:
+			fprintf(stderr, "Try '" PROG " --help'.\n");
+			return 2;
+		}
+	}
+	if (optind < argc)
+		die(2, "unexpected argument '%s' (try --help)", argv[optind]);
+	opt.default_debugfs = !opt.stats && !opt.contexts;
+	if (!opt.stats)
+		opt.stats = STATS_PATH;
+	if (!opt.contexts)
+		opt.contexts = CONTEXTS_PATH;
+	if (!opt.sysfs)
+		opt.sysfs = MODULE_DIR;
+	dev = getenv("HCOMM_DEVICE");
+	if (!dev || !*dev)
+		dev = HCOMM_DEVICE_PATH;
+
+	/* What others have registered: before our own context exists. */
+	read_debugfs(&st, &ct);
+
+	ret = hcomm_open(&ctx, 0);
+	if (ret) {
+		fprintf(stderr, PROG ": %s\n", hcomm_strerror(ret));
+		if (*hcomm_errmsg())
+			fprintf(stderr, PROG ": (%s)\n", hcomm_errmsg());
+		free(st.buf);
+		free(st.kv);
+		free(ct.buf);
+		free(ct.rows);
+		return 1;
+	}
+	ret = hcomm_get_info(ctx, &info);
+	if (ret) {
+		fprintf(stderr, PROG ": GET_INFO: %s (%s)\n",
+			hcomm_strerror(ret), hcomm_errmsg());
+		hcomm_close(ctx);
+		free(st.buf);
+		free(st.kv);
+		free(ct.buf);
+		free(ct.rows);
+		return 1;
+	}
+	if (getrlimit(RLIMIT_MEMLOCK, &rl))
+		rl.rlim_cur = rl.rlim_max = RLIM_INFINITY;
+	read_module(&mod);
+
+	if (opt.json)
+		print_json(dev, ctx, &info, &mod, &rl, &st, &ct);
+	else
+		print_text(dev, ctx, &info, &mod, &rl, &st, &ct);
+
+	hcomm_close(ctx);
+	free_module(&mod);
+	free(st.buf);
+	free(st.kv);
+	free(ct.buf);
+	free(ct.rows);
+	if (fflush(stdout) || ferror(stdout))
+		die(1, "write error on stdout: %s", strerror(errno));
+	return 0;
+}

@@ -1,0 +1,464 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Host tests of hcomm_perf_mon and hcomm_info: no module needed.
+#
+#   lib/tools/test_tools.sh [BUILD_DIR]      (default: build/lib; run make -C lib)
+#
+# hcomm_perf_mon runs against fake debugfs files (--stats/--contexts, and
+# --replay for exact rates); hcomm_info against a missing device and the
+# library's fake device (fake_hcomm.so under LD_PRELOAD, built here when
+# missing) with a fake sysfs directory.  Prints TAP; the last line is
+# "tools: N passed, N failed"; exit status 1 when a test failed.
+set -u
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+bdir=$(realpath "${1:-$repo/build/lib}")
+PM=$bdir/hcomm_perf_mon
+INFO=$bdir/hcomm_info
+FAKE_SO=$bdir/fake_hcomm.so
+
+pass=0 fail=0 n=0
+ok() {	# ok <0|1 = passed?> <description> [diagnostics]
+	n=$((n + 1))
+	if [ "$1" = 1 ]; then
+		pass=$((pass + 1)); echo "ok $n - $2"
+	else
+		fail=$((fail + 1)); echo "not ok $n - $2"
+		[ -n "${3:-}" ] && printf '%s\n' "$3" | sed 's/^/#   /'
+	fi
+}
+skip() { n=$((n + 1)); pass=$((pass + 1)); echo "ok $n - $1 # SKIP $2"; }
+finish() {
+	echo "1..$n"
+	echo "tools: $pass passed, $fail failed"
+	[ "$fail" = 0 ]
+	exit
+}
+
+for b in "$PM" "$INFO"; do
+	if [ ! -x "$b" ]; then
+		ok 0 "$(basename "$b") is built" "missing $b: make -C lib"
+		finish
+	fi
+done
+have_py=0
+command -v python3 >/dev/null && have_py=1
+
+T=$(mktemp -d /tmp/hcomm-tools-test.XXXXXX)
+pids=()
+cleanup() {
+	local p
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+	rm -rf "$T"
+}
+trap cleanup EXIT
+
+# run <cmd...>: sets $rc, $out (stdout), $err (stderr)
+run() {
+	"$@" >"$T/out" 2>"$T/err"
+	rc=$?
+	out=$(cat "$T/out")
+	err=$(cat "$T/err")
+}
+has() { case $1 in *"$2"*) return 0 ;; esac; return 1; }
+py() { python3 -c "$@" 2>&1; }	# prints nothing on success
+
+# --- fake debugfs files ------------------------------------------------
+write_stats() {	# dir bytes inline async chunks hits busy_ns errors db
+	mkdir -p "$1"
+	cat >"$1/stats" <<EOF
+contexts 2
+regions 4
+host_regions 4
+dmabuf_regions 0
+pinned_pages 2560
+memlock_pages 2560
+xfers_active 1
+waits_pending 0
+umems 4
+cache_bytes 0
+cmd_get_info 2
+cmd_reg_mem 4
+cmd_errors $8
+uring_cmds 10
+ioctls 3
+xfer_inline $3
+xfer_async $4
+xfer_dma 0
+xfer_bytes $2
+xfer_chunks $5
+xfer_cancelled 0
+xfer_failed 0
+db_signals $9
+db_wakeups 5
+cache_hits $6
+cache_misses 4
+cache_evictions 0
+cache_invalidations 0
+engine_busy_ns $7
+EOF
+}
+HDR="# pid comm regions pinned_bytes cache_bytes xfers_active min_rate max_rate priority share_pct served_bytes"
+write_ctx() {	# dir served_a share_a served_b share_b
+	cat >"$1/contexts" <<EOF
+$HDR
+100 benchA 2 5242880 0 1 0 100 0 $3 $2
+200 my prog 2 5242880 0 0 20 100 3 $5 $4
+EOF
+}
+write_stats "$T/a" 1000000 100 10 40 3 1000000000 1 5
+write_stats "$T/b" 51000000 300 60 240 13 1100000000 3 25
+write_ctx "$T/a" 1000 50 2000 50
+write_ctx "$T/b" 30001000 60 20002000 40
+# Columns reordered, an unknown column added, header comment after it.
+mkdir -p "$T/ra" "$T/rb"
+cp "$T/a/stats" "$T/ra/stats"
+cp "$T/b/stats" "$T/rb/stats"
+printf '#served_bytes  share_pct pid  extra comm\n# a comment\n1000 50 100 x benchA\n2000 50 200 y my prog\n' >"$T/ra/contexts"
+printf '#served_bytes  share_pct pid  extra comm\n30001000 60 100 x benchA\n20002000 40 200 y my prog\n' >"$T/rb/contexts"
+# Without a contexts file (an older module).
+mkdir -p "$T/na" "$T/nb"
+cp "$T/a/stats" "$T/na/stats"
+cp "$T/b/stats" "$T/nb/stats"
+
+echo "# hcomm_perf_mon"
+
+# --- error paths -------------------------------------------------------
+if [ -d /sys/module/hcomm ]; then
+	skip "perf_mon without the module: exit 1" "hcomm is loaded here"
+else
+	run "$PM" --count 1
+	ok "$([ $rc = 1 ] && has "$err" "module not loaded" &&
+	     has "$err" "modprobe hcomm" && echo 1)" \
+	   "perf_mon without the module: exit 1 naming modprobe" "rc $rc: $err"
+fi
+run "$PM" --stats "$T/none" --count 1
+ok "$([ $rc = 1 ] && has "$err" "cannot read $T/none" && [ -z "$out" ] &&
+     echo 1)" "missing --stats file: exit 1, clear message" "rc $rc: $err"
+echo "not statistics" >"$T/garbage"
+run "$PM" --stats "$T/garbage" --count 1
+ok "$([ $rc = 1 ] && has "$err" "no statistics" && echo 1)" \
+   "stats file without statistics: exit 1" "rc $rc: $err"
+for d in 100xs 0 -5ms 1.2.3s ms "" 1e3s " 1s" 99999999999999999999s nan; do
+	run "$PM" --interval "$d" --stats "$T/a/stats" --count 1
+	ok "$([ $rc = 2 ] && has "$err" "invalid --interval '$d'" && echo 1)" \
+	   "--interval '$d' rejected with exit 2" "rc $rc: $err"
+done
+run "$PM" --duration 5parsecs --stats "$T/a/stats"
+ok "$([ $rc = 2 ] && has "$err" "invalid --duration" && echo 1)" \
+   "--duration garbage rejected with exit 2" "rc $rc: $err"
+for c in 0 -1 abc 1x; do
+	run "$PM" --count "$c" --stats "$T/a/stats"
+	ok "$([ $rc = 2 ] && has "$err" "invalid --count" && echo 1)" \
+	   "--count '$c' rejected with exit 2" "rc $rc: $err"
+done
+run "$PM" --frobnicate
+ok "$([ $rc = 2 ] && has "$err" "--help" && echo 1)" \
+   "unknown option: exit 2" "rc $rc: $err"
+run "$PM" --replay "$T/a"
+ok "$([ $rc = 2 ] && echo 1)" "--replay with one sample: exit 2" "rc $rc: $err"
+run "$PM" --help
+ok "$([ $rc = 0 ] && has "$out" "--interval" && echo 1)" "--help: exit 0"
+for d in 250us:250us 100ms:100ms 1s:1s 1.5s:1500ms 2:2s 0.25ms:250us; do
+	run "$PM" --replay "$T/a,$T/b" --interval "${d%%:*}" --workers 2
+	ok "$([ $rc = 0 ] && has "$out" "every ${d#*:};" && echo 1)" \
+	   "--interval ${d%%:*} parsed as ${d#*:}" "rc $rc: $out $err"
+done
+
+# --- exact rates from a replay ----------------------------------------
+run "$PM" --replay "$T/a,$T/b" --interval 1s --workers 2
+line=$(printf '%s\n' "$out" | sed -n 3p)
+ok "$([ $rc = 0 ] && [ "$(echo "$line" | awk '{print $2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17}')" = \
+     "50.0 250 200 50 200 10 0 0 0 20 2 5.0 2 4 10.0 1" ] && echo 1)" \
+   "text: MB/s, xfer/s, inline/async, chunks, cache, db, errors, util, gauges" \
+   "rc $rc: $out"
+ok "$(has "$out" "ctx 100 benchA" && has "$out" "share  60%      30.0 MB/s" &&
+     has "$out" "ctx 200 my prog" && has "$out" "share  40%      20.0 MB/s" &&
+     has "$out" "(min 20% max 100% prio 3)" && echo 1)" \
+   "text: per-context lines with shares and MB/s (comm with a blank)" "$out"
+ok "$([ "$(printf '%s\n' "$out" | head -2 | tail -1 | awk '{print $1, $2}')" = "time MB/s" ] &&
+     has "$(printf '%s\n' "$out" | grep '^total: ' | head -1)" \
+	 "1.000 s, 1 intervals (replay): 50000000 bytes (50.0 MB/s" &&
+     has "$out" "total: ctx 100 benchA served 30000000 bytes (30.0 MB/s)" &&
+     echo 1)" "text: header first, summary of totals last" "$out"
+
+if [ $have_py = 1 ]; then
+	run "$PM" --replay "$T/a,$T/b" --interval 500ms --workers 2 --json
+	ok "$([ $rc = 0 ] && printf '%s\n' "$out" |
+	     python3 -m json.tool --json-lines >/dev/null 2>&1 && echo 1)" \
+	   "--json: every line parses (python3 -m json.tool --json-lines)"
+	r=$(printf '%s\n' "$out" | py '
+import json, sys
+l = [json.loads(x) for x in sys.stdin]
+assert [x["type"] for x in l] == ["start", "interval", "summary"], l
+s, i, e = l
+assert s["interval_s"] == 0.5 and s["workers"] == 2
+assert i["elapsed_s"] == 0.5
+r = i["rates"]
+assert r["bytes_per_s"] == 100e6 and r["mb_per_s"] == 100, r
+assert r["xfers_per_s"] == 500 and r["inline_per_s"] == 400, r
+assert r["async_per_s"] == 100 and r["chunks_per_s"] == 400, r
+assert r["inline_fraction"] == 0.8 and r["db_signals_per_s"] == 40, r
+d = i["deltas"]
+assert d["xfer_bytes"] == 50000000 and d["cache_hits"] == 10, d
+assert d["cmd_errors"] == 2 and d["cache_misses"] == 0, d
+assert "contexts" not in d and "regions" not in d, d
+assert i["engine"]["util"] == 0.1 and i["engine"]["busy_ns"] == 1e8
+g = i["gauges"]
+assert g["contexts"] == 2 and g["pinned_pages"] == 2560, g
+assert g["pinned_mib"] == 2560 * __import__("os").sysconf("SC_PAGESIZE") / 2**20
+assert i["contexts_available"] is True
+c = {x["pid"]: x for x in i["contexts"]}
+assert c[100]["comm"] == "benchA" and c[200]["comm"] == "my prog", c
+assert c[100]["served_delta"] == 30000000 and c[100]["mb_per_s"] == 60
+assert c[200]["mb_per_s"] == 40 and c[200]["share_pct"] == 40, c
+assert c[200]["priority"] == 3 and c[100]["active"] is True
+assert i["time"].endswith("Z") and "T" in i["time"] and i["mono_s"] == 0.5
+t = e["totals"]
+assert t["bytes"] == 50000000 and t["xfers"] == 250 and t["async"] == 50, t
+assert e["intervals"] == 1 and e["end"] == "replay"
+assert e["peak_bytes_per_s"] == 100e6
+assert {x["pid"]: x["served_bytes"] for x in e["contexts"]} == \
+	{100: 30000000, 200: 20000000}, e["contexts"]
+')
+	ok "$([ -z "$r" ] && echo 1)" "--json: deltas, rates, util, gauges, contexts, summary exact" "$r"
+
+	run "$PM" --replay "$T/ra,$T/rb" --interval 1s --workers 4 --json
+	r=$(printf '%s\n' "$out" | py '
+import json, sys
+l = [json.loads(x) for x in sys.stdin]
+c = {x["pid"]: x for x in l[1]["contexts"]}
+assert c[100]["mb_per_s"] == 30 and c[200]["mb_per_s"] == 20, c
+assert c[200]["comm"] == "my prog" and c[200]["extra"] == "y", c
+assert c[100]["share_pct"] == 60, c
+assert l[1]["engine"]["util"] == 0.025, l[1]["engine"]
+')
+	ok "$([ $rc = 0 ] && [ -z "$r" ] && echo 1)" \
+	   "contexts parsed by header names (reordered, extra column, comment)" "$r"
+
+	run "$PM" --replay "$T/na,$T/nb" --workers 2 --json
+	r=$(printf '%s\n' "$out" | py '
+import json, sys
+l = [json.loads(x) for x in sys.stdin]
+assert l[1]["contexts_available"] is False and l[1]["contexts"] == []
+assert l[1]["rates"]["bytes_per_s"] == 50e6
+')
+	ok "$([ $rc = 0 ] && [ -z "$r" ] && has "$err" "per-context QoS shares not shown" &&
+	     [ "$(printf '%s\n' "$err" | grep -c .)" = 1 ] && echo 1)" \
+	   "no contexts file: said once on stderr, carries on" "rc $rc: $r $err"
+
+	run "$PM" --replay "$T/b,$T/a" --workers 2 --json
+	r=$(printf '%s\n' "$out" | py '
+import json, sys
+l = [json.loads(x) for x in sys.stdin]
+d = l[1]["deltas"]
+assert d["xfer_bytes"] == 1000000 and all(v >= 0 for v in d.values()), d
+')
+	ok "$([ $rc = 0 ] && [ -z "$r" ] && echo 1)" \
+	   "counters that went backwards (module reloaded) count from 0" "$r"
+
+	printf '# pid comm\n' >"$T/emptyctx"
+	run "$PM" --replay "$T/a/stats,$T/b/stats,$T/a/stats" --contexts "$T/emptyctx" --workers 1 --json
+	r=$(printf '%s\n' "$out" | py '
+import json, sys
+l = [json.loads(x) for x in sys.stdin]
+assert len(l) == 4 and l[3]["intervals"] == 2
+assert l[1]["contexts_available"] is True and l[1]["contexts"] == []
+assert l[1]["engine"]["util"] == 0.1
+')
+	ok "$([ $rc = 0 ] && [ -z "$r" ] && echo 1)" \
+	   "replay of stats files with --contexts, three samples" "$r"
+else
+	for i in 1 2 3 4 5 6; do skip "JSON checks" "no python3"; done
+fi
+
+# --- live sampling -----------------------------------------------------
+mkdir -p "$T/live"
+cp "$T/a/stats" "$T/live/stats"
+cp "$T/a/contexts" "$T/live/contexts"
+t0=$(date +%s%N)
+run "$PM" --stats "$T/live/stats" --interval 20ms --count 50 --workers 2 --json
+t1=$(date +%s%N)
+if [ $have_py = 1 ]; then
+	r=$(printf '%s\n' "$out" | py '
+import json, sys
+l = [json.loads(x) for x in sys.stdin]
+iv = [x for x in l if x["type"] == "interval"]
+assert len(iv) == 50, len(iv)
+e = l[-1]
+assert e["type"] == "summary" and e["end"] == "count"
+assert 1.0 <= e["elapsed_s"] < 1.3, e["elapsed_s"]
+')
+else
+	r=
+fi
+ok "$([ $rc = 0 ] && [ -z "$r" ] && [ $(((t1 - t0) / 1000000)) -lt 2500 ] && echo 1)" \
+   "--interval 20ms --count 50: 50 intervals on absolute deadlines (~1.0 s)" \
+   "rc $rc: $r $((t1 - t0)) ns"
+
+t0=$(date +%s%N)
+run "$PM" --stats "$T/live/stats" --interval 200ms --duration 500ms --workers 2
+t1=$(date +%s%N)
+ms=$(((t1 - t0) / 1000000))
+ok "$([ $rc = 0 ] && [ "$(printf '%s\n' "$out" | grep -c '^[0-9][0-9]:')" = 3 ] &&
+     has "$out" "3 intervals (duration)" && [ $ms -ge 480 ] && [ $ms -lt 1500 ] &&
+     echo 1)" "--duration 500ms at 200ms: 3 intervals, ends at 0.5 s" \
+   "rc $rc, $ms ms: $out"
+
+# A second program changes the counters while it runs.
+cp "$T/a/stats" "$T/live/stats"
+"$PM" --stats "$T/live/stats" --interval 1s --count 1 --workers 2 --json \
+	>"$T/swap.out" 2>"$T/swap.err" &
+p=$!; pids+=($p)
+for i in $(seq 100); do [ -s "$T/swap.out" ] && break; sleep 0.02; done
+cp "$T/b/stats" "$T/live/stats.new" && mv "$T/live/stats.new" "$T/live/stats"
+cp "$T/b/contexts" "$T/live/contexts.new" && mv "$T/live/contexts.new" "$T/live/contexts"
+wait $p; rc=$?
+if [ $have_py = 1 ]; then
+	r=$(py '
+import json, sys
+l = [json.loads(x) for x in open(sys.argv[1])]
+i, e = l[1], l[2]
+assert e["totals"]["bytes"] == 50000000 and e["totals"]["xfers"] == 250
+assert 0.95 <= i["elapsed_s"] <= 1.6, i["elapsed_s"]
+b = i["rates"]["bytes_per_s"]
+assert abs(b * i["elapsed_s"] / 50e6 - 1) < 1e-4, b
+c = {x["pid"]: x for x in i["contexts"]}
+assert c[100]["served_delta"] == 30000000, c
+' "$T/swap.out")
+else
+	r=
+fi
+ok "$([ $rc = 0 ] && [ -z "$r" ] && echo 1)" \
+   "live: counters rewritten between samples give the right deltas and rates" \
+   "rc $rc: $r $(cat "$T/swap.err")"
+
+for sig in INT TERM; do
+	"$PM" --stats "$T/live/stats" --interval 100ms --workers 2 \
+		>"$T/sig.out" 2>"$T/sig.err" &
+	p=$!; pids+=($p)
+	sleep 0.45
+	kill -$sig $p
+	wait $p; rc=$?
+	out=$(cat "$T/sig.out")
+	ok "$([ $rc = 0 ] && has "$out" "intervals (signal)" &&
+	     [ "$(printf '%s\n' "$out" | tail -1 | cut -c1-6)" = "total:" ] &&
+	     echo 1)" "SIG$sig: exit 0 with the summary line" "rc $rc: $out"
+done
+
+echo "stale content that must go" >"$T/o.txt"
+"$PM" --stats "$T/live/stats" --interval 100ms --duration 1s --workers 2 \
+	--output "$T/o.txt" >"$T/o.stdout" 2>&1 &
+p=$!; pids+=($p)
+sleep 0.55
+mid=$(grep -c '^[0-9][0-9]:' "$T/o.txt")
+wait $p; rc=$?
+ok "$([ $rc = 0 ] && [ "$mid" -ge 1 ] && ! grep -q stale "$T/o.txt" &&
+     [ ! -s "$T/o.stdout" ] && grep -q '^total: ' "$T/o.txt" && echo 1)" \
+   "--output: truncated, line-buffered (lines visible while running), nothing on stdout" \
+   "rc $rc, $mid lines midway: $(cat "$T/o.txt" "$T/o.stdout")"
+
+run "$PM" --stats "$T/live/stats" --count 1 --output /nonexistent/dir/f
+ok "$([ $rc = 1 ] && has "$err" "cannot write /nonexistent/dir/f" && echo 1)" \
+   "--output to an unwritable path: exit 1" "rc $rc: $err"
+
+cp "$T/a/stats" "$T/live/vanish"
+"$PM" --stats "$T/live/vanish" --interval 100ms --workers 2 \
+	>"$T/v.out" 2>"$T/v.err" &
+p=$!; pids+=($p)
+sleep 0.35
+rm -f "$T/live/vanish"
+wait $p; rc=$?
+ok "$([ $rc = 1 ] && grep -q "module unloaded" "$T/v.err" &&
+     grep -q "intervals (error)" "$T/v.out" && echo 1)" \
+   "stats file vanishing mid-run: exit 1 after the summary" \
+   "rc $rc: $(cat "$T/v.out" "$T/v.err")"
+
+# --- hcomm_info --------------------------------------------------------
+echo "# hcomm_info"
+run env HCOMM_DEVICE=/nonexistent/hcomm "$INFO"
+ok "$([ $rc = 1 ] && has "$err" "modprobe hcomm" &&
+     has "$err" "open /nonexistent/hcomm" && [ -z "$out" ] && echo 1)" \
+   "missing device: exit 1, library message naming modprobe" "rc $rc: $err"
+run env HCOMM_DEVICE=/nonexistent/hcomm "$INFO" --json
+ok "$([ $rc = 1 ] && [ -z "$out" ] && echo 1)" "missing device with --json: exit 1, no output"
+run "$INFO" --bogus
+ok "$([ $rc = 2 ] && echo 1)" "unknown option: exit 2"
+run "$INFO" extra
+ok "$([ $rc = 2 ] && echo 1)" "stray argument: exit 2"
+run "$INFO" --help
+ok "$([ $rc = 0 ] && has "$out" "--contexts" && echo 1)" "--help: exit 0"
+
+[ -e "$FAKE_SO" ] || make -s -C "$repo/lib" O="$bdir" "$FAKE_SO" >/dev/null 2>&1
+if [ ! -e "$FAKE_SO" ]; then
+	for i in 1 2 3 4 5; do skip "hcomm_info on the fake device" "no $FAKE_SO"; done
+	finish
+fi
+S=$T/sys
+mkdir -p "$S/parameters"
+echo ABCDEF0123456789ABCDEF0 >"$S/srcversion"
+echo 0 >"$S/refcnt"
+for p in max_inline=4096 chunk_size=262144 workers=2 cache_limit=0 \
+	 max_region_size=68719476736 max_regions=65536 doorbells=4096; do
+	echo "${p#*=}" >"$S/parameters/${p%%=*}"
+done
+fake() { env FAKE_HCOMM=1 FAKE_HCOMM_FEATURES=0x7f HCOMM_DEVICE=/dev/null \
+	 LD_PRELOAD="$FAKE_SO" "$INFO" --sysfs "$S" "$@"; }
+
+run fake --stats "$T/b/stats" --contexts "$T/b/contexts"
+ok "$([ $rc = 0 ] &&
+     has "$out" "features:            0x7f URING_CMD DMABUF DMABUF_MOVE_NOTIFY HUGE_EXTENTS XFER REG_CACHE DMA_ENGINE" &&
+     has "$out" "module version:      srcversion ABCDEF0123456789ABCDEF0 (no version)" &&
+     has "$out" "memlock_limit:       unlimited" && has "$out" "RLIMIT_MEMLOCK:      soft" &&
+     has "$out" "max_region_size:     1073741824 (1 GiB)" &&
+     has "$out" "page_sizes:          4 KiB, 2 MiB" &&
+     has "$out" "commands via:" && has "$out" "workers              2" &&
+     has "$out" "pinned_pages         2560" &&
+     ! has "$out" "xfer_bytes" &&
+     printf '%s\n' "$out" | grep -Eq '^	200  my prog +2 +5242880 ' && echo 1)" \
+   "text on the fake device: version, features, limits, memlock, parameters, gauges, contexts" \
+   "rc $rc: $out $err"
+run fake -v --stats "$T/b/stats" --contexts "$T/b/contexts"
+ok "$([ $rc = 0 ] && has "$out" "xfer_bytes           51000000" &&
+     has "$out" "this context:" && has "$out" "missing features:    (none)" &&
+     echo 1)" "-v: counters, this context, missing features" "rc $rc: $out"
+echo 1.2.3 >"$S/version"
+run fake --stats "$T/na/stats" --contexts "$T/na/contexts"
+ok "$([ $rc = 0 ] && has "$out" "module version:      1.2.3, srcversion" &&
+     has "$out" "contexts: not provided by this module" && echo 1)" \
+   "module version file preferred; contexts file absent said so" "rc $rc: $out"
+mv "$S/version" "$S/version.no"; mv "$S/srcversion" "$S/srcversion.no"
+run fake --stats "$T/none" --contexts "$T/none2"
+ok "$([ $rc = 0 ] && has "$out" "module version:      unknown (neither version nor srcversion" && echo 1)" \
+   "module without version and srcversion: said so" "rc $rc: $out"
+mv "$S/version.no" "$S/version"; mv "$S/srcversion.no" "$S/srcversion"
+run fake --stats "$T/none" --contexts "$T/none2"
+ok "$([ $rc = 0 ] && has "$out" "registered: not available ($T/none:" && echo 1)" \
+   "statistics unreadable: said so, exit 0" "rc $rc: $out"
+if [ $have_py = 1 ]; then
+	run fake --json --stats "$T/b/stats" --contexts "$T/b/contexts"
+	r=$(printf '%s\n' "$out" | py '
+import json, sys
+j = json.load(sys.stdin)
+assert j["abi_version"] == 1 and j["library"]["abi_version"] == 1
+assert j["features"]["mask"] == 0x7f and len(j["features"]["names"]) == 7
+assert "DMA_ENGINE" in j["features"]["names"]
+assert j["module"]["srcversion"] == "ABCDEF0123456789ABCDEF0"
+assert j["module"]["version"] == "1.2.3"
+assert j["module"]["parameters"]["max_region_size"] == 68719476736
+assert j["limits"]["max_regions"] == 8 and j["limits"]["page_sizes"] == [4096, 2097152]
+assert j["memlock"]["limit"] == "unlimited"
+assert j["uring"] in (True, False) and j["commands_via"] in ("io_uring", "ioctl")
+assert j["stats"]["available"] and j["stats"]["gauges"]["regions"] == 4
+assert j["stats"]["counters"]["xfer_bytes"] == 51000000
+assert j["contexts"]["available"] and len(j["contexts"]["rows"]) == 2
+assert j["contexts"]["rows"][1]["comm"] == "my prog"
+assert j["contexts"]["rows"][1]["served_bytes"] == 20002000
+')
+	ok "$([ $rc = 0 ] && printf '%s\n' "$out" | python3 -m json.tool >/dev/null 2>&1 &&
+	     [ -z "$r" ] && echo 1)" "--json: one object, parses, fields right" "rc $rc: $r"
+else
+	skip "hcomm_info --json" "no python3"
+fi
+finish
