@@ -1130,7 +1130,7 @@ struct lat {
 	uint64_t bad;
 };
 
-/* Wait until cb_seen reaches want (10 s at most). */
+/* Wait until cb_seen reaches want (10 s at most: then -ETIMEDOUT). */
 static int cb_wait(int want)
 {
 	double t0 = now();
@@ -1177,7 +1177,8 @@ static int cb_measure(unsigned int inflight, struct lat *l)
 				issued++;
 			continue;
 		}
-		cb_wait((int)(issued - inflight + 1));
+		if (cb_wait((int)(issued - inflight + 1)))
+			rc = -HCOMM_ERR_TIMEOUT;
 	}
 	if (!rc && cb_wait((int)issued))
 		rc = -HCOMM_ERR_TIMEOUT;
@@ -1708,8 +1709,10 @@ int main(int argc, char **argv)
 		print_rows(first);
 	}
 
-	rp = rpc(OP_QUIT, 0, 0);
+	/* Collective teardown: rank 1 answers once it has done its part. */
+	rpc_send(OP_QUIT, 0, 0);
 	rc = comm_down();
+	rp = rpc_recv();
 	if (rc)
 		fail("hcomm_win_free/hcomm_comm_destroy: %s", herr(rc));
 	if (rp.status)

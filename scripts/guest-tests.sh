@@ -8,6 +8,9 @@
 # (also written to $HCOMM_OUT_TTY, the clean channel vm-run.sh collects):
 #   load       insmod $HCOMM_KO, /dev/hcomm is a character device
 #   selftests  build/selftests/run_tests.sh (TAP; its summary line is parsed)
+#   libvm      lib/tests/vm/run.sh: libhcomm communicators of 2 and 4 ranks
+#              against the module (TAP; its "libvm:" line is parsed; --quick
+#              on the debug kernel)
 #   kunit      debug only: insmod hcomm_kunit.ko, KTAP in debugfs kunit/*/results
 #   unload     stats gauges back to 0, rmmod hcomm, module gone
 #   kmemleak   debug only: scan after unload; any report is a failure
@@ -21,6 +24,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 kodir=$(dirname "$HCOMM_KO")
 kunit_ko=${HCOMM_KUNIT_KO:-$kodir/hcomm_kunit.ko}
 selftests=${HCOMM_SELFTESTS:-$repo/build/selftests/run_tests.sh}
+libvm=${HCOMM_LIBVM:-$repo/lib/tests/vm/run.sh}
 dbg=/sys/kernel/debug
 failures=0
 
@@ -83,6 +87,32 @@ else
 	fi
 fi
 emit selftests $p $f $s "$t"
+
+# ------------------------------------------------------------------ libvm
+t=$(now); p=0; f=0; s=0
+if [ "$loaded" != 1 ] || [ ! -c /dev/hcomm ]; then
+	say "libvm not run: the module is not loaded"; f=1
+elif [ ! -x "$repo/build/lib/vm/hcomm_vm_test" ]; then
+	say "FAIL: build/lib/vm/hcomm_vm_test not built (make -C lib/tests/vm on the host)"; f=1
+else
+	lv_args=
+	[ "$role" = debug ] && lv_args=--quick
+	{ "$libvm" $lv_args 2>&1; echo $? > /tmp/libvm.rc; } | tee /tmp/libvm.out
+	lv_rc=$(cat /tmp/libvm.rc)
+	summary=$(grep -E '^libvm: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped' /tmp/libvm.out | tail -n1)
+	if [ -z "$summary" ]; then
+		say "FAIL: no 'libvm: N passed, N failed, N skipped' line"
+		p=$(grep -cE '^ok ' /tmp/libvm.out); f=$(grep -cE '^not ok ' /tmp/libvm.out)
+		f=$((f + 1))
+	else
+		set -- $summary
+		p=$2; f=$4; s=$6
+		if [ "$lv_rc" != 0 ] && [ "$f" -eq 0 ]; then
+			say "FAIL: lib/tests/vm/run.sh exited $lv_rc"; f=1
+		fi
+	fi
+fi
+emit libvm $p $f $s "$t"
 
 # ------------------------------------------------------------------ kunit
 if [ "$role" = debug ]; then
