@@ -240,5 +240,6 @@ module_init(hcomm_init);
 module_exit(hcomm_exit);
 
 MODULE_DESCRIPTION("hcomm: memory registration and transfers for heterogeneous compute");
+MODULE_VERSION("1.1");
 MODULE_LICENSE("GPL");
 MODULE_IMPORT_NS(DMA_BUF);
