@@ -1360,6 +1360,36 @@ static int case_fence(void)
 		barrier();
 	}
 
+	/*
+	 * Control (information, not a check): the same without the fence.
+	 * When A's data ends up over B's here, the check above was not
+	 * vacuous: only the fence kept B last.
+	 */
+	phase = "control-no-fence";
+	{
+		int over = 0;
+
+		for (it = 0; it < iters; it++) {
+			fill(bufA, FENCE_A, 0x55550000ULL + (uint64_t)it * 4 +
+			     (uint64_t)me);
+			fill(bufB, FENCE_B, 0x66660000ULL + (uint64_t)it * 4 +
+			     (uint64_t)me);
+			barrier();
+			OK(hcomm_put_nb(w, target, 1, bufA, FENCE_A, &ra));
+			OK(hcomm_put_nb(w, target, 1, bufB, FENCE_B, &rb));
+			OK(hcomm_wait(&ra));
+			OK(hcomm_wait(&rb));
+			barrier();
+			fill(bufA, FENCE_A, 0x55550000ULL + (uint64_t)it * 4 +
+			     (uint64_t)prev);
+			if (!memcmp(win + 1, bufA, FENCE_B))
+				over++;
+			barrier();
+		}
+		out("control: without a fence, put A (issued first) ended up "
+		    "over put B in %d of %d tries", over, iters);
+	}
+
 	/* put, fence, get of the same bytes sees the put. */
 	phase = "put-fence-get";
 	for (it = 0; it < iters; it++) {
