@@ -1284,9 +1284,37 @@ static int case_cb(const char *mode_s)
 		cb_settle(base, what);
 	}
 	barrier();
-	phase = "win_free";
-	OK(hcomm_win_free(s.w));
+
+	/*
+	 * Destroy with operations in flight and the window not freed: the
+	 * destroy waits for them (every rank's, before any window goes) and
+	 * for their callbacks.
+	 */
+	phase = "destroy-outstanding";
+	snprintf(what, sizeof(what), "%s callbacks, destroy with %d "
+		 "operations in flight", mode_s ? mode_s : "inline", M);
+	atomic_store(&cb_total, 0);
+	memset(rec, 0, (size_t)M * sizeof(*rec));
+	memset(reqs, 0, (size_t)M * sizeof(*reqs));
+	n = 0;
+	for (i = 0; i < M; i++) {
+		struct hcomm_xfer_desc d;
+
+		sched_desc(&s, i, &d);
+		rec[i].len = d.len;
+		rec[i].req = &reqs[i];
+		reqs[i].cb = count_cb;
+		reqs[i].cb_arg = &rec[i];
+		if (OK(sched_issue_nb(&s, i, &reqs[i])))
+			n++;
+	}
 	comm_down();
+	CHECK(atomic_load(&cb_total) == n, "%s: %d callbacks had run when "
+	      "hcomm_comm_destroy returned, %d operations were issued", what,
+	      atomic_load(&cb_total), n);
+	for (i = 0; i < M; i++)
+		req_ok(&reqs[i], rec[i].len, i, what);
+	cb_check(rec, M, what, mode, 0);
 	free(rec);
 	free(reqs);
 	return 0;
