@@ -168,8 +168,9 @@ const char *hcomm_errmsg(void);
  *  field                 variable              default  range
  *  send_buf_size         HCOMM_SEND_BUF_SIZE   2M       4K .. 1G
  *  recv_buf_size         HCOMM_RECV_BUF_SIZE   2M       4K .. 1G
- *  max_inline            HCOMM_MAX_INLINE      4K       0 .. 64K (and at
- *                                                       most the module's)
+ *  max_inline            HCOMM_MAX_INLINE      4K       0 .. 64K (the
+ *                                                       module's max_inline
+ *                                                       caps it silently)
  *  num_qps               HCOMM_NUM_QPS         1        1 .. 64 (rings)
  *  queue_depth           HCOMM_QUEUE_DEPTH     256      8 .. 32768
  *  cache_limit           HCOMM_CACHE_LIMIT     64M      0 .. 64G
@@ -180,6 +181,9 @@ const char *hcomm_errmsg(void);
  *
  * Profiles (HCOMM_PROFILE=latency|bandwidth|default) set several fields at
  * once before the individual variables apply; see Documentation/tuning.rst.
+ * send_buf_size, recv_buf_size, enable_fp16_compress and comp_threshold
+ * are validated and kept for the network transports and collectives; the
+ * kernel transport does not use them.
  */
 struct hcomm_config {
 	uint64_t send_buf_size;
@@ -292,9 +296,16 @@ int64_t hcomm_signal_wait(struct hcomm_comm *comm, uint32_t sig,
 uint64_t hcomm_signal_read(struct hcomm_comm *comm, uint32_t sig);
 /* Number of signals per rank. */
 uint32_t hcomm_signal_count(const struct hcomm_comm *comm);
-/* Operations issued before it complete before any issued after it. */
+/*
+ * Operations issued before it complete before any issued after it (blocks
+ * until the kernel's FENCE completed; does not wait for callbacks and does
+ * not report earlier operations' errors: see their requests).
+ */
 int hcomm_fence(struct hcomm_comm *comm);
-/* Wait until every operation issued so far by this rank has completed. */
+/*
+ * Wait until every operation issued so far by this rank has completed and
+ * its callback returned.  Errors are reported through the requests.
+ */
 int hcomm_flush(struct hcomm_comm *comm);
 
 /* ------------------------------------------------------------------ */
@@ -312,7 +323,8 @@ typedef void (*hcomm_cb_fn)(struct hcomm_request *req, void *arg);
  */
 struct hcomm_request {
 	int status;		/* out: 0 or -HCOMM_ERR_x, valid when done */
-	int done;		/* out: 1 once complete (acquire load) */
+	int done;		/* out: 1 once complete (acquire load); set
+				 * before the callback runs */
 	uint64_t bytes;		/* out: bytes moved */
 	hcomm_cb_fn cb;		/* in: called once on completion, or NULL */
 	void *cb_arg;		/* in */
@@ -348,10 +360,11 @@ struct hcomm_xfer_desc {
 };
 
 /*
- * Issue n descriptors with one io_uring_submit (per ring).  reqs is NULL
- * (wait for all before returning) or an array of n requests (return at
- * once; each completes on its own).  Returns 0, or a negated error for a
- * descriptor that failed validation (nothing was issued then).
+ * Issue n descriptors with one io_uring_submit per ring (more only when
+ * the ring fills).  reqs is NULL (wait for all before returning, issuing
+ * in groups of 64; returns the first failure) or an array of n requests
+ * (return at once; each completes on its own).  A descriptor that fails
+ * validation fails the call before anything is issued.
  */
 int hcomm_batch(struct hcomm_win *win, const struct hcomm_xfer_desc *d,
 		unsigned int n, struct hcomm_request *reqs);
@@ -375,7 +388,11 @@ enum hcomm_cb_mode {
 	HCOMM_CB_THREAD_LOCKED,	/* as THREAD, but a mutex+condvar queue (for
 				 * comparison) */
 };
-/* Set before issuing operations; the default is HCOMM_CB_INLINE. */
+/*
+ * The default is HCOMM_CB_INLINE.  May be changed whenever nothing is in
+ * flight (HCOMM_ERR_BUSY otherwise, or from inside a callback).  Without
+ * io_uring (HCOMM_NO_URING=1) _nb operations complete inside the call.
+ */
 int hcomm_comm_set_cb_mode(struct hcomm_comm *comm, enum hcomm_cb_mode mode);
 
 #ifdef __cplusplus
