@@ -225,10 +225,14 @@ enum hcomm_launcher {
  * cfg may be NULL: defaults plus the environment.  Rank and size come from,
  * in this order: the rank table, HCOMM_RANK/HCOMM_WORLD_SIZE, Open MPI's,
  * Slurm's or PMI's variables, else a single rank.  Ranks on this host
- * meet at a unix socket (abstract namespace) named by HCOMM_ROOT_ADDR or
- * derived from the launcher's job id, open their own /dev/hcomm context
- * and exchange what one-sided operations need.  Waits at most
- * cfg->timeout_ms for the others (HCOMM_ERR_TIMEOUT).
+ * meet at a unix socket (abstract namespace) named by HCOMM_ROOT_ADDR, the
+ * rank table's "root" line, or "hcomm-<euid>-<job>" with the job id of
+ * the launcher (Open MPI, Slurm, PMI), of the rank table (path and
+ * mtime), or else the parent's pid (ranks started by hand must then share
+ * a parent, or set HCOMM_ROOT_ADDR); they open their own /dev/hcomm
+ * context and exchange what one-sided operations need.  Each phase waits
+ * at most cfg->timeout_ms for the others (HCOMM_ERR_TIMEOUT).  With a
+ * non-NULL cfg, HCOMM_RANK_TABLE is not read (only cfg->rank_table).
  */
 int hcomm_comm_init(struct hcomm_comm **comm, const struct hcomm_config *cfg);
 /* Collective: wait for outstanding operations, then tear everything down. */
