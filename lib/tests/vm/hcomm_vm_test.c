@@ -20,8 +20,9 @@
  *             without requests (blocking)
  *   cb        non-blocking operations with callbacks in --mode: every
  *             callback exactly once, seeing done = 1, status and bytes;
- *             from one thread, from four threads at once, and reusing one
- *             request
+ *             from one thread, from four threads at once, reusing one
+ *             request, after switching the mode, and left in flight for
+ *             hcomm_comm_destroy
  *   fence     put A (large), fence, put B (small, same place): B wins;
  *             put, fence, get sees the put; put, fence, put_signal: the
  *             data is there when the signal is; flush; win_free with
@@ -1019,6 +1020,17 @@ static void count_cb(struct hcomm_request *req, void *arg)
 	atomic_fetch_add(&cb_total, 1);
 }
 
+/* A callback that tries to change the callback mode (must be refused). */
+static atomic_int cb_setmode_rc = 1;
+
+static void setmode_cb(struct hcomm_request *req, void *arg)
+{
+	(void)req;
+	atomic_store(&cb_setmode_rc,
+		     hcomm_comm_set_cb_mode(comm, (enum hcomm_cb_mode)
+					    (intptr_t)arg));
+}
+
 /* Wait (at most 20 s) until cb_total reaches want, then 50 ms more. */
 static void cb_settle(int want, const char *what)
 {
@@ -1282,6 +1294,68 @@ static int case_cb(const char *mode_s)
 				break;
 		}
 		cb_settle(base, what);
+	}
+	barrier();
+
+	/*
+	 * The mode may change while nothing is in flight: through the other
+	 * two and back, with callbacks working after each change; from
+	 * inside a callback the change is refused (HCOMM_ERR_BUSY).
+	 */
+	phase = "switch-mode";
+	{
+		static const int order[3] = { HCOMM_CB_INLINE, HCOMM_CB_THREAD,
+					      HCOMM_CB_THREAD_LOCKED };
+		int target = (me + 1) % np, k, j;
+
+		for (k = 1; k <= 3; k++) {
+			int to = order[(mode + k) % 3];
+			struct hcomm_request rq[20];
+			struct cbrec c[20];
+
+			snprintf(what, sizeof(what), "%s callbacks, switched "
+				 "to mode %d", mode_s ? mode_s : "inline", to);
+			if (!OK(hcomm_comm_set_cb_mode(comm,
+						       (enum hcomm_cb_mode)to)))
+				break;
+			atomic_store(&cb_total, 0);
+			memset(rq, 0, sizeof(rq));
+			memset(c, 0, sizeof(c));
+			for (j = 0; j < 20; j++) {
+				c[j].len = 10 + (uint64_t)j;
+				c[j].req = &rq[j];
+				rq[j].cb = count_cb;
+				rq[j].cb_arg = &c[j];
+				OK(hcomm_put_nb(s.w, target,
+						(uint64_t)s.M * SLOT + 64,
+						pat(me), c[j].len, &rq[j]));
+			}
+			for (j = 0; j < 20; j++)
+				OK(hcomm_wait(&rq[j]));
+			cb_settle(20, what);
+			cb_check(c, 20, what, to, to == HCOMM_CB_INLINE ?
+				 main_tid : 0);
+		}
+		/* From inside a callback: refused. */
+		{
+			struct hcomm_request rq;
+			uint64_t t0 = now_ns();
+
+			memset(&rq, 0, sizeof(rq));
+			atomic_store(&cb_setmode_rc, 1);
+			rq.cb = setmode_cb;
+			rq.cb_arg = (void *)(intptr_t)((mode + 1) % 3);
+			OK(hcomm_put_nb(s.w, target, (uint64_t)s.M * SLOT + 64,
+					pat(me), 8, &rq));
+			OK(hcomm_wait(&rq));
+			while (atomic_load(&cb_setmode_rc) == 1 &&
+			       now_ns() - t0 < 10000000000ULL)
+				usleep(1000);
+			EXPECT(atomic_load(&cb_setmode_rc), -HCOMM_ERR_BUSY);
+		}
+		if (!fails)
+			out("callback mode switched through all three and "
+			    "back to %s", mode_s ? mode_s : "inline");
 	}
 	barrier();
 

@@ -80,6 +80,10 @@ fence-2|-n 2|fence
 errors-2|-n 2|errors
 threads-2|-n 2|threads
 threads-qps4-2|-n 2 -e HCOMM_NUM_QPS=4|threads
+putget-nouring-2|-n 2 -e HCOMM_NO_URING=1|putget --max $four
+batch-nouring-2|-n 2 -e HCOMM_NO_URING=1|batch
+cb-thread-nouring-2|-n 2 -e HCOMM_NO_URING=1|cb --mode thread
+fence-nouring-2|-n 2 -e HCOMM_NO_URING=1|fence
 timeout-root-alone|-n 2 -s 0 -e HCOMM_TIMEOUT_MS=1500|timeout
 timeout-peer-alone|-n 2 -s 1 -e HCOMM_TIMEOUT_MS=1500|timeout
 timeout-rank2-missing|-n 3 -s 0,1 -e HCOMM_TIMEOUT_MS=1500|timeout --allow-io
