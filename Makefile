@@ -14,9 +14,9 @@ BUILD := $(CURDIR)/build
 KVERS ?= $(shell for d in /lib/modules/*/build; do \
 	[ -d "$$d" ] && basename "$$(dirname "$$d")"; done | sort -V)
 
-.PHONY: all lib selftests bench modules check demo lint install clean
+.PHONY: all lib selftests bench libvm man modules check demo lint install clean
 
-all: lib selftests bench modules
+all: lib selftests bench libvm modules
 
 lib:
 	$(MAKE) -C lib
@@ -24,8 +24,11 @@ lib:
 selftests: lib
 	$(MAKE) -C selftests
 
-bench:
+bench: lib
 	$(MAKE) -C bench
+
+libvm: lib
+	$(MAKE) -C lib/tests/vm
 
 modules:
 	@[ -n "$(KVERS)" ] || { echo "no kernel headers in /lib/modules/*/build" >&2; exit 1; }
@@ -46,6 +49,7 @@ lint:
 
 install:
 	$(MAKE) -C lib install
+	$(MAKE) -C man install
 
 clean:
 	-$(MAKE) -C lib clean

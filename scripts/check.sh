@@ -76,6 +76,8 @@ esac
 phase build-lib make -C lib
 phase build-selftests make -C selftests
 phase build-bench make -C bench
+phase build-libvm make -C lib/tests/vm
+phase man-pages make -C man check
 phase lint scripts/lint.sh
 
 declare -A kver kimage kdir
@@ -141,8 +143,8 @@ row test "host/lib" "$p" "$f" 0 "$(since "$t")"
 
 # ------------------------------------------------------------- VMs
 expected_parts() {
-	if [ "$1" = debug ]; then echo load selftests kunit unload kmemleak
-	else echo load selftests unload; fi
+	if [ "$1" = debug ]; then echo load selftests libvm kunit unload kmemleak
+	else echo load selftests libvm unload; fi
 }
 for r in $roles; do
 	if [ "${kmod_ok[$r]}" != 1 ]; then
