@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "hcomm_int.h"
@@ -20,7 +21,13 @@
 struct hcomm_mr_priv {
 	struct hcomm_mr mr;
 	struct hcomm_mr_priv *prev, *next;
+	uint64_t gen;			/* generation slot value at REG_MEM */
+	int parked;			/* deregistered by the caller, kept */
+	struct hcomm_mr_priv *lprev, *lnext;	/* park list, newest first */
 };
+
+/* Parked registrations kept at most (besides the byte budget). */
+#define PARK_MAX	64
 
 struct hcomm_ctx {
 	int fd;
@@ -31,6 +38,16 @@ struct hcomm_ctx {
 	uint64_t seq;
 	struct hcomm_mr_priv *mrs;
 	struct hcomm_info info;	/* GET_INFO at open */
+	/*
+	 * Hot-buffer cache: host registrations the caller deregistered stay
+	 * registered (parked) while their generation slot says the address
+	 * still maps the same pages, so registering them again costs no
+	 * system call.  Budget: HCOMM_CACHE_LIMIT bytes (default 64M, 0 off).
+	 */
+	const uint64_t *gen;		/* generation page, or NULL */
+	struct hcomm_mr_priv *park, *park_tail;	/* under lock */
+	unsigned int park_n;
+	uint64_t park_bytes, park_limit;
 };
 
 _Static_assert(sizeof(struct hcomm_uring_cmd) == 16, "uring payload");
@@ -258,6 +275,48 @@ static void setup_ring(struct hcomm_ctx *ctx)
 	}
 }
 
+/* The hot-buffer cache, when the module has a generation page. */
+static void setup_park(struct hcomm_ctx *ctx)
+{
+	const char *v = getenv("HCOMM_CACHE_LIMIT");
+	uint64_t limit = 64ULL << 20;
+	void *p;
+
+	if (v && hcomm_parse_size(v, &limit))
+		limit = 0;	/* garbage: the communicator reports it */
+	if (!limit || !(ctx->info.features & HCOMM_FEAT_REG_CACHE))
+		return;
+	p = mmap(NULL, HCOMM_GEN_SLOTS * sizeof(uint64_t), PROT_READ,
+		 MAP_SHARED, ctx->fd, HCOMM_MMAP_GENERATION);
+	if (p == MAP_FAILED)
+		return;
+	ctx->gen = p;
+	ctx->park_limit = limit;
+}
+
+static uint64_t gen_read(const struct hcomm_ctx *ctx, uint32_t region)
+{
+	return __atomic_load_n(&ctx->gen[region % HCOMM_GEN_SLOTS],
+			       __ATOMIC_ACQUIRE);
+}
+
+/* Take m off the park list.  ctx->lock held. */
+static void park_del(struct hcomm_ctx *ctx, struct hcomm_mr_priv *m)
+{
+	if (m->lprev)
+		m->lprev->lnext = m->lnext;
+	else
+		ctx->park = m->lnext;
+	if (m->lnext)
+		m->lnext->lprev = m->lprev;
+	else
+		ctx->park_tail = m->lprev;
+	m->lprev = m->lnext = NULL;
+	m->parked = 0;
+	ctx->park_n--;
+	ctx->park_bytes -= m->mr.len;
+}
+
 static int env_set(const char *name)
 {
 	const char *v = getenv(name);
@@ -306,6 +365,7 @@ HCOMM_EXPORT int hcomm_open(struct hcomm_ctx **ctxp, unsigned flags)
 	if (!(flags & HCOMM_OPEN_NO_URING) && !env_set("HCOMM_NO_URING") &&
 	    (ctx->info.features & HCOMM_FEAT_URING_CMD))
 		setup_ring(ctx);
+	setup_park(ctx);
 	*ctxp = ctx;
 	return 0;
 err:
@@ -328,6 +388,8 @@ HCOMM_EXPORT void hcomm_close(struct hcomm_ctx *ctx)
 	}
 	if (ctx->ring_init)
 		io_uring_queue_exit(&ctx->ring);
+	if (ctx->gen)
+		munmap((void *)ctx->gen, HCOMM_GEN_SLOTS * sizeof(uint64_t));
 	close(ctx->fd);
 	pthread_mutex_destroy(&ctx->lock);
 	free(ctx);
@@ -380,6 +442,92 @@ static void mr_unlink(struct hcomm_ctx *ctx, struct hcomm_mr_priv *m)
 	pthread_mutex_unlock(&ctx->lock);
 }
 
+static int dereg_now(struct hcomm_mr_priv *m);
+
+/*
+ * A parked registration of exactly [addr, addr + size) with this access
+ * whose generation slot is unchanged: hand it out again, no system call.
+ * Parked entries of that address that went stale are deregistered.
+ */
+static struct hcomm_mr_priv *park_take(struct hcomm_ctx *ctx, void *addr,
+				       size_t size, unsigned int access)
+{
+	struct hcomm_mr_priv *m, *found = NULL, *stale = NULL;
+
+	if (!ctx->gen)
+		return NULL;
+	pthread_mutex_lock(&ctx->lock);
+	for (m = ctx->park; m; m = m->lnext) {
+		if (m->mr.addr != addr || m->mr.len != size ||
+		    m->mr.access != access)
+			continue;
+		park_del(ctx, m);
+		if (gen_read(ctx, m->mr.region) == m->gen)
+			found = m;
+		else
+			stale = m;
+		break;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	if (stale)
+		dereg_now(stale);
+	return found;
+}
+
+/*
+ * Park m instead of deregistering it; evicts the oldest beyond the
+ * budget.  Returns 0 when parked, -1 when m must be deregistered now.
+ */
+static int park_put(struct hcomm_ctx *ctx, struct hcomm_mr_priv *m)
+{
+	struct hcomm_mr_priv *evict[PARK_MAX + 1];
+	unsigned int n = 0, i;
+
+	if (!ctx->gen || m->mr.type != HCOMM_REGION_HOST ||
+	    m->mr.len > ctx->park_limit ||
+	    gen_read(ctx, m->mr.region) != m->gen)
+		return -1;
+	pthread_mutex_lock(&ctx->lock);
+	m->parked = 1;
+	m->lprev = NULL;
+	m->lnext = ctx->park;
+	if (ctx->park)
+		ctx->park->lprev = m;
+	else
+		ctx->park_tail = m;
+	ctx->park = m;
+	ctx->park_n++;
+	ctx->park_bytes += m->mr.len;
+	while ((ctx->park_bytes > ctx->park_limit || ctx->park_n > PARK_MAX) &&
+	       n < PARK_MAX + 1) {
+		evict[n] = ctx->park_tail;
+		park_del(ctx, evict[n++]);
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	for (i = 0; i < n; i++)
+		dereg_now(evict[i]);
+	return 0;
+}
+
+/* Deregister every parked registration; returns how many there were. */
+static unsigned int park_flush(struct hcomm_ctx *ctx)
+{
+	struct hcomm_mr_priv *m;
+	unsigned int n = 0;
+
+	for (;;) {
+		pthread_mutex_lock(&ctx->lock);
+		m = ctx->park;
+		if (m)
+			park_del(ctx, m);
+		pthread_mutex_unlock(&ctx->lock);
+		if (!m)
+			return n;
+		dereg_now(m);
+		n++;
+	}
+}
+
 HCOMM_EXPORT int hcomm_reg_mem(struct hcomm_ctx *ctx, void *addr, size_t size,
 			       unsigned access, struct hcomm_mr **mrp)
 {
@@ -395,10 +543,18 @@ HCOMM_EXPORT int hcomm_reg_mem(struct hcomm_ctx *ctx, void *addr, size_t size,
 	if (!ctx || !mrp)
 		return fail(HCOMM_ERR_INVAL, EINVAL, "hcomm_reg_mem");
 	*mrp = NULL;
+	m = park_take(ctx, addr, size, access);
+	if (m) {
+		*mrp = &m->mr;
+		return 0;
+	}
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return fail(HCOMM_ERR_NOMEM, ENOMEM, "hcomm_reg_mem");
 	ret = hcomm_submit(ctx, HCOMM_CMD_REG_MEM, &arg, sizeof(arg));
+	/* Parked registrations count against memlock: give them back. */
+	if (ret == -ENOMEM && park_flush(ctx))
+		ret = hcomm_submit(ctx, HCOMM_CMD_REG_MEM, &arg, sizeof(arg));
 	if (ret) {
 		free(m);
 		code = hcomm__err_code(HCOMM_CMD_REG_MEM, -ret);
@@ -427,6 +583,7 @@ HCOMM_EXPORT int hcomm_reg_mem(struct hcomm_ctx *ctx, void *addr, size_t size,
 		.dmabuf_fd = -1,
 		.access = access,
 	};
+	m->gen = arg.generation;
 	mr_link(ctx, m);
 	*mrp = &m->mr;
 	return 0;
@@ -476,14 +633,12 @@ HCOMM_EXPORT int hcomm_reg_dmabuf(struct hcomm_ctx *ctx, int fd,
 	return 0;
 }
 
-HCOMM_EXPORT int hcomm_dereg(struct hcomm_mr *mr)
+static int dereg_now(struct hcomm_mr_priv *m)
 {
-	struct hcomm_mr_priv *m = (struct hcomm_mr_priv *)mr;
 	struct hcomm_dereg arg = { 0 };
+	struct hcomm_mr *mr = &m->mr;
 	int ret;
 
-	if (!mr)
-		return fail(HCOMM_ERR_INVAL, EINVAL, "hcomm_dereg");
 	arg.region = mr->region;
 	ret = hcomm_submit(mr->ctx, HCOMM_CMD_DEREG, &arg, sizeof(arg));
 	if (ret)
@@ -492,6 +647,17 @@ HCOMM_EXPORT int hcomm_dereg(struct hcomm_mr *mr)
 	mr_unlink(mr->ctx, m);
 	free(m);
 	return 0;
+}
+
+HCOMM_EXPORT int hcomm_dereg(struct hcomm_mr *mr)
+{
+	struct hcomm_mr_priv *m = (struct hcomm_mr_priv *)mr;
+
+	if (!mr || m->parked)
+		return fail(HCOMM_ERR_INVAL, EINVAL, "hcomm_dereg");
+	if (!park_put(mr->ctx, m))
+		return 0;
+	return dereg_now(m);
 }
 
 HCOMM_EXPORT int hcomm_query(struct hcomm_mr *mr, struct hcomm_query *q,

@@ -1849,6 +1849,78 @@ static int case_threads(void)
 /* timeout: a rank never arrives                                       */
 /* ------------------------------------------------------------------ */
 
+/* One counter of /sys/kernel/debug/hcomm/stats, or -1. */
+static long long stat_read(const char *name)
+{
+	FILE *f = fopen("/sys/kernel/debug/hcomm/stats", "r");
+	char key[64];
+	long long v, found = -1;
+
+	if (!f)
+		return -1;
+	while (fscanf(f, "%63s %lld", key, &v) == 2)
+		if (!strcmp(key, name))
+			found = v;
+	fclose(f);
+	return found;
+}
+
+/*
+ * The library's hot-buffer cache (one process): a deregistered host
+ * registration is handed out again without a system call while the
+ * generation page vouches for it, and is not once the mapping changed.
+ */
+static int case_regcache(void)
+{
+	const size_t len = 1 * MiB;
+	struct hcomm_ctx *ctx;
+	struct hcomm_mr *a, *b, *c;
+	long long r0, r1, d0, d1;
+	uint64_t key;
+	void *buf, *again;
+	int ret;
+
+	if (hcomm_open(&ctx, 0))
+		return FAIL("hcomm_open: %s", hcomm_errmsg()), 1;
+	buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(buf != MAP_FAILED, "mmap");
+	memset(buf, 1, len);
+	r0 = stat_read("cmd_reg_mem");
+	d0 = stat_read("cmd_dereg");
+	CHECK(r0 >= 0 && d0 >= 0, "debugfs stats readable");
+	ret = hcomm_reg_mem(ctx, buf, len, HCOMM_ACCESS_LOCAL_WRITE, &a);
+	CHECK(!ret, "first registration: %s", hcomm_errmsg());
+	key = a->key;
+	CHECK(!hcomm_dereg(a), "dereg");
+	ret = hcomm_reg_mem(ctx, buf, len, HCOMM_ACCESS_LOCAL_WRITE, &b);
+	CHECK(!ret, "second registration: %s", hcomm_errmsg());
+	CHECK(b->key == key, "the parked registration is reused (same key)");
+	r1 = stat_read("cmd_reg_mem");
+	d1 = stat_read("cmd_dereg");
+	CHECK(r1 - r0 == 1, "one REG_MEM for two registrations, saw %lld",
+	      r1 - r0);
+	CHECK(d1 - d0 == 0, "no DEREG yet, saw %lld", d1 - d0);
+	CHECK(!hcomm_dereg(b), "dereg");
+
+	/* New pages at the same address: the parked one must not be used. */
+	again = mmap(buf, len, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	CHECK(again == buf, "mmap MAP_FIXED");
+	memset(buf, 2, len);
+	ret = hcomm_reg_mem(ctx, buf, len, HCOMM_ACCESS_LOCAL_WRITE, &c);
+	CHECK(!ret, "registration after remap: %s", hcomm_errmsg());
+	CHECK(c->key != key, "a fresh registration after the remap");
+	CHECK(stat_read("cmd_reg_mem") - r1 == 1, "a REG_MEM after the remap");
+	CHECK(stat_read("cmd_dereg") - d1 == 1,
+	      "the stale parked registration was deregistered");
+	CHECK(!hcomm_dereg(c), "dereg");
+	hcomm_close(ctx);
+	CHECK(stat_read("regions") == 0, "every region gone after close");
+	munmap(buf, len);
+	return 0;
+}
+
 static int case_timeout(bool allow_io)
 {
 	const char *tv = getenv("HCOMM_TIMEOUT_MS");
@@ -1953,6 +2025,8 @@ int main(int argc, char **argv)
 		ret = case_threads();
 	else if (!strcmp(case_name, "timeout"))
 		ret = case_timeout(allow_io);
+	else if (!strcmp(case_name, "regcache"))
+		ret = case_regcache();
 	else {
 		fprintf(stderr, "hcomm_vm_test: unknown case %s\n", case_name);
 		return 2;

@@ -93,6 +93,7 @@ env-ompi-2|-n 2 -m ompi|basic --expect ompi
 env-slurm-2|-n 2 -m slurm|basic --expect slurm
 env-pmi-2|-n 2 -m pmi|basic --expect pmi
 mpirun-4|mpirun|basic --expect ompi
+regcache-1|-n 1|regcache
 "
 
 selected() {
