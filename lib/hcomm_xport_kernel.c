@@ -191,6 +191,8 @@ static int kx_reap(struct hcomm_comm *c, struct kx_ring *r, int64_t wait_us)
 
 		if (!s)
 			continue;
+		/* Pairs with kx_slot_publish(): the slot and its request. */
+		(void)__atomic_load_n(&s->busy, __ATOMIC_ACQUIRE);
 		req = s->req;
 		ent = s->ent;
 		if (s->kind == SLOT_XFER)
@@ -326,7 +328,10 @@ static void kx_wake(struct hcomm_comm *c)
 /* submission                                                          */
 /* ------------------------------------------------------------------ */
 
-/* A free slot; the ring has fewer than nslots in flight.  Submit lock. */
+/*
+ * A free slot; the ring has fewer than nslots in flight.  Submit lock
+ * held; the slot stays free until kx_slot_publish().
+ */
 static struct kx_slot *kx_slot_get(struct kx_ring *r)
 {
 	struct kx_slot *s;
@@ -335,10 +340,22 @@ static struct kx_slot *kx_slot_get(struct kx_ring *r)
 		s = &r->slots[r->cursor];
 		r->cursor = r->cursor + 1 == r->nslots ? 0 : r->cursor + 1;
 		if (!__atomic_load_n(&s->busy, __ATOMIC_ACQUIRE))
-			break;
+			return s;
 	}
-	s->busy = 1;
-	return s;
+}
+
+/*
+ * Mark s in flight and attach it to sqe.  The release store orders what
+ * the submitter wrote (slot, request) before the reaper's acquire load:
+ * the kernel orders them in practice (submission precedes the CQE), this
+ * says so in the C memory model too.
+ */
+static void kx_slot_publish(struct kx_ring *r, struct kx_slot *s,
+			    struct io_uring_sqe *sqe)
+{
+	io_uring_sqe_set_data(sqe, s);
+	__atomic_store_n(&s->busy, 1, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&r->inflight, 1, __ATOMIC_RELEASE);
 }
 
 /*
@@ -501,8 +518,7 @@ static int kx_post(struct hcomm_comm *c, struct hcomm_win *w,
 				if (r->fixed)
 					sqe->flags |= IOSQE_FIXED_FILE;
 			}
-			io_uring_sqe_set_data(sqe, s);
-			__atomic_add_fetch(&r->inflight, 1, __ATOMIC_RELEASE);
+			kx_slot_publish(r, s, sqe);
 			i++;
 		}
 		kx_submit(r);
@@ -559,8 +575,7 @@ static int kx_fence(struct hcomm_comm *c)
 			sizeof(s->arg.f));
 	if (r->fixed)
 		sqe->flags |= IOSQE_FIXED_FILE;
-	io_uring_sqe_set_data(sqe, s);
-	__atomic_add_fetch(&r->inflight, 1, __ATOMIC_RELEASE);
+	kx_slot_publish(r, s, sqe);
 	kx_submit(r);
 	pthread_mutex_unlock(&r->submit_lock);
 	if (hcomm_wait(&req))
