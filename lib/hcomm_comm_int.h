@@ -67,7 +67,7 @@ struct hcomm_comm {
  * @comm:       its communicator.
  * @prev, @next: in comm->wins (comm->lock).
  * @base, @len: this rank's part.
- * @xp:         the transport's (kernel: the struct hcomm_mr, or NULL).
+ * @xp:         the transport's (kernel: the region id, 0 for none).
  * @peers:      [comm->size], what every rank published.
  */
 struct hcomm_win {
@@ -180,5 +180,10 @@ HCOMM_HIDDEN int hcomm__rcache_get(struct hcomm_rcache *rc, const void *addr,
 HCOMM_HIDDEN void hcomm__rcache_put(struct hcomm_rc_ent *ent);
 HCOMM_HIDDEN void hcomm__rcache_stats(struct hcomm_rcache *rc,
 				      struct hcomm_rcache_stats *st);
+/*
+ * The hcomm_err of a failed HCOMM_CMD_REG_MEM on fd with errno err:
+ * HCOMM_ERR_MMAP for ENOMEM only when the caller's memlock is limited.
+ */
+HCOMM_HIDDEN int hcomm__reg_mem_code(int fd, int err);
 
 #endif /* LIBHCOMM_COMM_INT_H */

@@ -218,19 +218,24 @@ static int rc_reg_any(struct hcomm_rcache *rc, struct hcomm_rc_ent *e,
 	return ret;
 }
 
-static int rc_fail(struct hcomm_rcache *rc, int err, const void *addr,
-		   size_t len)
+int hcomm__reg_mem_code(int fd, int err)
 {
 	struct hcomm_info info = { 0 };
 	int code = hcomm__err_code(HCOMM_CMD_REG_MEM, err);
 
 	/* ENOMEM is the memlock limit only when there is one. */
-	if (code == HCOMM_ERR_MMAP &&
-	    !ioctl(rc->fd, HCOMM_CMD_GET_INFO, &info) &&
+	if (code == HCOMM_ERR_MMAP && !ioctl(fd, HCOMM_CMD_GET_INFO, &info) &&
 	    info.memlock_limit == ~0ULL)
 		code = HCOMM_ERR_NOMEM;
-	return hcomm__fail(code, err, "registering local buffer %p (%zu bytes)",
-			   addr, len);
+	return code;
+}
+
+static int rc_fail(struct hcomm_rcache *rc, int err, const void *addr,
+		   size_t len)
+{
+	return hcomm__fail(hcomm__reg_mem_code(rc->fd, err), err,
+			   "registering local buffer %p (%zu bytes)", addr,
+			   len);
 }
 
 /*

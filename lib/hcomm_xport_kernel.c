@@ -657,49 +657,69 @@ static int64_t kx_signal_wait(struct hcomm_comm *c, uint32_t sig,
 /* windows                                                             */
 /* ------------------------------------------------------------------ */
 
+/*
+ * A window is registered through the device directly, not with
+ * hcomm_reg_mem(): its key is granted to every process of the user, and
+ * hcomm_dereg() may keep a registration alive in the hot-buffer cache,
+ * while hcomm_win_free() must revoke the key at once.
+ */
 static int kx_win_create(struct hcomm_comm *c, struct hcomm_win *w,
 			 void *base, size_t len, struct hcomm_win_peer *self)
 {
 	struct kx *kx = kx_of(c);
+	struct hcomm_reg_mem reg = {
+		.addr = (uintptr_t)base,
+		.len = len,
+		.access = HCOMM_ACCESS_ALL,
+	};
 	struct hcomm_grant g = {
 		.scope = HCOMM_GRANT_SAME_UID,
 		.access = HCOMM_ACCESS_REMOTE_READ | HCOMM_ACCESS_REMOTE_WRITE,
 	};
-	struct hcomm_mr *mr;
-	int ret, err;
+	struct hcomm_dereg d = { 0 };
+	int err;
 
 	memset(self, 0, sizeof(*self));
 	self->addr = (uintptr_t)base;
 	w->xp = NULL;
 	if (!len)
 		return 0;
-	ret = hcomm_reg_mem(kx->ctx, base, len, HCOMM_ACCESS_ALL, &mr);
-	if (ret)
-		return ret;
-	g.region = mr->region;
+	if (ioctl(kx->fd, HCOMM_CMD_REG_MEM, &reg) < 0) {
+		err = errno;
+		return hcomm__fail(hcomm__reg_mem_code(kx->fd, err), err,
+				   "hcomm_win_create: HCOMM_CMD_REG_MEM %zu bytes "
+				   "at %p", len, base);
+	}
+	g.region = reg.region;
 	if (ioctl(kx->fd, HCOMM_CMD_GRANT, &g) < 0) {
 		err = errno;
-		(void)hcomm_dereg(mr);
+		d.region = reg.region;
+		(void)ioctl(kx->fd, HCOMM_CMD_DEREG, &d);
 		return hcomm__fail(hcomm__err_code(HCOMM_CMD_GRANT, err), err,
-				   "HCOMM_CMD_GRANT region %u", g.region);
+				   "hcomm_win_create: HCOMM_CMD_GRANT region %u",
+				   g.region);
 	}
-	self->key = mr->key;
+	self->key = reg.key;
 	self->len = len;
-	w->xp = mr;
+	w->xp = (void *)(uintptr_t)reg.region;
 	return 0;
 }
 
 static int kx_win_free(struct hcomm_comm *c, struct hcomm_win *w)
 {
-	int ret;
+	struct hcomm_dereg d = { .region = (uint32_t)(uintptr_t)w->xp };
+	int err;
 
-	(void)c;
-	if (!w->xp)
+	if (!d.region)
 		return 0;
-	ret = hcomm_dereg(w->xp);
-	if (!ret)
-		w->xp = NULL;
-	return ret;
+	if (ioctl(kx_of(c)->fd, HCOMM_CMD_DEREG, &d) < 0) {
+		err = errno;
+		return hcomm__fail(hcomm__err_code(HCOMM_CMD_DEREG, err), err,
+				   "hcomm_win_free: HCOMM_CMD_DEREG region %u",
+				   d.region);
+	}
+	w->xp = NULL;
+	return 0;
 }
 
 /* ------------------------------------------------------------------ */
