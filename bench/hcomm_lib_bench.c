@@ -64,15 +64,14 @@
 #include <liburing.h>
 #include <hcomm.h>
 
+#define BENCH_NAME	"hcomm_lib_bench"
+#include "bench_util.h"
+
 #define HCOMM_DEV	"/dev/hcomm"
 #define DEFAULT_JSON	"build/logs/lib_bench.json"
 
-#define KiB		1024ULL
-#define MiB		(1024ULL * KiB)
 #define PG		4096ULL
 #define PAD		PG
-#define GUARD		8
-#define POISON		0x5a
 #define BATCH		1000
 #define BATCH_LEN	64
 #define RING_ENTRIES	1024
@@ -81,7 +80,6 @@
 #define SIG_PP		1
 #define PP_OFF		0	/* where pings land in rank 1's window */
 #define PONG_OFF	64	/* where pongs land in rank 0's window */
-#define ROUNDS		3
 
 /* 8-byte sources of the ping-pong (the library registers them once). */
 static uint64_t pp_src[8] __attribute__((aligned(64)));
@@ -98,8 +96,6 @@ static unsigned int opt_qd = 4;
 static unsigned int opt_samples = 2000;
 static const char *opt_json;
 
-static int failures;
-
 struct result {
 	char name[48];
 	uint64_t size;
@@ -115,46 +111,12 @@ struct result {
 static struct result results[128];
 static int nresults;
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
-static void fail(const char *fmt, ...)
-{
-	va_list ap;
-
-	fflush(stdout);
-	fprintf(stderr, "hcomm_lib_bench: FAIL: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	failures++;
-}
-
-static void __attribute__((noreturn)) die(const char *fmt, ...)
-{
-	va_list ap;
-
-	fflush(stdout);
-	fprintf(stderr, "hcomm_lib_bench: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(2);
 }
 
 /* "message (errmsg)" for a libhcomm return code. */
@@ -165,17 +127,6 @@ static const char *herr(int rc)
 	snprintf(buf, sizeof(buf), "%s%s%s%s", hcomm_strerror(rc),
 		 *hcomm_errmsg() ? " (" : "", hcomm_errmsg(),
 		 *hcomm_errmsg() ? ")" : "");
-	return buf;
-}
-
-static const char *size_str(uint64_t n, char *buf, size_t len)
-{
-	if (n >= MiB && n % MiB == 0)
-		snprintf(buf, len, "%llu MiB", (unsigned long long)(n / MiB));
-	else if (n >= KiB && n % KiB == 0)
-		snprintf(buf, len, "%llu KiB", (unsigned long long)(n / KiB));
-	else
-		snprintf(buf, len, "%llu B", (unsigned long long)n);
 	return buf;
 }
 
@@ -201,212 +152,15 @@ static void add_result(const char *name, uint64_t size, double value,
 	snprintf(r->note, sizeof(r->note), "%s", note ? note : "");
 }
 
-static const char *verdict(double ratio, bool higher_better, char *buf,
-			   size_t len)
-{
-	double f;
-
-	if (isnan(ratio) || ratio <= 0) {
-		snprintf(buf, len, "-");
-		return buf;
-	}
-	f = higher_better ? ratio : 1.0 / ratio;
-	if (f >= 1.0)
-		snprintf(buf, len, "%.2fx faster", f);
-	else
-		snprintf(buf, len, "%.2fx slower", 1.0 / f);
-	return buf;
-}
-
-static void fmt_val(double v, char *buf, size_t len)
-{
-	if (isnan(v))
-		snprintf(buf, len, "-");
-	else if (v >= 100)
-		snprintf(buf, len, "%.0f", v);
-	else if (v >= 1)
-		snprintf(buf, len, "%.2f", v);
-	else
-		snprintf(buf, len, "%.3f", v);
-}
-
-static void fmt_ratio(double v, char *buf, size_t len)
-{
-	if (isnan(v))
-		snprintf(buf, len, "-");
-	else
-		snprintf(buf, len, "%.2f", v);
-}
-
 /* ------------------------------------------------------------------ */
 /* data                                                                */
 /* ------------------------------------------------------------------ */
-
-static uint64_t splitmix(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ULL;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-	return x ^ (x >> 31);
-}
-
-static void fill_pattern(void *p, size_t len, uint64_t seed)
-{
-	uint64_t *w = p;
-	size_t i;
-
-	for (i = 0; i < len / 8; i++)
-		w[i] = splitmix(seed + i);
-}
-
-static uint64_t mix(uint64_t h, uint64_t w)
-{
-	h ^= w;
-	h *= 0x9e3779b97f4a7c15ULL;
-	return h ^ (h >> 31);
-}
-
-static uint64_t csum(const void *p, size_t len)
-{
-	const unsigned char *c = p;
-	uint64_t h0 = 1, h1 = 2, h2 = 3, h3 = 4, w;
-	size_t i = 0;
-
-	for (; i + 32 <= len; i += 32) {
-		memcpy(&w, c + i, 8);
-		h0 = mix(h0, w);
-		memcpy(&w, c + i + 8, 8);
-		h1 = mix(h1, w);
-		memcpy(&w, c + i + 16, 8);
-		h2 = mix(h2, w);
-		memcpy(&w, c + i + 24, 8);
-		h3 = mix(h3, w);
-	}
-	for (; i + 8 <= len; i += 8) {
-		memcpy(&w, c + i, 8);
-		h0 = mix(h0, w);
-	}
-	if (i < len) {
-		w = 0;
-		memcpy(&w, c + i, len - i);
-		h1 = mix(h1, w);
-	}
-	return mix(mix(mix(mix(len, h0), h1), h2), h3);
-}
-
-static bool guards_intact(const unsigned char *buf, size_t cap, size_t off,
-			  size_t len)
-{
-	size_t lo = off >= GUARD ? off - GUARD : 0, hi = off + len + GUARD, i;
-
-	if (hi > cap)
-		hi = cap;
-	for (i = lo; i < off; i++)
-		if (buf[i] != POISON)
-			return false;
-	for (i = off + len; i < hi; i++)
-		if (buf[i] != POISON)
-			return false;
-	return true;
-}
 
 static size_t buf_len(void)
 {
 	uint64_t n = opt_max > BATCH * BATCH_LEN ? opt_max : BATCH * BATCH_LEN;
 
 	return (size_t)(n + PAD);
-}
-
-static void *map_buf(size_t len)
-{
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	return p == MAP_FAILED ? NULL : p;
-}
-
-static void cpu_model(char *buf, size_t len)
-{
-	char line[512];
-	FILE *f = fopen("/proc/cpuinfo", "re");
-
-	snprintf(buf, len, "unknown");
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		char *p;
-
-		if (strncmp(line, "model name", 10))
-			continue;
-		p = strchr(line, ':');
-		if (!p)
-			break;
-		p++;
-		while (*p == ' ' || *p == '\t')
-			p++;
-		p[strcspn(p, "\n")] = '\0';
-		snprintf(buf, len, "%s", p);
-		break;
-	}
-	fclose(f);
-}
-
-/* ------------------------------------------------------------------ */
-/* the raw kernel path (as in hcomm_xfer_bench)                         */
-/* ------------------------------------------------------------------ */
-
-static void prep_cmd(struct io_uring_sqe *sqe, int fd, uint32_t cmd_op,
-		     void *arg, uint64_t user_data)
-{
-	struct hcomm_uring_cmd pl = {
-		.addr = (uintptr_t)arg,
-		.size = _IOC_SIZE(cmd_op),
-	};
-
-	memset(sqe, 0, sizeof(*sqe));
-	sqe->opcode = IORING_OP_URING_CMD;
-	sqe->fd = fd;
-	sqe->cmd_op = cmd_op;
-	memcpy((char *)sqe + offsetof(struct io_uring_sqe, cmd), &pl,
-	       sizeof(pl));
-	sqe->user_data = user_data;
-}
-
-static int check_xfer_cqe(struct io_uring *r, const struct io_uring_cqe *cqe,
-			  uint64_t len)
-{
-	if (cqe->res < 0)
-		return cqe->res;
-	if (cqe->res != 0)
-		return -EPROTO;
-	if (!(r->flags & IORING_SETUP_CQE32) || cqe->big_cqe[0] == len ||
-	    cqe->big_cqe[0] == 0)
-		return 0;
-	fprintf(stderr, "# XFER CQE: %llu bytes done, %llu expected\n",
-		(unsigned long long)cqe->big_cqe[0], (unsigned long long)len);
-	return -EIO;
-}
-
-static int uring_xfer1(struct io_uring *r, int fd, struct hcomm_xfer *x)
-{
-	struct io_uring_sqe *sqe = io_uring_get_sqe(r);
-	struct io_uring_cqe *cqe;
-	int ret;
-
-	if (!sqe)
-		return -EBUSY;
-	x->done = 0;
-	x->engine = 0;
-	prep_cmd(sqe, fd, HCOMM_CMD_XFER, x, 1);
-	ret = io_uring_submit_and_wait(r, 1);
-	if (ret < 0)
-		return ret;
-	ret = io_uring_wait_cqe(r, &cqe);
-	if (ret)
-		return ret;
-	ret = check_xfer_cqe(r, cqe, x->len);
-	io_uring_cqe_seen(r, cqe);
-	return ret;
 }
 
 /* ------------------------------------------------------------------ */
@@ -422,42 +176,11 @@ enum {
 	OP_QUIT,
 };
 
-struct msg {
-	uint32_t op;
-	uint32_t pad;
-	uint64_t a, b;
-};
-
-struct reply {
-	int64_t status;
-	uint64_t val;
-};
-
 struct hello {
 	int64_t status;
 	uint64_t raw_key;
 	char err[160];
 };
-
-static int xsend(int s, const void *p, size_t n)
-{
-	ssize_t r;
-
-	do
-		r = send(s, p, n, MSG_NOSIGNAL);
-	while (r < 0 && errno == EINTR);
-	return r == (ssize_t)n ? 0 : -1;
-}
-
-static int xrecv(int s, void *p, size_t n)
-{
-	ssize_t r;
-
-	do
-		r = recv(s, p, n, 0);
-	while (r < 0 && errno == EINTR);
-	return r == (ssize_t)n ? 0 : -1;
-}
 
 /* Both ranks: the communicator and the window. */
 static struct {
@@ -735,53 +458,6 @@ static int remote_verify(const char *what, size_t soff, size_t off,
 	return 0;
 }
 
-typedef int (*run_fn)(void *ctx, uint64_t n);
-
-struct meas {
-	uint64_t iters;
-	double secs;
-};
-
-/* One untimed warm-up call, then the fastest of ROUNDS rounds. */
-static int measure(run_fn fn, void *ctx, struct meas *m)
-{
-	double t0, el, slice = opt_time / ROUNDS;
-	uint64_t n = 1, tot;
-	int ret, round;
-
-	m->iters = 0;
-	m->secs = 0;
-	ret = fn(ctx, 1);
-	if (ret)
-		return ret;
-	if (opt_iters) {
-		t0 = now();
-		ret = fn(ctx, opt_iters);
-		m->secs = now() - t0;
-		m->iters = opt_iters;
-		return ret;
-	}
-	for (round = 0; round < ROUNDS; round++) {
-		tot = 0;
-		t0 = now();
-		do {
-			ret = fn(ctx, n);
-			if (ret)
-				return ret;
-			tot += n;
-			el = now() - t0;
-			if (el < slice / 8)
-				n *= 2;
-		} while (el < slice);
-		if (!m->iters ||
-		    (double)tot / el > (double)m->iters / m->secs) {
-			m->iters = tot;
-			m->secs = el;
-		}
-	}
-	return 0;
-}
-
 static double us_of(const struct meas *m)
 {
 	return m->iters ? m->secs / (double)m->iters * 1e6 : NAN;
@@ -924,7 +600,7 @@ static double put_one(int method, size_t len, uint64_t *iters)
 		c.xs[i].len = len;
 	}
 	remote_poison(DST_OFF, len);
-	ret = measure(pfns[method], &c, &m);
+	ret = measure(pfns[method], &c, &m, opt_time, opt_iters);
 	if (ret) {
 		fail("%s %s: %s", pnames[method], size_str(len, sz, sizeof(sz)),
 		     method == P_LIB || method == P_LIB_QD ? herr(ret) :
@@ -1062,7 +738,7 @@ static double batch_point(run_fn fn, const char *what, bool lib)
 	int ret;
 
 	remote_poison(0, BATCH * BATCH_LEN);
-	ret = measure(fn, NULL, &m);
+	ret = measure(fn, NULL, &m, opt_time, opt_iters);
 	if (ret) {
 		fail("%s: %s", what, lib ? herr(ret) : strerror(-ret));
 		return NAN;
@@ -1361,7 +1037,7 @@ static void bench_pingpong(void)
 	memset(&pc, 0, sizeof(pc));
 	pc.base = hcomm_signal_read(C.comm, SIG_PP);
 	rp = rpc(OP_PP_LIB, 0, 0);	/* rank 1 has read its base */
-	rc = measure(run_pp_lib, &pc, &m);
+	rc = measure(run_pp_lib, &pc, &m, opt_time, opt_iters);
 	pp_src[0] = stop;
 	if (hcomm_put_signal(C.win, 1, PP_OFF, &pp_src[0], 8, SIG_PP, 1) &&
 	    !rc)
@@ -1377,7 +1053,7 @@ static void bench_pingpong(void)
 		lib = us_of(&m);
 
 	rpc_send(OP_PP_PIPE, 0, 0);
-	rc = measure(run_pp_pipe, &ctr, &m);
+	rc = measure(run_pp_pipe, &ctr, &m, opt_time, opt_iters);
 	if (write(C.pipe_out, &stop, 8) != 8 && !rc)
 		rc = -EIO;
 	rp = rpc_recv();
@@ -1393,9 +1069,7 @@ static void bench_pingpong(void)
 
 /* ------------------------------------------------------------ output */
 
-static bool emulated;
-static char cpu_name[128], transport[32];
-static struct utsname uts;
+static char transport[32];
 
 static void print_rows(int from)
 {
@@ -1416,28 +1090,6 @@ static void print_rows(int from)
 	}
 }
 
-static void json_num(FILE *f, double v)
-{
-	if (isnan(v) || isinf(v))
-		fprintf(f, "null");
-	else
-		fprintf(f, "%.6g", v);
-}
-
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			fprintf(f, "\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			fprintf(f, "\\u%04x", *s);
-		else
-			fputc(*s, f);
-	}
-	fputc('"', f);
-}
-
 static int write_json(const char *path, double wall)
 {
 	FILE *f = fopen(path, "w");
@@ -1446,16 +1098,7 @@ static int write_json(const char *path, double wall)
 	if (!f)
 		return -errno;
 	fprintf(f, "{\n  \"program\": \"hcomm_lib_bench\",\n  \"note\": ");
-	json_str(f, emulated ?
-		 "figures come from an emulated (TCG) CPU: absolute values are "
-		 "not hardware figures, only the ratios matter" :
-		 "compare the ratios: absolute values depend on this machine");
-	fprintf(f, ",\n  \"emulated_cpu\": %s,\n  \"cpu\": ",
-		emulated ? "true" : "false");
-	json_str(f, cpu_name);
-	fprintf(f, ",\n  \"kernel\": ");
-	json_str(f, uts.release);
-	fprintf(f, ",\n  \"cpus\": %ld,\n", sysconf(_SC_NPROCESSORS_ONLN));
+	json_host(f);
 	fprintf(f, "  \"params\": {\"max_size\": %llu, \"target_s\": %g, "
 		"\"iters\": %llu, \"rounds\": %d, \"qd\": %u, "
 		"\"samples\": %u},\n", (unsigned long long)opt_max, opt_time,
@@ -1521,30 +1164,6 @@ static void raw_setup(void)
 		    strerror(-ret));
 }
 
-static int parse_size(const char *s, uint64_t *out)
-{
-	char *e;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &e, 0);
-	if (errno || e == s)
-		return -1;
-	switch (toupper((unsigned char)*e)) {
-	case 'K': v <<= 10; e++; break;
-	case 'M': v <<= 20; e++; break;
-	case 'G': v <<= 30; e++; break;
-	}
-	if (*e == 'i')
-		e++;
-	if (*e == 'B')
-		e++;
-	if (*e)
-		return -1;
-	*out = v;
-	return 0;
-}
-
 static void usage(FILE *f, int rc)
 {
 	fprintf(f,
@@ -1591,7 +1210,7 @@ int main(int argc, char **argv)
 	struct hello h;
 	struct rlimit rl;
 	struct reply rp;
-	int sv[2], p_ab[2], p_ba[2], opt, st, rc;
+	int opt, st, rc;
 	double t_start = now();
 	bool json_explicit = false;
 	char err[160];
@@ -1645,9 +1264,7 @@ int main(int argc, char **argv)
 			opt_json = DEFAULT_JSON;
 	}
 	signal(SIGPIPE, SIG_IGN);
-	uname(&uts);
-	cpu_model(cpu_name, sizeof(cpu_name));
-	emulated = strstr(cpu_name, "TCG") != NULL;
+	host_probe();
 	if (!getrlimit(RLIMIT_MEMLOCK, &rl)) {
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_MEMLOCK, &rl);
@@ -1665,31 +1282,12 @@ int main(int argc, char **argv)
 		die("cannot map %zu bytes", C.wlen);
 	memset(C.wbuf, POISON, C.wlen);
 	fill_pattern(S.src, S.len, 0x6c6962686323ULL);
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) ||
-	    pipe2(p_ab, O_CLOEXEC) || pipe2(p_ba, O_CLOEXEC))
-		die("socketpair/pipe: %s", strerror(errno));
-	fflush(NULL);
-	S.child = fork();
-	if (S.child < 0)
-		die("fork: %s", strerror(errno));
+	S.child = fork_peer(&C.sock, &C.pipe_in, &C.pipe_out);
 	if (S.child == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		close(sv[0]);
-		close(p_ab[1]);
-		close(p_ba[0]);
 		C.rank = 1;
-		C.sock = sv[1];
-		C.pipe_in = p_ab[0];
-		C.pipe_out = p_ba[1];
 		child_main();
 	}
-	close(sv[1]);
-	close(p_ab[0]);
-	close(p_ba[1]);
 	C.rank = 0;
-	C.sock = sv[0];
-	C.pipe_out = p_ab[1];
-	C.pipe_in = p_ba[0];
 
 	rc = comm_up(HCOMM_CB_INLINE, err, sizeof(err));
 	if (rc) {
@@ -1708,15 +1306,7 @@ int main(int argc, char **argv)
 	snprintf(transport, sizeof(transport), "%s",
 		 hcomm_comm_transport(C.comm) ? hcomm_comm_transport(C.comm) :
 		 "?");
-	printf("hcomm_lib_bench: kernel %s, %ld CPUs, %s\n", uts.release,
-	       sysconf(_SC_NPROCESSORS_ONLN), cpu_name);
-	if (emulated)
-		printf("NOTE: figures come from an emulated (TCG) CPU: absolute "
-		       "values are not hardware figures, only the ratios "
-		       "(same run, same CPU) matter.\n");
-	else
-		printf("NOTE: compare the ratios; absolute values depend on "
-		       "this machine.\n");
+	print_host();
 	printf("2 ranks (pids %d, %d), transport %s, %u signals; %.2f s per "
 	       "point (best of %d rounds), %u in flight\n", (int)getpid(),
 	       (int)S.child, transport,

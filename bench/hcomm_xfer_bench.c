@@ -63,17 +63,16 @@
 #include <liburing.h>
 #include <linux/hcomm.h>
 
+#define BENCH_NAME	"hcomm_xfer_bench"
+#include "bench_util.h"
+
 #define HCOMM_DEV	"/dev/hcomm"
 #define STATS_PATH	"/sys/kernel/debug/hcomm/stats"
 #define PARAMS_DIR	"/sys/module/hcomm/parameters"
 #define DEFAULT_JSON	"build/logs/bench.json"
 
-#define KiB		1024ULL
-#define MiB		(1024ULL * KiB)
 #define PG		4096ULL
 #define PAD		PG	/* slack after each buffer: offsets, guards */
-#define GUARD		8	/* bytes checked on each side of a destination */
-#define POISON		0x5a
 #define UNAL_SRC	3
 #define UNAL_DST	5
 #define BATCH		1000
@@ -102,8 +101,6 @@ static unsigned int opt_qd = 4;
 static const char *opt_json;
 static bool opt_baselines_only;
 
-static int failures;
-
 struct result {
 	char name[48];
 	uint64_t size;
@@ -121,14 +118,6 @@ struct result {
 static struct result results[256];
 static int nresults;
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static void cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
@@ -136,43 +125,6 @@ static void cpu_relax(void)
 #else
 	__asm__ __volatile__("" ::: "memory");
 #endif
-}
-
-static void fail(const char *fmt, ...)
-{
-	va_list ap;
-
-	fflush(stdout);
-	fprintf(stderr, "hcomm_xfer_bench: FAIL: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	failures++;
-}
-
-static void __attribute__((noreturn)) die(const char *fmt, ...)
-{
-	va_list ap;
-
-	fflush(stdout);
-	fprintf(stderr, "hcomm_xfer_bench: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(2);
-}
-
-static const char *size_str(uint64_t n, char *buf, size_t len)
-{
-	if (n >= MiB && n % MiB == 0)
-		snprintf(buf, len, "%llu MiB", (unsigned long long)(n / MiB));
-	else if (n >= KiB && n % KiB == 0)
-		snprintf(buf, len, "%llu KiB", (unsigned long long)(n / KiB));
-	else
-		snprintf(buf, len, "%llu B", (unsigned long long)n);
-	return buf;
 }
 
 static struct result *add_result(const char *name, uint64_t size,
@@ -199,117 +151,9 @@ static struct result *add_result(const char *name, uint64_t size,
 	return r;
 }
 
-/* "3.2x faster" / "1.5x slower" from a ratio value/baseline. */
-static const char *verdict(double ratio, bool higher_better, char *buf,
-			   size_t len)
-{
-	double f;
-
-	if (isnan(ratio) || ratio <= 0) {
-		snprintf(buf, len, "-");
-		return buf;
-	}
-	f = higher_better ? ratio : 1.0 / ratio;
-	if (f >= 1.0)
-		snprintf(buf, len, "%.2fx faster", f);
-	else
-		snprintf(buf, len, "%.2fx slower", 1.0 / f);
-	return buf;
-}
-
-static void fmt_val(double v, char *buf, size_t len)
-{
-	if (isnan(v))
-		snprintf(buf, len, "-");
-	else if (v >= 100)
-		snprintf(buf, len, "%.0f", v);
-	else if (v >= 1)
-		snprintf(buf, len, "%.2f", v);
-	else
-		snprintf(buf, len, "%.3f", v);
-}
-
-static void fmt_ratio(double v, char *buf, size_t len)
-{
-	if (isnan(v))
-		snprintf(buf, len, "-");
-	else
-		snprintf(buf, len, "%.2f", v);
-}
-
 /* ------------------------------------------------------------------ */
-/* data: pattern, checksum                                             */
+/* buffers                                                             */
 /* ------------------------------------------------------------------ */
-
-static uint64_t splitmix(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ULL;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-	return x ^ (x >> 31);
-}
-
-static void fill_pattern(void *p, size_t len, uint64_t seed)
-{
-	uint64_t *w = p;
-	size_t i;
-
-	for (i = 0; i < len / 8; i++)
-		w[i] = splitmix(seed + i);
-}
-
-static uint64_t mix(uint64_t h, uint64_t w)
-{
-	h ^= w;
-	h *= 0x9e3779b97f4a7c15ULL;
-	return h ^ (h >> 31);
-}
-
-/* Position-sensitive 64-bit checksum (four lanes, for speed). */
-static uint64_t csum(const void *p, size_t len)
-{
-	const unsigned char *c = p;
-	uint64_t h0 = 1, h1 = 2, h2 = 3, h3 = 4, w;
-	size_t i = 0;
-
-	for (; i + 32 <= len; i += 32) {
-		memcpy(&w, c + i, 8);
-		h0 = mix(h0, w);
-		memcpy(&w, c + i + 8, 8);
-		h1 = mix(h1, w);
-		memcpy(&w, c + i + 16, 8);
-		h2 = mix(h2, w);
-		memcpy(&w, c + i + 24, 8);
-		h3 = mix(h3, w);
-	}
-	for (; i + 8 <= len; i += 8) {
-		memcpy(&w, c + i, 8);
-		h0 = mix(h0, w);
-	}
-	if (i < len) {
-		w = 0;
-		memcpy(&w, c + i, len - i);
-		h1 = mix(h1, w);
-	}
-	return mix(mix(mix(mix(len, h0), h1), h2), h3);
-}
-
-/* The GUARD bytes around [off, off + len) of buf (size cap) are POISON. */
-static bool guards_intact(const unsigned char *buf, size_t cap, size_t off,
-			  size_t len)
-{
-	size_t lo = off >= GUARD ? off - GUARD : 0, hi = off + len + GUARD, i;
-
-	if (hi > cap)
-		hi = cap;
-	for (i = lo; i < off; i++)
-		if (buf[i] != POISON)
-			return false;
-	for (i = off + len; i < hi; i++)
-		if (buf[i] != POISON)
-			return false;
-	return true;
-}
 
 /* Bytes of the big buffers: the largest transfer, the batch, and PAD. */
 static size_t buf_len(void)
@@ -317,14 +161,6 @@ static size_t buf_len(void)
 	uint64_t n = opt_max > 64 * KiB ? opt_max : 64 * KiB;
 
 	return (size_t)(n + PAD);
-}
-
-static void *map_buf(size_t len)
-{
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	return p == MAP_FAILED ? NULL : p;
 }
 
 /* ------------------------------------------------------------------ */
@@ -427,32 +263,6 @@ static long long read_param(const char *name)
 	return strtoll(buf, NULL, 0);
 }
 
-static void cpu_model(char *buf, size_t len)
-{
-	char line[512];
-	FILE *f = fopen("/proc/cpuinfo", "re");
-
-	snprintf(buf, len, "unknown");
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		char *p;
-
-		if (strncmp(line, "model name", 10))
-			continue;
-		p = strchr(line, ':');
-		if (!p)
-			break;
-		p++;
-		while (*p == ' ' || *p == '\t')
-			p++;
-		p[strcspn(p, "\n")] = '\0';
-		snprintf(buf, len, "%s", p);
-		break;
-	}
-	fclose(f);
-}
-
 static const char *engine_name(uint32_t e)
 {
 	switch (e) {
@@ -466,71 +276,6 @@ static const char *engine_name(uint32_t e)
 /* ------------------------------------------------------------------ */
 /* io_uring passthrough                                                */
 /* ------------------------------------------------------------------ */
-
-static void prep_cmd(struct io_uring_sqe *sqe, int fd, uint32_t cmd_op,
-		     void *arg, uint64_t user_data)
-{
-	struct hcomm_uring_cmd pl = {
-		.addr = (uintptr_t)arg,
-		.size = _IOC_SIZE(cmd_op),
-	};
-
-	memset(sqe, 0, sizeof(*sqe));
-	sqe->opcode = IORING_OP_URING_CMD;
-	sqe->fd = fd;
-	sqe->cmd_op = cmd_op;
-	memcpy((char *)sqe + offsetof(struct io_uring_sqe, cmd), &pl,
-	       sizeof(pl));
-	sqe->user_data = user_data;
-}
-
-/*
- * XFER completions on the CQE32 ring whose big_cqe[0] was 0 instead of the
- * byte count: reported, not failed (the data itself is verified).
- */
-static uint64_t cqe32_no_count;
-
-/* Check one XFER completion: res 0 and, on CQE32 rings, all bytes done. */
-static int check_xfer_cqe(struct io_uring *r, const struct io_uring_cqe *cqe,
-			  uint64_t len)
-{
-	if (cqe->res < 0)
-		return cqe->res;
-	if (cqe->res != 0)
-		return -EPROTO;
-	if (!(r->flags & IORING_SETUP_CQE32) || cqe->big_cqe[0] == len)
-		return 0;
-	if (cqe->big_cqe[0] == 0) {
-		cqe32_no_count++;
-		return 0;
-	}
-	fprintf(stderr, "# XFER CQE: %llu bytes done, %llu expected\n",
-		(unsigned long long)cqe->big_cqe[0], (unsigned long long)len);
-	return -EIO;
-}
-
-/* Submit one XFER on the ring and wait for its CQE. */
-static int uring_xfer1(struct io_uring *r, int fd, struct hcomm_xfer *x)
-{
-	struct io_uring_sqe *sqe = io_uring_get_sqe(r);
-	struct io_uring_cqe *cqe;
-	int ret;
-
-	if (!sqe)
-		return -EBUSY;
-	x->done = 0;
-	x->engine = 0;
-	prep_cmd(sqe, fd, HCOMM_CMD_XFER, x, 1);
-	ret = io_uring_submit_and_wait(r, 1);
-	if (ret < 0)
-		return ret;
-	ret = io_uring_wait_cqe(r, &cqe);
-	if (ret)
-		return ret;
-	ret = check_xfer_cqe(r, cqe, x->len);
-	io_uring_cqe_seen(r, cqe);
-	return ret;
-}
 
 /* Wait until doorbell idx >= v: spin SPIN_NS, then DB_WAIT. */
 static int db_wait_ge(int fd, volatile uint64_t *db, uint32_t idx, uint64_t v)
@@ -653,17 +398,6 @@ enum {
 	OP_QUIT,
 };
 
-struct msg {
-	uint32_t op;
-	uint32_t pad;
-	uint64_t a, b;
-};
-
-struct reply {
-	int64_t status;
-	uint64_t val;
-};
-
 struct hello {
 	int64_t status;
 	int64_t pid;
@@ -672,26 +406,6 @@ struct hello {
 	uint64_t dst_len;
 	char err[128];
 };
-
-static int xsend(int s, const void *p, size_t n)
-{
-	ssize_t r;
-
-	do
-		r = send(s, p, n, MSG_NOSIGNAL);
-	while (r < 0 && errno == EINTR);
-	return r == (ssize_t)n ? 0 : -1;
-}
-
-static int xrecv(int s, void *p, size_t n)
-{
-	ssize_t r;
-
-	do
-		r = recv(s, p, n, 0);
-	while (r < 0 && errno == EINTR);
-	return r == (ssize_t)n ? 0 : -1;
-}
 
 /* ------------------------------------------------------------------ */
 /* receiver (child)                                                    */
@@ -998,60 +712,6 @@ static int local_verify(const char *what, size_t soff, size_t doff,
 	return 0;
 }
 
-/*
- * Run fn: one untimed warm-up call, then ROUNDS rounds of opt_time/ROUNDS
- * each (calls of doubling batches); the fastest round counts, being the
- * one the other tenants of a shared machine disturbed least.  With
- * --iters: one round of exactly that many.
- */
-#define ROUNDS	3
-
-typedef int (*run_fn)(void *ctx, uint64_t n);
-
-struct meas {
-	uint64_t iters;
-	double secs;
-};
-
-static int measure(run_fn fn, void *ctx, struct meas *m)
-{
-	double t0, el, slice = opt_time / ROUNDS;
-	uint64_t n = 1, tot;
-	int ret, round;
-
-	m->iters = 0;
-	m->secs = 0;
-	ret = fn(ctx, 1);
-	if (ret)
-		return ret;
-	if (opt_iters) {
-		t0 = now();
-		ret = fn(ctx, opt_iters);
-		m->secs = now() - t0;
-		m->iters = opt_iters;
-		return ret;
-	}
-	for (round = 0; round < ROUNDS; round++) {
-		tot = 0;
-		t0 = now();
-		do {
-			ret = fn(ctx, n);
-			if (ret)
-				return ret;
-			tot += n;
-			el = now() - t0;
-			if (el < slice / 8)
-				n *= 2;
-		} while (el < slice);
-		if (!m->iters ||
-		    (double)tot / el > (double)m->iters / m->secs) {
-			m->iters = tot;
-			m->secs = el;
-		}
-	}
-	return 0;
-}
-
 /* ---------------------------------------------------------- bandwidth */
 
 struct bw_ctx {
@@ -1249,13 +909,13 @@ static double bw_one(int method, size_t len, size_t soff, size_t doff,
 	switch (method) {
 	case M_MEMCPY:
 		memset(S.ldst, POISON, doff + len + GUARD);
-		ret = measure(run_memcpy, &c, &m);
+		ret = measure(run_memcpy, &c, &m, opt_time, opt_iters);
 		if (!ret && local_verify(what, soff, doff, len))
 			return NAN;
 		break;
 	case M_PVW:
 		remote_poison(doff, len);
-		ret = measure(run_pvw, &c, &m);
+		ret = measure(run_pvw, &c, &m, opt_time, opt_iters);
 		if (!ret && remote_verify(what, soff, doff, len))
 			return NAN;
 		break;
@@ -1267,7 +927,7 @@ static double bw_one(int method, size_t len, size_t soff, size_t doff,
 			shm_ctl->state[i].v = 0;
 		shm_seq = 0;
 		rpc_send(OP_SHM, len, doff);
-		ret = measure(run_shm, &c, &m);
+		ret = measure(run_shm, &c, &m, opt_time, opt_iters);
 		/* The receiver waits on the next slot: tell it to stop there. */
 		word_set(shm_seq % SHM_SLOTS, 2);
 		rp = rpc_recv();
@@ -1281,7 +941,7 @@ static double bw_one(int method, size_t len, size_t soff, size_t doff,
 		remote_poison(doff, len);
 		if (pt)
 			stats_read(&pt->before);
-		ret = measure(run_uring, &c, &m);
+		ret = measure(run_uring, &c, &m, opt_time, opt_iters);
 		if (pt) {
 			stats_read(&pt->after);
 			stats_engine(&pt->before, &pt->after, pt->engine_uring,
@@ -1292,7 +952,7 @@ static double bw_one(int method, size_t len, size_t soff, size_t doff,
 		break;
 	case M_IOCTL:
 		remote_poison(doff, len);
-		ret = measure(run_ioctl, &c, &m);
+		ret = measure(run_ioctl, &c, &m, opt_time, opt_iters);
 		if (pt)
 			snprintf(pt->engine_ioctl, sizeof(pt->engine_ioctl),
 				 "%s", engine_name(c.engine));
@@ -1419,7 +1079,7 @@ static void bench_latency(void)
 
 	printf("\n== round trips (us per round trip; ratio = hcomm / baseline, "
 	       "< 1 means hcomm is faster)\n");
-	ret = measure(run_nop, NULL, &m);
+	ret = measure(run_nop, NULL, &m, opt_time, opt_iters);
 	if (ret)
 		fail("IORING_OP_NOP round trip: %s", strerror(-ret));
 	else
@@ -1431,7 +1091,7 @@ static void bench_latency(void)
 		xfer_init(&c.xs[0], 0, 0, 8);
 		remote_poison(0, 8);
 		stats_read(&a);
-		ret = measure(run_xfer1_uring, &c, &m);
+		ret = measure(run_xfer1_uring, &c, &m, opt_time, opt_iters);
 		stats_read(&b);
 		stats_engine(&a, &b, eng, sizeof(eng));
 		if (ret)
@@ -1441,7 +1101,7 @@ static void bench_latency(void)
 			xu = us_of(&m, 1);
 
 		remote_poison(0, 8);
-		ret = measure(run_ioctl, &c, &m);
+		ret = measure(run_ioctl, &c, &m, opt_time, opt_iters);
 		if (ret)
 			fail("8 B XFER (ioctl): %s", strerror(-ret));
 		else if (!remote_verify("8 B XFER (ioctl)", 0, 0, 8))
@@ -1468,7 +1128,7 @@ static void bench_latency(void)
 		pc.x.db_value = 1;
 		/* Its first reply says it has read its doorbell's base. */
 		rp = rpc(OP_PP_HC, S.pp_key, 0);
-		ret = measure(run_pp_hc, &pc, &m);
+		ret = measure(run_pp_hc, &pc, &m, opt_time, opt_iters);
 		/* Stop the receiver: a last ping carrying PP_STOP. */
 		((volatile uint64_t *)S.pp)[0] = PP_STOP;
 		if (uring_xfer1(&S.ring, S.fd, &pc.x) && !ret)
@@ -1488,7 +1148,7 @@ static void bench_latency(void)
 		struct reply rp;
 
 		rpc_send(OP_PP_PIPE, 0, 0);
-		ret = measure(run_pp_pipe, &ctr, &m);
+		ret = measure(run_pp_pipe, &ctr, &m, opt_time, opt_iters);
 		if (write(S.pipe_out, &stop, 8) != 8 && !ret)
 			ret = -EIO;
 		rp = rpc_recv();
@@ -1623,7 +1283,7 @@ static void bench_batch(void)
 	printf("\n== submission rate, %d x %d B XFERs per io_uring_submit "
 	       "(transfers/s; ratio = batched / baseline; against NOPs it is "
 	       "the share of io_uring's own ceiling)\n", BATCH, BATCH_LEN);
-	ret = measure(run_batch_nop, NULL, &m);
+	ret = measure(run_batch_nop, NULL, &m, opt_time, opt_iters);
 	if (ret)
 		fail("batched IORING_OP_NOP: %s", strerror(-ret));
 	else
@@ -1640,7 +1300,7 @@ static void bench_batch(void)
 			  (size_t)i * BATCH_LEN, BATCH_LEN);
 	remote_poison(0, BATCH * BATCH_LEN);
 	stats_read(&a);
-	ret = measure(run_batch_uring, NULL, &m);
+	ret = measure(run_batch_uring, NULL, &m, opt_time, opt_iters);
 	stats_read(&b);
 	stats_engine(&a, &b, eng, sizeof(eng));
 	if (ret)
@@ -1649,7 +1309,7 @@ static void bench_batch(void)
 		ru = (double)m.iters * BATCH / m.secs;
 
 	remote_poison(0, BATCH * BATCH_LEN);
-	ret = measure(run_batch_ioctl, NULL, &m);
+	ret = measure(run_batch_ioctl, NULL, &m, opt_time, opt_iters);
 	if (ret)
 		fail("ioctl XFER per transfer: %s", strerror(-ret));
 	else if (!remote_verify("ioctl XFERs", 0, 0, BATCH * BATCH_LEN))
@@ -1729,7 +1389,7 @@ static void bench_reg(void)
 		       (unsigned long long)S.info.cache_limit,
 		       (unsigned long long)o.cache_limit);
 	}
-	ret = measure(run_reg, &fresh, &m);
+	ret = measure(run_reg, &fresh, &m, opt_time, opt_iters);
 	if (ret)
 		fail("REG_MEM NOCACHE + DEREG: %s", strerror(-ret));
 	else
@@ -1737,7 +1397,7 @@ static void bench_reg(void)
 	stats_read(&a);
 	/* The first registration pins (miss); measure() warms up with it. */
 	hit.mismatches = 0;
-	ret = measure(run_reg, &hit, &m);
+	ret = measure(run_reg, &hit, &m, opt_time, opt_iters);
 	stats_read(&b);
 	if (ret)
 		fail("REG_MEM (cached) + DEREG: %s", strerror(-ret));
@@ -1758,10 +1418,6 @@ static void bench_reg(void)
 
 /* ------------------------------------------------------------ output */
 
-static bool emulated;
-static char cpu_name[128];
-static struct utsname uts;
-
 static void print_rows(int from)
 {
 	int i;
@@ -1781,28 +1437,6 @@ static void print_rows(int from)
 	}
 }
 
-static void json_num(FILE *f, double v)
-{
-	if (isnan(v) || isinf(v))
-		fprintf(f, "null");
-	else
-		fprintf(f, "%.6g", v);
-}
-
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			fprintf(f, "\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			fprintf(f, "\\u%04x", *s);
-		else
-			fputc(*s, f);
-	}
-	fputc('"', f);
-}
-
 static int write_json(const char *path, const struct stats *s0,
 		      const struct stats *s1, double wall)
 {
@@ -1812,16 +1446,7 @@ static int write_json(const char *path, const struct stats *s0,
 	if (!f)
 		return -errno;
 	fprintf(f, "{\n  \"program\": \"hcomm_xfer_bench\",\n  \"note\": ");
-	json_str(f, emulated ?
-		 "figures come from an emulated (TCG) CPU: absolute values are "
-		 "not hardware figures, only the ratios matter" :
-		 "compare the ratios: absolute values depend on this machine");
-	fprintf(f, ",\n  \"emulated_cpu\": %s,\n  \"cpu\": ",
-		emulated ? "true" : "false");
-	json_str(f, cpu_name);
-	fprintf(f, ",\n  \"kernel\": ");
-	json_str(f, uts.release);
-	fprintf(f, ",\n  \"cpus\": %ld,\n", sysconf(_SC_NPROCESSORS_ONLN));
+	json_host(f);
 	fprintf(f, "  \"params\": {\"max_size\": %llu, \"target_s\": %g, "
 		"\"iters\": %llu, \"rounds\": %d, \"qd\": %u, "
 		"\"baselines_only\": %s},\n",
@@ -1989,30 +1614,6 @@ static void shm_setup(void)
 		shm_slot[i] = (unsigned char *)p + PG + (size_t)i * slot;
 }
 
-static int parse_size(const char *s, uint64_t *out)
-{
-	char *e;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &e, 0);
-	if (errno || e == s)
-		return -1;
-	switch (toupper((unsigned char)*e)) {
-	case 'K': v <<= 10; e++; break;
-	case 'M': v <<= 20; e++; break;
-	case 'G': v <<= 30; e++; break;
-	}
-	if (*e == 'i')
-		e++;
-	if (*e == 'B')
-		e++;
-	if (*e)
-		return -1;
-	*out = v;
-	return 0;
-}
-
 static void usage(FILE *f, int rc)
 {
 	fprintf(f,
@@ -2047,7 +1648,7 @@ int main(int argc, char **argv)
 	struct stats s0, s1;
 	struct hello h;
 	struct rlimit rl;
-	int sv[2], p_ab[2], p_ba[2], opt, st, rc;
+	int sock, pipe_in, pipe_out, opt, st, rc;
 	double t_start = now();
 	bool json_explicit = false;
 	size_t si;
@@ -2097,9 +1698,7 @@ int main(int argc, char **argv)
 			opt_json = DEFAULT_JSON;
 	}
 	signal(SIGPIPE, SIG_IGN);
-	uname(&uts);
-	cpu_model(cpu_name, sizeof(cpu_name));
-	emulated = strstr(cpu_name, "TCG") != NULL;
+	host_probe();
 
 	/* Pinned memory is charged to RLIMIT_MEMLOCK without CAP_IPC_LOCK. */
 	if (!getrlimit(RLIMIT_MEMLOCK, &rl)) {
@@ -2130,30 +1729,17 @@ int main(int argc, char **argv)
 	}
 
 	shm_setup();
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) ||
-	    pipe2(p_ab, O_CLOEXEC) || pipe2(p_ba, O_CLOEXEC))
-		die("socketpair/pipe: %s", strerror(errno));
-	fflush(NULL);
-	S.child = fork();
-	if (S.child < 0)
-		die("fork: %s", strerror(errno));
+	S.child = fork_peer(&sock, &pipe_in, &pipe_out);
 	if (S.child == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		close(sv[0]);
-		close(p_ab[1]);
-		close(p_ba[0]);
-		R.sock = sv[1];
-		R.pipe_in = p_ab[0];
-		R.pipe_out = p_ba[1];
+		R.sock = sock;
+		R.pipe_in = pipe_in;
+		R.pipe_out = pipe_out;
 		R.fd = -1;
 		child_main();
 	}
-	close(sv[1]);
-	close(p_ab[0]);
-	close(p_ba[1]);
-	S.sock = sv[0];
-	S.pipe_out = p_ab[1];
-	S.pipe_in = p_ba[0];
+	S.sock = sock;
+	S.pipe_out = pipe_out;
+	S.pipe_in = pipe_in;
 	S.fd = -1;
 
 	sender_setup();
@@ -2168,15 +1754,7 @@ int main(int argc, char **argv)
 	S.dst_len = h.dst_len;
 
 	stats_read(&s0);
-	printf("hcomm_xfer_bench: kernel %s, %ld CPUs, %s\n", uts.release,
-	       sysconf(_SC_NPROCESSORS_ONLN), cpu_name);
-	if (emulated)
-		printf("NOTE: figures come from an emulated (TCG) CPU: absolute "
-		       "values are not hardware figures, only the ratios "
-		       "(same run, same CPU) matter.\n");
-	else
-		printf("NOTE: compare the ratios; absolute values depend on "
-		       "this machine.\n");
+	print_host();
 	if (!opt_baselines_only)
 		printf("hcomm: max_inline %u B, chunk_size %u B, workers %lld, "
 		       "dma engine %s, ring %s; debugfs stats %s\n",

@@ -35,77 +35,8 @@
 #include "hcomm.h"
 
 #define PROG		"hcomm_info"
-#define DEBUGFS_DIR	"/sys/kernel/debug"
-#define STATS_PATH	DEBUGFS_DIR "/hcomm/stats"
+#include "tools_util.h"
 #define CONTEXTS_PATH	DEBUGFS_DIR "/hcomm/contexts"
-#define MODULE_DIR	"/sys/module/hcomm"
-#define DEBUGFS_MAGIC_NR 0x64626720
-#define MAX_FILE	(1 << 20)
-#define MAX_COLS	32
-#define MAX_TOKS	64
-
-__attribute__((format(printf, 2, 3), noreturn))
-static void die(int status, const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, PROG ": ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(status);
-}
-
-static void *xrealloc(void *p, size_t n)
-{
-	p = realloc(p, n ? n : 1);
-	if (!p)
-		die(1, "out of memory");
-	return p;
-}
-
-/* Whole file into a NUL-terminated malloc'd buffer; 0 or -errno. */
-static int read_file(const char *path, char **out)
-{
-	size_t len = 0, cap = 4096;
-	char *buf;
-	ssize_t n;
-	int fd, err;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	buf = xrealloc(NULL, cap);
-	for (;;) {
-		if (cap - len < 2) {
-			if (cap >= MAX_FILE) {
-				err = EFBIG;
-				goto fail;
-			}
-			cap *= 2;
-			buf = xrealloc(buf, cap);
-		}
-		n = read(fd, buf + len, cap - len - 1);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			err = errno;
-			goto fail;
-		}
-		if (!n)
-			break;
-		len += n;
-	}
-	close(fd);
-	buf[len] = 0;
-	*out = buf;
-	return 0;
-fail:
-	close(fd);
-	free(buf);
-	return -err;
-}
 
 /* A one-line sysfs value, trailing blanks removed; NULL if unreadable. */
 static char *read_value(const char *dir, const char *name)
@@ -124,21 +55,6 @@ static char *read_value(const char *dir, const char *name)
 	while (n && isspace((unsigned char)buf[n - 1]))
 		buf[--n] = 0;
 	return buf;
-}
-
-static bool parse_i64(const char *s, int64_t *v)
-{
-	char *end;
-	long long x;
-
-	if (!s || !*s || isspace((unsigned char)*s))
-		return false;
-	errno = 0;
-	x = strtoll(s, &end, 10);
-	if (errno || *end)
-		return false;
-	*v = x;
-	return true;
 }
 
 static bool parse_u64(const char *s, uint64_t *v)
@@ -160,26 +76,10 @@ static bool parse_u64(const char *s, uint64_t *v)
 /* JSON                                                                */
 /* ------------------------------------------------------------------ */
 
-static void json_str(const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-
-	putchar('"');
-	for (; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			printf("\\%c", *p);
-		else if (*p < 0x20 || *p >= 0x7f)
-			printf("\\u%04x", *p);
-		else
-			putchar(*p);
-	}
-	putchar('"');
-}
-
 static void json_str_or_null(const char *s)
 {
 	if (s)
-		json_str(s);
+		json_str(stdout, s);
 	else
 		fputs("null", stdout);
 }
@@ -197,160 +97,45 @@ static void json_val(const char *s)
 	else if (parse_i64(s, &v))
 		printf("%" PRId64, v);
 	else
-		json_str(s);
+		json_str(stdout, s);
 }
 
 /* ------------------------------------------------------------------ */
 /* debugfs: stats ("name value") and contexts (header + rows)          */
 /* ------------------------------------------------------------------ */
 
-struct kv {
-	const char *name;
-	const char *val;
-	int64_t v;
-};
-
-struct stats {
-	char *buf;
-	struct kv *kv;
-	size_t n;
-	int err;		/* -errno of reading, or 0 */
-};
-
-static int stats_parse(struct stats *s, char *buf)
-{
-	char *line, *save = NULL;
-	size_t cap = 0;
-
-	s->buf = buf;
-	for (line = strtok_r(buf, "\n", &save); line;
-	     line = strtok_r(NULL, "\n", &save)) {
-		char *name, *val, *rest, *sp = NULL;
-		int64_t v;
-
-		name = strtok_r(line, " \t\r", &sp);
-		val = strtok_r(NULL, " \t\r", &sp);
-		rest = strtok_r(NULL, " \t\r", &sp);
-		if (!name || !val || rest || name[0] == '#' ||
-		    !parse_i64(val, &v))
-			continue;
-		if (s->n == cap) {
-			cap = cap ? cap * 2 : 64;
-			s->kv = xrealloc(s->kv, cap * sizeof(*s->kv));
-		}
-		s->kv[s->n].name = name;
-		s->kv[s->n].val = val;
-		s->kv[s->n].v = v;
-		s->n++;
-	}
-	return s->n ? 0 : -EINVAL;
-}
-
-static const char *const gauge_names[] = {
-	"contexts", "regions", "host_regions", "dmabuf_regions",
-	"pinned_pages", "memlock_pages", "xfers_active", "waits_pending",
-	"umems", "cache_bytes",
-};
-
-static bool is_gauge(const char *name)
-{
-	size_t i;
-
-	for (i = 0; i < sizeof(gauge_names) / sizeof(gauge_names[0]); i++)
-		if (!strcmp(name, gauge_names[i]))
-			return true;
-	return false;
-}
-
 struct ctab {
 	char *buf;
 	int ncols;
 	char *col[MAX_COLS];
-	int nrows;
+	int nrows, cap;
 	char *(*rows)[MAX_COLS];
 	int err;		/* -errno of reading, -EINVAL: no header */
 };
 
 static int ctab_col(const struct ctab *t, const char *name)
 {
-	int i;
-
-	for (i = 0; i < t->ncols; i++)
-		if (!strcmp(t->col[i], name))
-			return i;
-	return -1;
+	return col_index(t->col, t->ncols, name);
 }
 
-static int tokenize(char *line, char **start, char **end)
+/* ctab_walk() row: one more row. */
+static void ctab_add_row(void *arg, char **v)
 {
-	int n = 0;
-	char *p = line;
+	struct ctab *t = arg;
 
-	for (;;) {
-		while (*p && isspace((unsigned char)*p))
-			p++;
-		if (!*p || n == MAX_TOKS)
-			return n;
-		start[n] = p;
-		while (*p && !isspace((unsigned char)*p))
-			p++;
-		end[n++] = p;
+	if (t->nrows == t->cap) {
+		t->cap = t->cap ? t->cap * 2 : 16;
+		t->rows = xrealloc(t->rows, t->cap * sizeof(*t->rows));
 	}
+	memcpy(t->rows[t->nrows], v, sizeof(t->rows[0]));
+	t->nrows++;
 }
 
-/*
- * Columns by the header's names; surplus fields on a line are taken to be
- * blanks inside comm and joined into it.
- */
+/* Parse buf (taken over); 0 or -EINVAL (no header). */
 static int ctab_parse(struct ctab *t, char *buf)
 {
-	char *start[MAX_TOKS], *end[MAX_TOKS];
-	char *line, *next;
-	int comm = -1, i, j, k, cap = 0;
-
 	t->buf = buf;
-	for (line = buf; line; line = next) {
-		char *p = line;
-		int n;
-
-		next = strchr(line, '\n');
-		if (next)
-			*next++ = 0;
-		while (*p && isspace((unsigned char)*p))
-			p++;
-		if (!*p)
-			continue;
-		if (*p == '#') {
-			if (t->ncols)
-				continue;
-			n = tokenize(p + 1, start, end);
-			for (i = 0; i < n && i < MAX_COLS; i++) {
-				*end[i] = 0;
-				t->col[i] = start[i];
-			}
-			t->ncols = i;
-			comm = ctab_col(t, "comm");
-			continue;
-		}
-		if (!t->ncols)
-			return -EINVAL;
-		n = tokenize(p, start, end);
-		if (t->nrows == cap) {
-			cap = cap ? cap * 2 : 16;
-			t->rows = xrealloc(t->rows, cap * sizeof(*t->rows));
-		}
-		memset(t->rows[t->nrows], 0, sizeof(t->rows[0]));
-		for (i = 0, j = 0; i < t->ncols && j < n; i++, j++) {
-			k = j;
-			if (i == comm && n > t->ncols)
-				k = j + (n - t->ncols);
-			*end[k] = 0;
-			t->rows[t->nrows][i] = start[j];
-			j = k;
-		}
-		t->nrows++;
-	}
-	return t->ncols ? 0 : -EINVAL;
+	return ctab_walk(buf, t->col, &t->ncols, ctab_add_row, t);
 }
 
 /* ------------------------------------------------------------------ */
@@ -715,7 +500,7 @@ static void json_debugfs_err(int err)
 {
 	char why[160];
 
-	json_str(debugfs_why(err, why, sizeof(why)));
+	json_str(stdout, debugfs_why(err, why, sizeof(why)));
 }
 
 static void print_json(const char *dev, struct hcomm_ctx *ctx,
@@ -727,12 +512,12 @@ static void print_json(const char *dev, struct hcomm_ctx *ctx,
 	int f, n, r, c;
 
 	printf("{\"device\":");
-	json_str(dev);
+	json_str(stdout, dev);
 	printf(",\"library\":{\"version\":\"%d.%d\",\"abi_version\":%d},",
 	       HCOMM_LIB_VERSION_MAJOR, HCOMM_LIB_VERSION_MINOR,
 	       HCOMM_ABI_VERSION);
 	printf("\"module\":{\"sysfs\":");
-	json_str(opt.sysfs);
+	json_str(stdout, opt.sysfs);
 	printf(",\"loaded\":%s,\"version\":", m->loaded ? "true" : "false");
 	json_str_or_null(m->version);
 	printf(",\"srcversion\":");
@@ -744,7 +529,7 @@ static void print_json(const char *dev, struct hcomm_ctx *ctx,
 	printf(",\"parameters\":{");
 	for (n = 0; n < m->nparams; n++) {
 		printf("%s", n ? "," : "");
-		json_str(m->params[n].name);
+		json_str(stdout, m->params[n].name);
 		putchar(':');
 		json_val(m->params[n].value);
 	}
@@ -779,7 +564,7 @@ static void print_json(const char *dev, struct hcomm_ctx *ctx,
 	printf(",\"rlimit_hard\":");
 	json_rlim(rl->rlim_max);
 	printf("},\"stats\":{\"file\":");
-	json_str(opt.stats);
+	json_str(stdout, opt.stats);
 	printf(",\"available\":%s,\"error\":", s->err ? "false" : "true");
 	if (s->err)
 		json_debugfs_err(s->err);
@@ -789,21 +574,21 @@ static void print_json(const char *dev, struct hcomm_ctx *ctx,
 	for (i = 0, n = 0; i < s->n; i++)
 		if (is_gauge(s->kv[i].name)) {
 			printf("%s", n++ ? "," : "");
-			json_str(s->kv[i].name);
+			json_str(stdout, s->kv[i].name);
 			printf(":%" PRId64, s->kv[i].v);
 		}
 	printf("},\"counters\":{");
 	for (i = 0, n = 0; i < s->n; i++)
 		if (!is_gauge(s->kv[i].name)) {
 			printf("%s", n++ ? "," : "");
-			json_str(s->kv[i].name);
+			json_str(stdout, s->kv[i].name);
 			printf(":%" PRId64, s->kv[i].v);
 		}
 	printf("}},\"contexts\":{\"file\":");
-	json_str(opt.contexts);
+	json_str(stdout, opt.contexts);
 	printf(",\"available\":%s,\"error\":", t->err ? "false" : "true");
 	if (t->err == -ENOENT && !s->err)
-		json_str("not provided by this module");
+		json_str(stdout, "not provided by this module");
 	else if (t->err)
 		json_debugfs_err(t->err);
 	else
@@ -811,14 +596,14 @@ static void print_json(const char *dev, struct hcomm_ctx *ctx,
 	printf(",\"columns\":[");
 	for (c = 0; c < t->ncols; c++) {
 		printf("%s", c ? "," : "");
-		json_str(t->col[c]);
+		json_str(stdout, t->col[c]);
 	}
 	printf("],\"rows\":[");
 	for (r = 0; r < t->nrows; r++) {
 		printf("%s{", r ? "," : "");
 		for (c = 0; c < t->ncols; c++) {
 			printf("%s", c ? "," : "");
-			json_str(t->col[c]);
+			json_str(stdout, t->col[c]);
 			putchar(':');
 			json_val(t->rows[r][c]);
 		}

@@ -43,167 +43,25 @@
 #include "hcomm.h"
 
 #define PROG		"hcomm_perf_mon"
-#define DEBUGFS_DIR	"/sys/kernel/debug"
-#define STATS_PATH	DEBUGFS_DIR "/hcomm/stats"
+#include "tools_util.h"
 #define CONTEXTS_NAME	"contexts"
-#define MODULE_DIR	"/sys/module/hcomm"
 #define WORKERS_PATH	MODULE_DIR "/parameters/workers"
-#define DEBUGFS_MAGIC_NR 0x64626720
 #define NSEC		1000000000LL
-#define MAX_FILE	(1 << 20)
-#define MAX_COLS	32
-#define MAX_TOKS	64
 #define MAX_TRACKED	1024
-
-/* ------------------------------------------------------------------ */
-/* Messages                                                            */
-/* ------------------------------------------------------------------ */
-
-__attribute__((format(printf, 1, 2)))
-static void warn(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, PROG ": ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
-__attribute__((format(printf, 2, 3), noreturn))
-static void die(int status, const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, PROG ": ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(status);
-}
-
-static void *xrealloc(void *p, size_t n)
-{
-	p = realloc(p, n ? n : 1);
-	if (!p)
-		die(1, "out of memory");
-	return p;
-}
 
 /* ------------------------------------------------------------------ */
 /* Files                                                               */
 /* ------------------------------------------------------------------ */
 
-/* Whole file into a NUL-terminated malloc'd buffer; 0 or -errno. */
-static int read_file(const char *path, char **out)
-{
-	size_t len = 0, cap = 4096;
-	char *buf;
-	ssize_t n;
-	int fd, err;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	buf = xrealloc(NULL, cap);
-	for (;;) {
-		if (cap - len < 2) {
-			if (cap >= MAX_FILE) {
-				err = EFBIG;
-				goto fail;
-			}
-			cap *= 2;
-			buf = xrealloc(buf, cap);
-		}
-		n = read(fd, buf + len, cap - len - 1);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			err = errno;
-			goto fail;
-		}
-		if (!n)
-			break;
-		len += n;
-	}
-	close(fd);
-	buf[len] = 0;
-	*out = buf;
-	return 0;
-fail:
-	close(fd);
-	free(buf);
-	return -err;
-}
-
-/* Strict decimal (optionally negative) integer: the whole string. */
-static bool parse_i64(const char *s, int64_t *v)
-{
-	char *end;
-	long long x;
-
-	if (!s || !*s || isspace((unsigned char)*s))
-		return false;
-	errno = 0;
-	x = strtoll(s, &end, 10);
-	if (errno || *end)
-		return false;
-	*v = x;
-	return true;
-}
-
 /* ------------------------------------------------------------------ */
 /* stats: "name value" lines                                           */
 /* ------------------------------------------------------------------ */
-
-struct kv {
-	const char *name;
-	int64_t v;
-};
-
-struct stats {
-	char *buf;		/* names point into it */
-	struct kv *kv;
-	size_t n;
-};
 
 static void stats_free(struct stats *s)
 {
 	free(s->buf);
 	free(s->kv);
 	memset(s, 0, sizeof(*s));
-}
-
-/* Parse buf (taken over); 0, or -1 when no line is "name integer". */
-static int stats_parse(struct stats *s, char *buf)
-{
-	char *line, *save = NULL;
-	size_t cap = 0;
-
-	memset(s, 0, sizeof(*s));
-	s->buf = buf;
-	for (line = strtok_r(buf, "\n", &save); line;
-	     line = strtok_r(NULL, "\n", &save)) {
-		char *name, *val, *rest, *sp = NULL;
-		int64_t v;
-
-		name = strtok_r(line, " \t\r", &sp);
-		val = strtok_r(NULL, " \t\r", &sp);
-		rest = strtok_r(NULL, " \t\r", &sp);
-		if (!name || !val || rest || name[0] == '#' ||
-		    !parse_i64(val, &v))
-			continue;
-		if (s->n == cap) {
-			cap = cap ? cap * 2 : 64;
-			s->kv = xrealloc(s->kv, cap * sizeof(*s->kv));
-		}
-		s->kv[s->n].name = name;
-		s->kv[s->n].v = v;
-		s->n++;
-	}
-	return s->n ? 0 : -1;
 }
 
 static bool stats_get(const struct stats *s, const char *name, int64_t *v)
@@ -215,22 +73,6 @@ static bool stats_get(const struct stats *s, const char *name, int64_t *v)
 			*v = s->kv[i].v;
 			return true;
 		}
-	return false;
-}
-
-static const char *const gauge_names[] = {
-	"contexts", "regions", "host_regions", "dmabuf_regions",
-	"pinned_pages", "memlock_pages", "xfers_active", "waits_pending",
-	"umems", "cache_bytes",
-};
-
-static bool is_gauge(const char *name)
-{
-	size_t i;
-
-	for (i = 0; i < sizeof(gauge_names) / sizeof(gauge_names[0]); i++)
-		if (!strcmp(name, gauge_names[i]))
-			return true;
 	return false;
 }
 
@@ -264,7 +106,7 @@ struct ctab {
 	char *buf;
 	int ncols;
 	char *col[MAX_COLS];
-	int nrows;
+	int nrows, cap;
 	struct crow *rows;
 };
 
@@ -277,12 +119,7 @@ static void ctab_free(struct ctab *t)
 
 static int ctab_col(const struct ctab *t, const char *name)
 {
-	int i;
-
-	for (i = 0; i < t->ncols; i++)
-		if (!strcmp(t->col[i], name))
-			return i;
-	return -1;
+	return col_index(t->col, t->ncols, name);
 }
 
 static const char *crow_str(const struct ctab *t, const struct crow *r,
@@ -299,80 +136,31 @@ static bool crow_num(const struct ctab *t, const struct crow *r,
 	return parse_i64(crow_str(t, r, name), v);
 }
 
-/* Split line into whitespace-separated tokens (not terminated yet). */
-static int tokenize(char *line, char **start, char **end)
+/* ctab_walk() row: one more row. */
+static void ctab_add_row(void *arg, char **v)
 {
-	int n = 0;
-	char *p = line;
+	struct ctab *t = arg;
 
-	for (;;) {
-		while (*p && isspace((unsigned char)*p))
-			p++;
-		if (!*p || n == MAX_TOKS)
-			return n;
-		start[n] = p;
-		while (*p && !isspace((unsigned char)*p))
-			p++;
-		end[n++] = p;
+	if (t->nrows == t->cap) {
+		t->cap = t->cap ? t->cap * 2 : 16;
+		t->rows = xrealloc(t->rows, t->cap * sizeof(*t->rows));
 	}
+	memset(&t->rows[t->nrows], 0, sizeof(t->rows[0]));
+	memcpy(t->rows[t->nrows].v, v, sizeof(t->rows[0].v));
+	t->nrows++;
 }
 
 /*
- * Parse buf (taken over).  Columns are found by name, so their order and
- * extra columns do not matter.  A line with more fields than the header
- * has columns is taken to have a comm with blanks in it: the surplus
- * fields are joined into comm.  0, or -1 without a header line.
+ * Parse buf (taken over) with ctab_walk(), then give each row its key.
+ * 0, or -1 without a header line.
  */
 static int ctab_parse(struct ctab *t, char *buf)
 {
-	char *start[MAX_TOKS], *end[MAX_TOKS];
-	char *line, *next;
-	int comm, idc, i, j, k, cap = 0;
+	int idc, i, j;
 
 	memset(t, 0, sizeof(*t));
 	t->buf = buf;
-	for (line = buf; line; line = next) {
-		char *p = line;
-		int n;
-
-		next = strchr(line, '\n');
-		if (next)
-			*next++ = 0;
-		while (*p && isspace((unsigned char)*p))
-			p++;
-		if (!*p)
-			continue;
-		if (*p == '#') {
-			if (t->ncols)
-				continue;	/* a comment */
-			n = tokenize(p + 1, start, end);
-			for (i = 0; i < n && i < MAX_COLS; i++) {
-				*end[i] = 0;
-				t->col[i] = start[i];
-			}
-			t->ncols = i;
-			continue;
-		}
-		if (!t->ncols)
-			return -1;
-		n = tokenize(p, start, end);
-		if (t->nrows == cap) {
-			cap = cap ? cap * 2 : 16;
-			t->rows = xrealloc(t->rows, cap * sizeof(*t->rows));
-		}
-		memset(&t->rows[t->nrows], 0, sizeof(t->rows[0]));
-		comm = ctab_col(t, "comm");
-		for (i = 0, j = 0; i < t->ncols && j < n; i++, j++) {
-			k = j;
-			if (i == comm && n > t->ncols)
-				k = j + (n - t->ncols);
-			*end[k] = 0;
-			t->rows[t->nrows].v[i] = start[j];
-			j = k;
-		}
-		t->nrows++;
-	}
-	if (!t->ncols)
+	if (ctab_walk(buf, t->col, &t->ncols, ctab_add_row, t))
 		return -1;
 	/* Identity: an id column if there is one, else pid and ordinal. */
 	idc = ctab_col(t, "id");
@@ -412,22 +200,6 @@ static const struct crow *ctab_find(const struct ctab *t, const char *key)
 /* ------------------------------------------------------------------ */
 /* JSON helpers                                                        */
 /* ------------------------------------------------------------------ */
-
-static void json_str(FILE *f, const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-
-	fputc('"', f);
-	for (; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(f, "\\%c", *p);
-		else if (*p < 0x20 || *p >= 0x7f)
-			fprintf(f, "\\u%04x", *p);
-		else
-			fputc(*p, f);
-	}
-	fputc('"', f);
-}
 
 /* A column value: a JSON integer when it is one, else a string. */
 static void json_val(FILE *f, const char *s)

@@ -1,0 +1,511 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Helpers shared by hcomm_xfer_bench and hcomm_lib_bench: timing, failure
+ * reports, table and JSON formatting, the data pattern and its checksum,
+ * buffers, io_uring XFER commands, the peer process and its control
+ * socket, the measuring loop, and the machine's description.
+ *
+ * Include it once, after the system headers, liburing.h and
+ * linux/hcomm.h, with BENCH_NAME defined as the program's name (the
+ * prefix of its messages).
+ */
+#ifndef HCOMM_BENCH_UTIL_H
+#define HCOMM_BENCH_UTIL_H
+
+#ifndef BENCH_NAME
+#error "define BENCH_NAME before including bench_util.h"
+#endif
+
+#define KiB		1024ULL
+#define MiB		(1024ULL * KiB)
+#define GUARD		8	/* bytes checked on each side of a destination */
+#define POISON		0x5a
+#define ROUNDS		3	/* measure(): rounds, the fastest counts */
+
+static int failures;	/* functional errors so far (fail()) */
+
+/* What measure() runs: n calls' worth of one operation; 0 or -errno. */
+typedef int (*run_fn)(void *ctx, uint64_t n);
+
+struct meas {
+	uint64_t iters;
+	double secs;
+};
+
+/* Monotonic time in seconds. */
+static inline double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Report a functional error (counted in failures) and go on. */
+static inline void fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	fprintf(stderr, BENCH_NAME ": FAIL: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	failures++;
+}
+
+/* Report a failed setup and exit 2. */
+static inline void __attribute__((noreturn)) die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	fprintf(stderr, BENCH_NAME ": ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(2);
+}
+
+/* "4 KiB", "16 MiB", "3 B": n in words, into buf. */
+static inline const char *size_str(uint64_t n, char *buf, size_t len)
+{
+	if (n >= MiB && n % MiB == 0)
+		snprintf(buf, len, "%llu MiB", (unsigned long long)(n / MiB));
+	else if (n >= KiB && n % KiB == 0)
+		snprintf(buf, len, "%llu KiB", (unsigned long long)(n / KiB));
+	else
+		snprintf(buf, len, "%llu B", (unsigned long long)n);
+	return buf;
+}
+
+/* "3.2x faster" / "1.5x slower" from a ratio value/baseline. */
+static inline const char *verdict(double ratio, bool higher_better,
+				  char *buf, size_t len)
+{
+	double f;
+
+	if (isnan(ratio) || ratio <= 0) {
+		snprintf(buf, len, "-");
+		return buf;
+	}
+	f = higher_better ? ratio : 1.0 / ratio;
+	if (f >= 1.0)
+		snprintf(buf, len, "%.2fx faster", f);
+	else
+		snprintf(buf, len, "%.2fx slower", 1.0 / f);
+	return buf;
+}
+
+/* A table value with as many decimals as its size wants; "-" for NaN. */
+static inline void fmt_val(double v, char *buf, size_t len)
+{
+	if (isnan(v))
+		snprintf(buf, len, "-");
+	else if (v >= 100)
+		snprintf(buf, len, "%.0f", v);
+	else if (v >= 1)
+		snprintf(buf, len, "%.2f", v);
+	else
+		snprintf(buf, len, "%.3f", v);
+}
+
+/* A table ratio, two decimals; "-" for NaN. */
+static inline void fmt_ratio(double v, char *buf, size_t len)
+{
+	if (isnan(v))
+		snprintf(buf, len, "-");
+	else
+		snprintf(buf, len, "%.2f", v);
+}
+
+/* splitmix64: the fill pattern's word for index x. */
+static inline uint64_t splitmix(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ULL;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+/* Fill p with the pattern of seed (whole 64-bit words). */
+static inline void fill_pattern(void *p, size_t len, uint64_t seed)
+{
+	uint64_t *w = p;
+	size_t i;
+
+	for (i = 0; i < len / 8; i++)
+		w[i] = splitmix(seed + i);
+}
+
+/* One step of the checksum. */
+static inline uint64_t mix(uint64_t h, uint64_t w)
+{
+	h ^= w;
+	h *= 0x9e3779b97f4a7c15ULL;
+	return h ^ (h >> 31);
+}
+
+/* Position-sensitive 64-bit checksum (four lanes, for speed). */
+static inline uint64_t csum(const void *p, size_t len)
+{
+	const unsigned char *c = p;
+	uint64_t h0 = 1, h1 = 2, h2 = 3, h3 = 4, w;
+	size_t i = 0;
+
+	for (; i + 32 <= len; i += 32) {
+		memcpy(&w, c + i, 8);
+		h0 = mix(h0, w);
+		memcpy(&w, c + i + 8, 8);
+		h1 = mix(h1, w);
+		memcpy(&w, c + i + 16, 8);
+		h2 = mix(h2, w);
+		memcpy(&w, c + i + 24, 8);
+		h3 = mix(h3, w);
+	}
+	for (; i + 8 <= len; i += 8) {
+		memcpy(&w, c + i, 8);
+		h0 = mix(h0, w);
+	}
+	if (i < len) {
+		w = 0;
+		memcpy(&w, c + i, len - i);
+		h1 = mix(h1, w);
+	}
+	return mix(mix(mix(mix(len, h0), h1), h2), h3);
+}
+
+/* The GUARD bytes around [off, off + len) of buf (size cap) are POISON. */
+static inline bool guards_intact(const unsigned char *buf, size_t cap,
+				 size_t off, size_t len)
+{
+	size_t lo = off >= GUARD ? off - GUARD : 0, hi = off + len + GUARD, i;
+
+	if (hi > cap)
+		hi = cap;
+	for (i = lo; i < off; i++)
+		if (buf[i] != POISON)
+			return false;
+	for (i = off + len; i < hi; i++)
+		if (buf[i] != POISON)
+			return false;
+	return true;
+}
+
+/* Anonymous private mapping of len bytes; NULL on failure. */
+static inline void *map_buf(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* The CPU's "model name" from /proc/cpuinfo, or "unknown". */
+static inline void cpu_model(char *buf, size_t len)
+{
+	char line[512];
+	FILE *f = fopen("/proc/cpuinfo", "re");
+
+	snprintf(buf, len, "unknown");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char *p;
+
+		if (strncmp(line, "model name", 10))
+			continue;
+		p = strchr(line, ':');
+		if (!p)
+			break;
+		p++;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		p[strcspn(p, "\n")] = '\0';
+		snprintf(buf, len, "%s", p);
+		break;
+	}
+	fclose(f);
+}
+
+/* An IORING_OP_URING_CMD sqe for the hcomm command cmd_op with arg. */
+static inline void prep_cmd(struct io_uring_sqe *sqe, int fd,
+			    uint32_t cmd_op, void *arg, uint64_t user_data)
+{
+	struct hcomm_uring_cmd pl = {
+		.addr = (uintptr_t)arg,
+		.size = _IOC_SIZE(cmd_op),
+	};
+
+	memset(sqe, 0, sizeof(*sqe));
+	sqe->opcode = IORING_OP_URING_CMD;
+	sqe->fd = fd;
+	sqe->cmd_op = cmd_op;
+	memcpy((char *)sqe + offsetof(struct io_uring_sqe, cmd), &pl,
+	       sizeof(pl));
+	sqe->user_data = user_data;
+}
+
+/*
+ * XFER completions on the CQE32 ring whose big_cqe[0] was 0 instead of the
+ * byte count: reported (hcomm_xfer_bench), not failed (the data itself is
+ * verified).
+ */
+static uint64_t cqe32_no_count;
+
+/* Check one XFER completion: res 0 and, on CQE32 rings, all bytes done. */
+static inline int check_xfer_cqe(struct io_uring *r,
+				 const struct io_uring_cqe *cqe, uint64_t len)
+{
+	if (cqe->res < 0)
+		return cqe->res;
+	if (cqe->res != 0)
+		return -EPROTO;
+	if (!(r->flags & IORING_SETUP_CQE32) || cqe->big_cqe[0] == len)
+		return 0;
+	if (cqe->big_cqe[0] == 0) {
+		cqe32_no_count++;
+		return 0;
+	}
+	fprintf(stderr, "# XFER CQE: %llu bytes done, %llu expected\n",
+		(unsigned long long)cqe->big_cqe[0], (unsigned long long)len);
+	return -EIO;
+}
+
+/* Submit one XFER on the ring and wait for its CQE. */
+static inline int uring_xfer1(struct io_uring *r, int fd, struct hcomm_xfer *x)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(r);
+	struct io_uring_cqe *cqe;
+	int ret;
+
+	if (!sqe)
+		return -EBUSY;
+	x->done = 0;
+	x->engine = 0;
+	prep_cmd(sqe, fd, HCOMM_CMD_XFER, x, 1);
+	ret = io_uring_submit_and_wait(r, 1);
+	if (ret < 0)
+		return ret;
+	ret = io_uring_wait_cqe(r, &cqe);
+	if (ret)
+		return ret;
+	ret = check_xfer_cqe(r, cqe, x->len);
+	io_uring_cqe_seen(r, cqe);
+	return ret;
+}
+
+/* Control messages to the peer process and its replies. */
+struct msg {
+	uint32_t op;
+	uint32_t pad;
+	uint64_t a, b;
+};
+
+struct reply {
+	int64_t status;
+	uint64_t val;
+};
+
+/*
+ * The peer process: a SOCK_SEQPACKET control socket and two pipes (the
+ * pipe ping-pong baseline) to it, then fork.  Returns the child's pid in
+ * the parent and 0 in the child, which dies with its parent; *sock,
+ * *pipe_in and *pipe_out are the calling side's ends.
+ */
+static inline pid_t fork_peer(int *sock, int *pipe_in, int *pipe_out)
+{
+	int sv[2], p_ab[2], p_ba[2];
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) ||
+	    pipe2(p_ab, O_CLOEXEC) || pipe2(p_ba, O_CLOEXEC))
+		die("socketpair/pipe: %s", strerror(errno));
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		die("fork: %s", strerror(errno));
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		close(sv[0]);
+		close(p_ab[1]);
+		close(p_ba[0]);
+		*sock = sv[1];
+		*pipe_in = p_ab[0];
+		*pipe_out = p_ba[1];
+		return 0;
+	}
+	close(sv[1]);
+	close(p_ab[0]);
+	close(p_ba[1]);
+	*sock = sv[0];
+	*pipe_out = p_ab[1];
+	*pipe_in = p_ba[0];
+	return pid;
+}
+
+/* Send one whole message on the control socket: 0 or -1. */
+static inline int xsend(int s, const void *p, size_t n)
+{
+	ssize_t r;
+
+	do
+		r = send(s, p, n, MSG_NOSIGNAL);
+	while (r < 0 && errno == EINTR);
+	return r == (ssize_t)n ? 0 : -1;
+}
+
+/* Receive one whole message of n bytes: 0 or -1. */
+static inline int xrecv(int s, void *p, size_t n)
+{
+	ssize_t r;
+
+	do
+		r = recv(s, p, n, 0);
+	while (r < 0 && errno == EINTR);
+	return r == (ssize_t)n ? 0 : -1;
+}
+
+/*
+ * Run fn: one untimed warm-up call, then ROUNDS rounds of opt_time/ROUNDS
+ * each (calls of doubling batches); the fastest round counts, being the
+ * one the other tenants of a shared machine disturbed least.  With
+ * opt_iters (--iters): one round of exactly that many.
+ */
+static inline int measure(run_fn fn, void *ctx, struct meas *m,
+			  double opt_time, uint64_t opt_iters)
+{
+	double t0, el, slice = opt_time / ROUNDS;
+	uint64_t n = 1, tot;
+	int ret, round;
+
+	m->iters = 0;
+	m->secs = 0;
+	ret = fn(ctx, 1);
+	if (ret)
+		return ret;
+	if (opt_iters) {
+		t0 = now();
+		ret = fn(ctx, opt_iters);
+		m->secs = now() - t0;
+		m->iters = opt_iters;
+		return ret;
+	}
+	for (round = 0; round < ROUNDS; round++) {
+		tot = 0;
+		t0 = now();
+		do {
+			ret = fn(ctx, n);
+			if (ret)
+				return ret;
+			tot += n;
+			el = now() - t0;
+			if (el < slice / 8)
+				n *= 2;
+		} while (el < slice);
+		if (!m->iters ||
+		    (double)tot / el > (double)m->iters / m->secs) {
+			m->iters = tot;
+			m->secs = el;
+		}
+	}
+	return 0;
+}
+
+/* A JSON number, or null for NaN and infinities. */
+static inline void json_num(FILE *f, double v)
+{
+	if (isnan(v) || isinf(v))
+		fprintf(f, "null");
+	else
+		fprintf(f, "%.6g", v);
+}
+
+/* A JSON string, quoted and escaped. */
+static inline void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fprintf(f, "\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			fprintf(f, "\\u%04x", *s);
+		else
+			fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+/* "64K", "16MiB", "1G", "4096": bytes into *out; 0 or -1. */
+static inline int parse_size(const char *s, uint64_t *out)
+{
+	char *e;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &e, 0);
+	if (errno || e == s)
+		return -1;
+	switch (toupper((unsigned char)*e)) {
+	case 'K': v <<= 10; e++; break;
+	case 'M': v <<= 20; e++; break;
+	case 'G': v <<= 30; e++; break;
+	}
+	if (*e == 'i')
+		e++;
+	if (*e == 'B')
+		e++;
+	if (*e)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* the machine                                                         */
+/* ------------------------------------------------------------------ */
+
+static bool emulated;		/* a TCG CPU: only the ratios mean anything */
+static char cpu_name[128];
+static struct utsname uts;
+
+/* Fill uts, cpu_name and emulated. */
+static inline void host_probe(void)
+{
+	uname(&uts);
+	cpu_model(cpu_name, sizeof(cpu_name));
+	emulated = strstr(cpu_name, "TCG") != NULL;
+}
+
+/* The table's first lines: kernel, CPUs, and how to read the figures. */
+static inline void print_host(void)
+{
+	printf(BENCH_NAME ": kernel %s, %ld CPUs, %s\n", uts.release,
+	       sysconf(_SC_NPROCESSORS_ONLN), cpu_name);
+	if (emulated)
+		printf("NOTE: figures come from an emulated (TCG) CPU: absolute "
+		       "values are not hardware figures, only the ratios "
+		       "(same run, same CPU) matter.\n");
+	else
+		printf("NOTE: compare the ratios; absolute values depend on "
+		       "this machine.\n");
+}
+
+/* The JSON members "note" to "cpus" (after "program"), on f. */
+static inline void json_host(FILE *f)
+{
+	json_str(f, emulated ?
+		 "figures come from an emulated (TCG) CPU: absolute values are "
+		 "not hardware figures, only the ratios matter" :
+		 "compare the ratios: absolute values depend on this machine");
+	fprintf(f, ",\n  \"emulated_cpu\": %s,\n  \"cpu\": ",
+		emulated ? "true" : "false");
+	json_str(f, cpu_name);
+	fprintf(f, ",\n  \"kernel\": ");
+	json_str(f, uts.release);
+	fprintf(f, ",\n  \"cpus\": %ld,\n", sysconf(_SC_NPROCESSORS_ONLN));
+}
+
+#endif /* HCOMM_BENCH_UTIL_H */
