@@ -391,6 +391,12 @@ int main(int argc, char **argv)
 		setrlimit(RLIMIT_MEMLOCK, &rl);
 	}
 
+	/*
+	 * The demo measures pinning: every registration must reach the
+	 * kernel and every DEREG must unpin, so the library's hot-buffer
+	 * cache (which would park deregistered buffers) is turned off.
+	 */
+	setenv("HCOMM_CACHE_LIMIT", "0", 1);
 	ret = hcomm_open(&ctx, 0);
 	if (ret)
 		die_hcomm(dev, ret);
