@@ -579,12 +579,18 @@ static void hcomm_xfer_queue(struct hcomm_op *op)
 	struct hcomm_ctx *ctx = op->ctx;
 
 	llist_add(&op->x.llnode, &ctx->incoming);
+	/*
+	 * Only a context joining the active set wakes the workers: while it
+	 * is active a worker is running (workers stop only when no context
+	 * is active), and the one that deactivates it re-checks @incoming
+	 * after clearing the bit, so this transfer is seen either way.
+	 */
 	if (!test_and_set_bit(0, &ctx->queued)) {
 		spin_lock(&hcomm_engine.lock);
 		hcomm_qos_activate(&hcomm_engine.sched, &ctx->qos);
 		spin_unlock(&hcomm_engine.lock);
+		hcomm_engine_kick();
 	}
-	hcomm_engine_kick();
 }
 
 /*
@@ -785,16 +791,12 @@ int hcomm_xfer(struct hcomm_ctx *ctx, struct hcomm_xfer *arg,
 		spin_lock(&hcomm_engine.lock);
 		op->x.finishing = true;
 		spin_unlock(&hcomm_engine.lock);
-		if (io->ioucmd) {
-			hcomm_xfer_end(op);
-			return ret;
-		}
 		hcomm_xfer_end(op);
 	} else {
 		hcomm_xfer_queue(op);
-		if (io->ioucmd)
-			return ret;
 	}
+	if (io->ioucmd)
+		return ret;
 
 	ret = hcomm_op_wait(op, false, hcomm_xfer_cancel);
 	if (ret != -EINTR) {
@@ -816,18 +818,23 @@ out_src:
 /* fences                                                              */
 /* ------------------------------------------------------------------ */
 
-static void hcomm_fence_cancel(struct hcomm_op *op)
+/* Take @op off the list it is parked on, if it still is; under @lock. */
+static bool hcomm_op_take(struct hcomm_op *op, spinlock_t *lock)
 {
-	struct hcomm_ctx *ctx = op->ctx;
 	bool mine = false;
 
-	spin_lock(&ctx->op_lock);
+	spin_lock(lock);
 	if (!list_empty(&op->node)) {
 		list_del_init(&op->node);
 		mine = true;
 	}
-	spin_unlock(&ctx->op_lock);
-	if (mine) {
+	spin_unlock(lock);
+	return mine;
+}
+
+static void hcomm_fence_cancel(struct hcomm_op *op)
+{
+	if (hcomm_op_take(op, &op->ctx->op_lock)) {
 		op->res = -ECANCELED;
 		hcomm_op_deliver(op);
 	}
@@ -940,31 +947,14 @@ static void hcomm_wait_timeout(struct work_struct *work)
 {
 	struct hcomm_op *op = container_of(to_delayed_work(work),
 					   struct hcomm_op, w.timeout);
-	struct hcomm_ctx *ctx = op->ctx;
-	bool mine = false;
 
-	spin_lock(&ctx->db_lock);
-	if (!list_empty(&op->node)) {
-		list_del_init(&op->node);
-		mine = true;
-	}
-	spin_unlock(&ctx->db_lock);
-	if (mine)
+	if (hcomm_op_take(op, &op->ctx->db_lock))
 		hcomm_wait_end(op, -ETIME, false);
 }
 
 static void hcomm_wait_cancel(struct hcomm_op *op)
 {
-	struct hcomm_ctx *ctx = op->ctx;
-	bool mine = false;
-
-	spin_lock(&ctx->db_lock);
-	if (!list_empty(&op->node)) {
-		list_del_init(&op->node);
-		mine = true;
-	}
-	spin_unlock(&ctx->db_lock);
-	if (mine)
+	if (hcomm_op_take(op, &op->ctx->db_lock))
 		hcomm_wait_end(op, -ECANCELED, true);
 }
 
