@@ -1,11 +1,12 @@
 # hcomm top level.
-#   make            libhcomm, selftests, hcomm.ko for every kernel with headers
+#   make            libhcomm, libpypto, selftests, hcomm.ko for every kernel with headers
 #                   in /lib/modules/*/build (output in build/kmod/<version>/)
 #   make check      everything, host tests, and the VM tests (scripts/check.sh)
 #   make demo       boot a stock 6.12 VM and run hcomm_demo and the data-path
 #                   benchmark (scripts/demo.sh)
 #   make lint       scripts/lint.sh
-#   make install    install libhcomm (PREFIX, DESTDIR as in lib/Makefile)
+#   make install    install libhcomm and libpypto (PREFIX, DESTDIR as in
+#                   lib/Makefile)
 #   make clean
 # `make` never needs the debug kernel; `make check` builds it (cached).
 
@@ -14,17 +15,20 @@ BUILD := $(CURDIR)/build
 KVERS ?= $(shell for d in /lib/modules/*/build; do \
 	[ -d "$$d" ] && basename "$$(dirname "$$d")"; done | sort -V)
 
-.PHONY: all lib selftests bench libvm man modules check demo lint install clean
+.PHONY: all lib pypto selftests bench libvm man modules check demo lint install clean
 
-all: lib selftests bench libvm modules
+all: lib pypto selftests bench libvm modules
 
 lib:
 	$(MAKE) -C lib
 
+pypto: lib
+	$(MAKE) -C pypto
+
 selftests: lib
 	$(MAKE) -C selftests
 
-bench: lib
+bench: lib pypto
 	$(MAKE) -C bench
 
 libvm: lib
@@ -49,10 +53,12 @@ lint:
 
 install:
 	$(MAKE) -C lib install
+	$(MAKE) -C pypto install
 	$(MAKE) -C man install
 
 clean:
 	-$(MAKE) -C lib clean
+	-$(MAKE) -C pypto clean
 	-$(MAKE) -C selftests clean
 	-$(MAKE) -C bench clean
 	rm -rf $(BUILD)

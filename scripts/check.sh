@@ -77,6 +77,7 @@ phase build-lib make -C lib
 phase build-selftests make -C selftests
 phase build-bench make -C bench
 phase build-libvm make -C lib/tests/vm
+phase build-pypto make -C pypto
 phase man-pages make -C man check
 phase lint scripts/lint.sh
 
@@ -141,10 +142,27 @@ echo "rc=$rc ${sum:-no summary line}; ${usum:-no units line}; ${tsum:-no tools l
 [ $rc -ne 0 ] && tail -n 25 "$logs/check-host-lib-tests.log" | sed 's/^/    /' >&2
 row test "host/lib" "$p" "$f" 0 "$(since "$t")"
 
+# libpypto's host tests: every test program prints "pypto-<name>: N passed,
+# N failed"; a program that printed no line counts as one failure.
+t=$(now)
+printf '[check] %-28s ' "host-pypto-tests" >&2
+make -C pypto check > "$logs/check-host-pypto-tests.log" 2>&1
+rc=$?
+p=0 f=0 lines=0
+while read -r _ np _ nf _; do
+	p=$((p + np)) f=$((f + nf)) lines=$((lines + 1))
+done < <(grep -E '^pypto-[a-z]+: [0-9]+ passed, [0-9]+ failed' "$logs/check-host-pypto-tests.log")
+want=5	# deque graph trace sched html
+[ "$lines" -lt "$want" ] && f=$((f + want - lines))
+[ $rc -ne 0 ] && [ "$f" -eq 0 ] && f=1
+echo "rc=$rc $p passed, $f failed in $lines programs ($(since "$t")s)" >&2
+[ $rc -ne 0 ] && tail -n 25 "$logs/check-host-pypto-tests.log" | sed 's/^/    /' >&2
+row test "host/pypto" "$p" "$f" 0 "$(since "$t")"
+
 # ------------------------------------------------------------- VMs
 expected_parts() {
-	if [ "$1" = debug ]; then echo load selftests libvm kunit unload kmemleak
-	else echo load selftests libvm unload; fi
+	if [ "$1" = debug ]; then echo load selftests libvm pypto kunit unload kmemleak
+	else echo load selftests libvm pypto unload; fi
 }
 for r in $roles; do
 	if [ "${kmod_ok[$r]}" != 1 ]; then

@@ -11,6 +11,9 @@
 #   libvm      lib/tests/vm/run.sh: libhcomm communicators of 2 and 4 ranks
 #              against the module (TAP; its "libvm:" line is parsed; --quick
 #              on the debug kernel)
+#   pypto      build/pypto/pypto_vm_test: the tiled SGEMM through libpypto
+#              with transfers through the module (TAP; its "pypto-vm:" line
+#              is parsed; --quick on the debug kernel)
 #   kunit      debug only: insmod hcomm_kunit.ko, KTAP in debugfs kunit/*/results
 #   unload     stats gauges back to 0, rmmod hcomm, module gone
 #   kmemleak   debug only: scan after unload; any report is a failure
@@ -113,6 +116,33 @@ else
 	fi
 fi
 emit libvm $p $f $s "$t"
+
+# ------------------------------------------------------------------ pypto
+t=$(now); p=0; f=0; s=0
+pyvm=${HCOMM_PYPTO_VM:-$repo/build/pypto/pypto_vm_test}
+if [ "$loaded" != 1 ] || [ ! -c /dev/hcomm ]; then
+	say "pypto not run: the module is not loaded"; f=1
+elif [ ! -x "$pyvm" ]; then
+	say "FAIL: $pyvm not built (make -C pypto on the host)"; f=1
+else
+	py_args=
+	[ "$role" = debug ] && py_args=--quick
+	{ timeout 900 "$pyvm" $py_args 2>&1; echo $? > /tmp/pypto.rc; } | tee /tmp/pypto.out
+	py_rc=$(cat /tmp/pypto.rc)
+	summary=$(grep -E '^pypto-vm: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped' /tmp/pypto.out | tail -n1)
+	if [ -z "$summary" ]; then
+		say "FAIL: no 'pypto-vm: N passed, N failed, N skipped' line (exit $py_rc)"
+		p=$(grep -cE '^ok ' /tmp/pypto.out); f=$(grep -cE '^not ok ' /tmp/pypto.out)
+		f=$((f + 1))
+	else
+		set -- $summary
+		p=$2; f=$4; s=$6
+		if [ "$py_rc" != 0 ] && [ "$f" -eq 0 ]; then
+			say "FAIL: pypto_vm_test exited $py_rc"; f=1
+		fi
+	fi
+fi
+emit pypto $p $f $s "$t"
 
 # ------------------------------------------------------------------ kunit
 if [ "$role" = debug ]; then

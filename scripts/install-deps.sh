@@ -9,7 +9,8 @@ qemu-system-x86 busybox-static
 linux-source-6.12
 linux-image-amd64 linux-headers-amd64
 linux-image-6.12-amd64 linux-headers-6.12-amd64
-openmpi-bin libopenmpi-dev"
+openmpi-bin libopenmpi-dev
+libopenblas-dev libtbb-dev libstarpu-dev chromium graphviz"
 
 missing=""
 for p in $PKGS; do

@@ -1,0 +1,379 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libpypto: tile graphs over libhcomm.
+ *
+ * A program builds a graph of tiles (compute functions, host preprocessing
+ * steps and transfers between registered buffers), validates and analyses
+ * it ("partition first"), then runs it on worker threads with work-stealing
+ * deques ("schedule second").  Transfers go through a transport: the real
+ * one is libhcomm (/dev/hcomm, every scheduling round of transfers is one
+ * io_uring batch); a host memcpy transport exists as a test double for the
+ * scheduler logic only.
+ *
+ * Errors: functions return 0 (or a non-negative id/count) on success and a
+ * negated enum pypto_err on failure; pypto_errmsg() gives a one-line detail
+ * of the calling thread's last failure.
+ *
+ * Thread safety: a graph is built by one thread; pypto_run() may be called
+ * on a graph from one thread at a time; runs of different graphs may
+ * overlap.  Compute and host functions run on the workers concurrently.
+ */
+#ifndef LIBPYPTO_H
+#define LIBPYPTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "hcomm.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PYPTO_VERSION_MAJOR	1
+#define PYPTO_VERSION_MINOR	0
+
+enum pypto_err {
+	PYPTO_OK = 0,
+	PYPTO_ERR_INVAL,	/* bad argument */
+	PYPTO_ERR_NOMEM,
+	PYPTO_DEADLOCK,		/* the graph has a dependency cycle */
+	PYPTO_ERR_IO,		/* a transfer failed after every retry */
+	PYPTO_ERR_TASK,		/* a compute/host function returned non-zero */
+	PYPTO_ERR_SYS,		/* a system call failed (thread, file) */
+	PYPTO_ERR_LIMIT,	/* too many tiles/edges/descriptors */
+	PYPTO_ERR__MAX
+};
+
+const char *pypto_strerror(int err);	/* accepts err or -err */
+const char *pypto_errmsg(void);		/* "" if none */
+
+/* ------------------------------------------------------------------ */
+/* Graph                                                              */
+/* ------------------------------------------------------------------ */
+
+struct pypto_graph;
+
+enum pypto_kind {
+	PYPTO_COMPUTE = 1,	/* a C function on the tile's device */
+	PYPTO_TRANSFER,		/* puts/gets through the transport */
+	PYPTO_HOST,		/* host preprocessing (the pipeline's first
+				 * stage: decode, pack, stage) */
+};
+
+/* What a function learns about where it runs. */
+struct pypto_exec {
+	uint32_t tile;		/* id */
+	uint32_t worker;	/* 0 .. workers-1 */
+	int32_t device;		/* the tile's device */
+};
+
+/* Compute and host functions: return 0, or non-zero to fail the run. */
+typedef int (*pypto_fn)(void *arg, const struct pypto_exec *ex);
+
+enum pypto_xop {
+	PYPTO_PUT = 1,		/* local -> window */
+	PYPTO_GET,		/* window -> local */
+};
+
+/*
+ * One transfer of a transfer tile: rows x row_bytes between local memory
+ * and the transport's window (rows = 1 for a contiguous range).  Row r is
+ * local + r * local_stride and win_off + r * win_stride; each row is one
+ * transport descriptor.
+ */
+struct pypto_xfer {
+	uint32_t op;		/* enum pypto_xop */
+	uint32_t rows;		/* >= 1 */
+	uint64_t row_bytes;	/* >= 1 */
+	void *local;
+	uint64_t local_stride;	/* >= row_bytes when rows > 1 */
+	uint64_t win_off;
+	uint64_t win_stride;	/* >= row_bytes when rows > 1 */
+};
+
+#define PYPTO_ANY_DEVICE	(-1)
+#define PYPTO_NAME_MAX		32	/* with the NUL; longer names are cut */
+
+int pypto_graph_create(struct pypto_graph **g);
+void pypto_graph_destroy(struct pypto_graph *g);
+
+/*
+ * Add a tile; returns its id (>= 0, ids are dense from 0 in the order
+ * added).  name may be NULL ("t<id>").  affinity is a device index or
+ * PYPTO_ANY_DEVICE (placed by the static analysis).  The pypto_xfer array
+ * is copied.
+ */
+int pypto_add_compute(struct pypto_graph *g, const char *name, pypto_fn fn,
+		      void *arg, int affinity);
+int pypto_add_host(struct pypto_graph *g, const char *name, pypto_fn fn,
+		   void *arg, int affinity);
+int pypto_add_transfer(struct pypto_graph *g, const char *name,
+		       const struct pypto_xfer *x, unsigned int n,
+		       int affinity);
+/* "to" waits for "from": from joins to's inputs, to joins from's
+ * output_consumers.  A repeated edge is ignored (returns 0). */
+int pypto_add_dep(struct pypto_graph *g, uint32_t from, uint32_t to);
+/* Optional cost estimate (any unit, default 1) for the critical path. */
+int pypto_set_cost(struct pypto_graph *g, uint32_t tile, double cost);
+
+unsigned int pypto_graph_tiles(const struct pypto_graph *g);
+unsigned int pypto_graph_edges(const struct pypto_graph *g);
+const char *pypto_tile_name(const struct pypto_graph *g, uint32_t tile);
+int pypto_tile_kind(const struct pypto_graph *g, uint32_t tile);
+int pypto_tile_affinity(const struct pypto_graph *g, uint32_t tile);
+/* Static input count and consumer list (valid until the graph changes). */
+unsigned int pypto_tile_inputs(const struct pypto_graph *g, uint32_t tile);
+unsigned int pypto_tile_consumers(const struct pypto_graph *g, uint32_t tile,
+				  const uint32_t **ids);
+
+/* What the workload is, for the diagnosis' tile-size guidance. */
+enum pypto_workload {
+	PYPTO_WL_GENERIC = 0,
+	PYPTO_WL_CONV,		/* convolution: tiles 128-256 */
+	PYPTO_WL_FC,		/* fully connected / GEMM: 64-128 */
+	PYPTO_WL_ATTENTION,	/* attention: 32-64 */
+};
+int pypto_graph_set_workload(struct pypto_graph *g, enum pypto_workload wl,
+			     unsigned int tile_size);
+
+/* ------------------------------------------------------------------ */
+/* Static phase                                                       */
+/* ------------------------------------------------------------------ */
+
+struct pypto_analysis {
+	uint32_t tiles;
+	uint32_t edges;
+	uint32_t components;	/* weakly connected: independent subgraphs */
+	uint32_t levels;	/* longest path in tiles (0 for empty) */
+	uint32_t max_width;	/* most tiles on one level */
+	uint32_t roots;		/* tiles with no inputs */
+	double critical_path;	/* sum of costs on the costliest path */
+	double total_cost;	/* sum of all costs */
+};
+
+/*
+ * Check the graph: every dependency cycle makes it fail with
+ * -PYPTO_DEADLOCK, pypto_errmsg() naming the tiles of one cycle
+ * ("a -> b -> c -> a").  On success fills *a (may be NULL) and remembers
+ * levels/components for placement.  pypto_run() calls it itself.
+ */
+int pypto_graph_validate(struct pypto_graph *g, struct pypto_analysis *a);
+/* The tiles of the cycle found by the last failed validation, in order;
+ * returns how many (may exceed max; 0 when none). */
+unsigned int pypto_graph_cycle(const struct pypto_graph *g, uint32_t *ids,
+			       unsigned int max);
+/* Level (0 = roots) and component of a tile after a validation. */
+int pypto_tile_level(const struct pypto_graph *g, uint32_t tile);
+int pypto_tile_component(const struct pypto_graph *g, uint32_t tile);
+
+enum pypto_dump_fmt {
+	PYPTO_DUMP_DOT = 1,	/* Graphviz; cycle edges/tiles in red */
+	PYPTO_DUMP_JSON,	/* {"tiles":[...],"edges":[...],"cycle":[...]} */
+};
+/* Write the graph (works on an invalid graph too: that is its point). */
+int pypto_dump_graph(const struct pypto_graph *g, const char *path,
+		     enum pypto_dump_fmt fmt);
+int pypto_dump_graph_file(const struct pypto_graph *g, FILE *f,
+			  enum pypto_dump_fmt fmt);
+
+/* ------------------------------------------------------------------ */
+/* Transports                                                         */
+/* ------------------------------------------------------------------ */
+
+struct pypto_xport;
+
+/*
+ * libhcomm: transfers move between local memory and rank target's part of
+ * win (the target may be this rank: "device" buffers of this process).
+ * Sets comm's callback mode to HCOMM_CB_THREAD (completions come through
+ * libhcomm's lock-free queue).  local_base, when not NULL, is where this
+ * process sees the target's window memory (only for failure injection,
+ * which poisons the destination of a failed PUT); NULL otherwise.
+ */
+int pypto_xport_hcomm(struct pypto_xport **x, struct hcomm_comm *comm,
+		      struct hcomm_win *win, int target, void *local_base);
+/*
+ * Test double for the scheduler logic: a host thread copies with memcpy
+ * between local memory and base[0..len) and completes asynchronously.
+ * Not a transport for real runs.
+ */
+int pypto_xport_memcpy(struct pypto_xport **x, void *base, size_t len);
+const char *pypto_xport_name(const struct pypto_xport *x);
+/*
+ * Failure injection: fail every n-th transfer descriptor completion
+ * (n = 0 turns it off; at most `count` failures, 0 = unlimited).  A
+ * failed descriptor's destination is poisoned, so only a correct re-issue
+ * gives a correct result.  Also set by PYPTO_INJECT_XFER_FAIL="n[:count]".
+ */
+int pypto_xport_inject_failure(struct pypto_xport *x, uint64_t n,
+			       uint64_t count);
+void pypto_xport_destroy(struct pypto_xport *x);
+
+/* ------------------------------------------------------------------ */
+/* Dynamic phase                                                      */
+/* ------------------------------------------------------------------ */
+
+/*
+ *  field             variable                 default
+ *  workers           PYPTO_WORKERS            online CPUs (1 .. 1024)
+ *  devices           PYPTO_DEVICES            1 (1 .. workers); worker w
+ *                                             serves device w % devices
+ *  prefetch_depth    PYPTO_PREFETCH_DEPTH     2 (0 .. 64): tiles whose
+ *                                             transfers are issued ahead
+ *  double_buffering  PYPTO_DOUBLE_BUFFERING   1: buffer sets alternate
+ *  tile_size         PYPTO_TILE_SIZE          256 (elements per side; used
+ *                                             by the partition helpers)
+ *  batch_max         PYPTO_BATCH_MAX          256 descriptors per round
+ *  max_retries       PYPTO_MAX_RETRIES        3 re-issues of a transfer
+ *  profile           PYPTO_PROFILE            1: record events
+ *  seed              PYPTO_SEED               1: victim selection
+ * pypto_config_from_env() rejects garbage naming the variable.
+ */
+struct pypto_config {
+	uint32_t workers;
+	uint32_t devices;
+	uint32_t prefetch_depth;
+	int double_buffering;
+	uint32_t tile_size;
+	uint32_t batch_max;
+	uint32_t max_retries;
+	int profile;
+	uint64_t seed;
+};
+
+void pypto_config_default(struct pypto_config *cfg);
+int pypto_config_from_env(struct pypto_config *cfg);
+
+struct pypto_run;
+
+/* Counters and derived figures of one run. */
+struct pypto_stats {
+	uint64_t wall_ns;
+	uint32_t workers, devices, tiles;
+	uint64_t tiles_compute, tiles_transfer, tiles_host;
+	uint64_t steals;		/* tiles taken from another deque */
+	uint64_t steal_attempts;
+	uint64_t parks;			/* times a worker slept */
+	uint64_t rounds;		/* transport batches submitted */
+	uint64_t descs;			/* descriptors in them */
+	uint64_t xfer_bytes;
+	uint64_t xfer_retries;		/* transfer tiles re-issued */
+	uint64_t xfer_failures;		/* failed descriptors seen */
+	uint64_t compute_ns;		/* sum over compute tiles */
+	uint64_t host_ns;		/* sum over host tiles */
+	uint64_t xfer_ns;		/* sum over transfer tiles, issue->done */
+	/* Derived from the events (0 with profile off): */
+	double worker_util;		/* (compute+host busy) / (workers*wall) */
+	double xfer_util;		/* max over devices of the time with a
+					 * transfer in flight / wall */
+	double overlap_eff;		/* max(transfer busy, compute busy) /
+					 * wall, averaged over devices */
+	double tile_mean_ns;		/* compute tiles */
+	double tile_cv;			/* std-dev / mean of compute tiles */
+	uint64_t events;		/* recorded */
+	struct pypto_analysis analysis;
+};
+
+/*
+ * Validate, place, and run the graph to completion (blocking).  x may be
+ * NULL when the graph has no transfer tiles.  cfg may be NULL (defaults +
+ * environment).  *run (may be NULL) receives the record of the run for
+ * stats, diagnosis and traces, also when the run failed after starting;
+ * free it with pypto_run_free().  Returns 0 or -PYPTO_DEADLOCK /
+ * -PYPTO_ERR_IO / -PYPTO_ERR_TASK / ...  A graph can be run again.
+ * With PYPTO_TRACE=<path> set, the Chrome trace is also written there.
+ */
+int pypto_run(struct pypto_graph *g, const struct pypto_config *cfg,
+	      struct pypto_xport *x, struct pypto_run **run);
+const struct pypto_stats *pypto_run_stats(const struct pypto_run *r);
+void pypto_run_free(struct pypto_run *r);
+
+/* ------------------------------------------------------------------ */
+/* Profiling and diagnosis                                            */
+/* ------------------------------------------------------------------ */
+
+enum pypto_stage {
+	PYPTO_STAGE_PREFETCH = 1,	/* host preprocessing */
+	PYPTO_STAGE_TRANSFER,		/* issue -> completion */
+	PYPTO_STAGE_COMPUTE,
+};
+
+struct pypto_event {
+	uint64_t t0_ns, t1_ns;		/* relative to the run's start */
+	uint64_t bytes;			/* transfers */
+	uint32_t tile;
+	uint16_t worker;		/* the worker that ran or issued it */
+	uint8_t stage;			/* enum pypto_stage */
+	uint8_t attempt;		/* 0, or the retry number */
+	int32_t device;
+};
+
+/* All events of a run, sorted by t0 (valid until pypto_run_free). */
+unsigned int pypto_run_events(const struct pypto_run *r,
+			      const struct pypto_event **ev);
+
+/*
+ * Print the diagnosis: the seed's rules (communication-bound when the
+ * transfer engine is busy > 90 % of the run, compute units under-used when
+ * worker utilisation < 60 %, load imbalance when the std-dev of compute
+ * tile time > 15 % of the mean) with the suggested fix and tile-size
+ * guidance for the graph's workload.  Returns a mask of PYPTO_DIAG_*.
+ */
+#define PYPTO_DIAG_COMM_BOUND		(1U << 0)
+#define PYPTO_DIAG_UNDERUSED		(1U << 1)
+#define PYPTO_DIAG_IMBALANCE		(1U << 2)
+unsigned int pypto_run_diagnose(const struct pypto_run *r, FILE *f);
+/* Chrome trace event format (Perfetto, chrome://tracing). */
+int pypto_run_write_trace(const struct pypto_run *r, const char *path);
+/* Self-contained HTML timeline (no network). */
+int pypto_run_write_html(const struct pypto_run *r, const char *path);
+
+/* ------------------------------------------------------------------ */
+/* Partition helpers                                                  */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Tiled SGEMM: C[M,N] = alpha * A[M,K] B[K,N] + beta * C, row-major with
+ * leading dimensions lda/ldb/ldc, cut into tile x tile blocks along M, N
+ * and K (the X/Y/Z cuts).  Builds into g:
+ *  - host tiles that pack each A and B block into a contiguous staging
+ *    buffer (the prefetch stage),
+ *  - transfer tiles that put a step's A and B blocks into a buffer set of
+ *    the device (and load/store the C blocks, row by row),
+ *  - compute tiles that run cblas_sgemm on the device's blocks,
+ * with the C blocks spread round-robin over cfg->devices.  Each device has
+ * (double_buffering ? prefetch_depth + 1 : 1) buffer sets; a step's
+ * transfer waits for the compute that last used its set.  The device
+ * memory is one buffer (pypto_gemm_device_bytes() long) that the caller
+ * allocates and exposes through the transport (an hcomm window).
+ */
+struct pypto_gemm;
+
+struct pypto_gemm_args {
+	uint32_t m, n, k;
+	float alpha, beta;
+	const float *a;
+	uint32_t lda;
+	const float *b;
+	uint32_t ldb;
+	float *c;
+	uint32_t ldc;
+};
+
+/* Device bytes the tiled GEMM needs under cfg. */
+int pypto_gemm_device_bytes(const struct pypto_gemm_args *args,
+			    const struct pypto_config *cfg, uint64_t *bytes);
+/* dev: where this process sees the device memory (compute runs on it). */
+int pypto_gemm_build(struct pypto_graph *g, const struct pypto_gemm_args *args,
+		     const struct pypto_config *cfg, void *dev,
+		     struct pypto_gemm **gm);
+/* Valid after the run; frees staging. */
+void pypto_gemm_free(struct pypto_gemm *gm);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LIBPYPTO_H */

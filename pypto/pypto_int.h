@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: MIT */
+/* libpypto internals shared by its source files. */
+#ifndef LIBPYPTO_INT_H
+#define LIBPYPTO_INT_H
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "pypto.h"
+#include "hcomm_mpsc.h"
+
+#define PYPTO_EXPORT	__attribute__((visibility("default")))
+#define PYPTO_CACHELINE	64
+
+/* Record err (positive code) with a printf-style detail; returns -err. */
+int pypto__fail(int err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void pypto__clear_err(void);
+uint64_t pypto__now_ns(void);		/* CLOCK_MONOTONIC */
+
+/* ---- graph (graph.c) ---------------------------------------------- */
+
+struct pypto_tile {
+	/* Runtime (sched.c): reset by every run. */
+	_Atomic uint32_t input_deps;	/* unfinished inputs */
+	_Atomic uint32_t xfer_pending;	/* descriptors not completed */
+	_Atomic uint32_t xfer_failed;	/* a descriptor of this attempt failed */
+	uint32_t attempt;		/* re-issues so far */
+	_Atomic int last_status;	/* a failed descriptor's status */
+	uint64_t t_issue_ns;		/* transfer: when its round went out */
+	uint16_t issue_worker;
+	struct hcomm_mpsc_node qnode;	/* a worker's inbox (sched.c) */
+
+	/* Static (graph.c). */
+	uint8_t kind;			/* enum pypto_kind */
+	int32_t affinity;		/* as given, or PYPTO_ANY_DEVICE */
+	int32_t device;			/* placement: set by validation */
+	uint32_t ndeps;			/* static input count */
+	uint32_t *consumers;		/* output_consumers */
+	uint32_t nconsumers, cap_consumers;
+	uint32_t level, component;
+	double cost;
+	pypto_fn fn;
+	void *arg;
+	struct pypto_xfer *xf;		/* transfer tiles */
+	uint32_t nxf;
+	uint32_t ndesc;			/* sum of rows */
+	uint64_t bytes;			/* sum of rows * row_bytes */
+	char name[PYPTO_NAME_MAX];
+};
+
+struct pypto_graph {
+	struct pypto_tile *tiles;
+	uint32_t n, cap;
+	uint32_t nedges;
+	bool validated;			/* analysis below is current */
+	struct pypto_analysis analysis;
+	uint32_t *cycle;		/* last cycle found */
+	uint32_t ncycle;
+	enum pypto_workload workload;
+	uint32_t wl_tile_size;
+};
+
+/*
+ * Validation + placement for ndev devices: tiles with affinity >= 0 get
+ * device affinity % ndev; the others are placed by component (largest
+ * first onto the least loaded device) and within a component that spans
+ * devices, by the device of their first input if any.
+ */
+int pypto__graph_prepare(struct pypto_graph *g, uint32_t ndev);
+
+/* ---- transports (xport.c) ----------------------------------------- */
+
+struct pypto_xport_ops {
+	const char *name;
+	/*
+	 * Issue n descriptors as one batch; each reqs[i] completes on its
+	 * own (status, then reqs[i].cb(&reqs[i], reqs[i].cb_arg), from any
+	 * thread).  On failure nothing was issued.
+	 */
+	int (*submit)(struct pypto_xport *x, const struct hcomm_xfer_desc *d,
+		      unsigned int n, struct hcomm_request *reqs);
+	void (*destroy)(struct pypto_xport *x);
+};
+
+struct pypto_xport {
+	const struct pypto_xport_ops *ops;
+	int target;			/* rank the descriptors name */
+	void *local_base;		/* window as seen here, or NULL */
+	uint64_t win_len;
+	/* Failure injection. */
+	uint64_t inj_every, inj_max;
+	_Atomic uint64_t inj_seen, inj_done;
+};
+
+/*
+ * Called by the scheduler for each completed descriptor: returns true if
+ * the injection wants this completion turned into a failure (and poisoned
+ * the destination).
+ */
+bool pypto__xport_inject(struct pypto_xport *x, const struct hcomm_xfer_desc *d);
+
+/* ---- events (trace.c) --------------------------------------------- */
+
+#define PYPTO_EV_CHUNK	4096
+
+struct pypto_ev_chunk {
+	struct pypto_ev_chunk *next;
+	uint32_t n;
+	struct pypto_event ev[PYPTO_EV_CHUNK];
+};
+
+/* One per recording thread: only its thread writes (no lock, no atomics
+ * on the hot path); the run links buffers with an atomic push. */
+struct pypto_evbuf {
+	struct pypto_evbuf *next;	/* run's list */
+	struct pypto_ev_chunk *head, *cur;
+	uint64_t count;
+	bool oom;			/* a chunk could not be allocated */
+};
+
+struct pypto_run {
+	struct pypto_graph *g;		/* the graph (read-only after run) */
+	struct pypto_config cfg;
+	const char *xport_name;
+	uint64_t t0_ns;			/* CLOCK_MONOTONIC at start */
+	struct pypto_stats st;
+	int status;			/* the run's result */
+	_Atomic(struct pypto_evbuf *) bufs;
+	/* Filled by pypto__run_finish_events(): */
+	struct pypto_event *ev;
+	uint32_t nev;
+	/* Worker busy ns (compute+host) per worker, for the diagnosis. */
+	uint64_t *worker_busy_ns;
+};
+
+/* Append an event (times absolute CLOCK_MONOTONIC; stored relative). */
+void pypto__ev_record(struct pypto_run *r, struct pypto_evbuf *b,
+		      const struct pypto_event *e);
+/* The calling thread's buffer for run r (created on first use). */
+struct pypto_evbuf *pypto__ev_thread_buf(struct pypto_run *r);
+/*
+ * After the workers stopped: merge the buffers into r->ev sorted by t0,
+ * free them, and derive worker_util, xfer_util, overlap_eff, tile_mean_ns,
+ * tile_cv, events in r->st.
+ */
+int pypto__run_finish_events(struct pypto_run *r);
+void pypto__run_free_events(struct pypto_run *r);
+
+#endif /* LIBPYPTO_INT_H */

@@ -1,0 +1,816 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The dynamic phase: worker threads with work-stealing deques.
+ *
+ * Each worker owns a Chase-Lev deque (deque.h) and an inbox (a lock-free
+ * MPSC queue) through which other threads hand it tiles: the transport's
+ * completion thread, and workers that make a tile of another device ready.
+ * A worker drains its inbox into its deque, runs tiles from the bottom of
+ * its deque, and when that is empty steals from the top of others', its own
+ * device's workers first, then random victims.  Idle workers park on an
+ * event count; producers pay one fence and one load when nobody sleeps.
+ *
+ * Transfer tiles are not executed by a worker: the descriptors of every
+ * transfer tile a worker takes (or makes ready itself) go into the worker's
+ * current round, and the round goes to the transport as one batch (one
+ * hcomm_batch: one io_uring_submit) before the worker runs anything else
+ * or looks for work elsewhere.  Each descriptor completes through the
+ * transport's callback; the last one of a tile releases its consumers.  A
+ * tile with a failed descriptor is issued again (max_retries times).
+ *
+ * No lock is taken on any of these paths.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+
+#include "deque.h"
+#include "pypto_int.h"
+
+/* ---- event count for parking workers --------------------------------- */
+
+/*
+ * Waiter: waiters++ (seq_cst RMW), read epoch, look for work once more,
+ * sleep while epoch is unchanged.  Producer: publish work, seq_cst fence,
+ * read waiters; if anyone waits, bump epoch and wake.  In the total order
+ * of the seq_cst operations either the waiter's second look sees the work
+ * or the producer sees the waiter (Dekker).
+ */
+struct evcount {
+	_Atomic uint32_t epoch;
+	char pad1[PYPTO_CACHELINE - sizeof(uint32_t)];
+	_Atomic uint32_t waiters;
+	char pad2[PYPTO_CACHELINE - sizeof(uint32_t)];
+};
+
+static uint32_t ec_prepare(struct evcount *ec)
+{
+	atomic_fetch_add_explicit(&ec->waiters, 1, memory_order_seq_cst);
+	return atomic_load_explicit(&ec->epoch, memory_order_seq_cst);
+}
+
+static void ec_cancel(struct evcount *ec)
+{
+	atomic_fetch_sub_explicit(&ec->waiters, 1, memory_order_relaxed);
+}
+
+static void ec_wait(struct evcount *ec, uint32_t key)
+{
+	if (atomic_load_explicit(&ec->epoch, memory_order_acquire) == key)
+		syscall(SYS_futex, &ec->epoch, FUTEX_WAIT_PRIVATE, key, NULL,
+			NULL, 0);
+	atomic_fetch_sub_explicit(&ec->waiters, 1, memory_order_relaxed);
+}
+
+static void ec_notify(struct evcount *ec, int nr)
+{
+	atomic_thread_fence(memory_order_seq_cst);
+	if (!atomic_load_explicit(&ec->waiters, memory_order_relaxed))
+		return;
+	atomic_fetch_add_explicit(&ec->epoch, 1, memory_order_seq_cst);
+	syscall(SYS_futex, &ec->epoch, FUTEX_WAKE_PRIVATE, nr, NULL, NULL, 0);
+}
+
+/* ---- run state --------------------------------------------------------- */
+
+struct sched;
+
+/* One batch of descriptors; freed by the completion of its last one. */
+struct round {
+	_Atomic uint32_t left;
+	uint32_t n, cap;
+	struct sched *s;
+	struct pypto_tile **tile;	/* per descriptor */
+	struct hcomm_xfer_desc *d;
+	struct hcomm_request *hr;
+};
+
+struct worker {
+	struct pypto_deque dq;
+	struct hcomm_mpsc inbox;
+	struct sched *s;
+	uint32_t id;
+	int32_t device;
+	atomic_bool idle;		/* parked or about to park */
+	pthread_t thread;
+	struct pypto_evbuf *eb;
+	struct round *round;		/* being filled */
+	uint64_t rng;
+	/* Counters (this worker only). */
+	uint64_t steals, steal_attempts, parks, rounds, descs;
+	uint64_t compute_ns, host_ns, busy_ns;
+	uint64_t n_compute, n_host, n_transfer;
+} __attribute__((aligned(PYPTO_CACHELINE)));
+
+struct sched {
+	struct pypto_graph *g;
+	struct pypto_run *r;
+	struct pypto_xport *x;
+	const struct pypto_config *cfg;
+	struct worker *w;
+	uint32_t nw, ndev;
+	uint32_t *dev_workers;		/* workers of device d: w[d + k*ndev] */
+	_Atomic uint32_t *dev_rr;	/* round-robin cursor per device */
+	struct evcount ec;
+	_Atomic uint32_t ndone;
+	atomic_bool finished;		/* all tiles done, or aborted */
+	_Atomic int status;		/* first failure */
+	char errmsg[256];		/* its message (set by the winner) */
+	_Atomic uint64_t inflight;	/* descriptors whose callback did not
+					 * finish touching the run */
+	_Atomic uint64_t xfer_ns, xfer_bytes, retries, failures;
+};
+
+static __thread struct worker *cur_worker;
+
+/*
+ * Record the run's first failure; err comes from pypto__fail() in this
+ * thread, whose message is thread-local: keep a copy for pypto_run()'s
+ * caller.
+ */
+static void sched_fail(struct sched *s, int err)
+{
+	int zero = 0;
+
+	if (atomic_compare_exchange_strong(&s->status, &zero, err))
+		snprintf(s->errmsg, sizeof(s->errmsg), "%s", pypto_errmsg());
+	atomic_store_explicit(&s->finished, true, memory_order_release);
+	ec_notify(&s->ec, INT_MAX);
+}
+
+static uint64_t xorshift(uint64_t *st)
+{
+	uint64_t v = *st;
+
+	v ^= v << 13;
+	v ^= v >> 7;
+	v ^= v << 17;
+	*st = v;
+	return v;
+}
+
+static inline uint32_t tile_id(struct sched *s, struct pypto_tile *t)
+{
+	return (uint32_t)(t - s->g->tiles);
+}
+
+/* A worker of the tile's device, preferring one that is idle. */
+static struct worker *pick_worker(struct sched *s, int32_t dev)
+{
+	uint32_t per = (s->nw - (uint32_t)dev + s->ndev - 1) / s->ndev;
+	uint32_t start = atomic_fetch_add_explicit(&s->dev_rr[dev], 1,
+						   memory_order_relaxed);
+	uint32_t k;
+
+	for (k = 0; k < per; k++) {
+		struct worker *w = &s->w[dev + ((start + k) % per) * s->ndev];
+
+		if (atomic_load_explicit(&w->idle, memory_order_relaxed))
+			return w;
+	}
+	return &s->w[dev + (start % per) * s->ndev];
+}
+
+static void round_add_tile(struct worker *w, struct pypto_tile *t);
+
+/*
+ * t's inputs are all done.  A worker keeps tiles of its own device (in
+ * its deque; transfers straight into its round), others go to an inbox of
+ * their device; then a sleeping worker may take or steal it.
+ */
+static void make_ready(struct sched *s, struct worker *self,
+		       struct pypto_tile *t)
+{
+	if (self && t->kind == PYPTO_TRANSFER) {
+		round_add_tile(self, t);
+		return;
+	}
+	if (self && t->device == self->device) {
+		if (pypto_deque_push(&self->dq, tile_id(s, t))) {
+			sched_fail(s, pypto__fail(PYPTO_ERR_NOMEM,
+						  "deque of worker %u",
+						  self->id));
+			return;
+		}
+		ec_notify(&s->ec, 1);
+		return;
+	}
+	{
+		struct worker *w = pick_worker(s, t->device);
+
+		hcomm_mpsc_push(&w->inbox, &t->qnode);
+		/*
+		 * Wake everyone: only w can take it out of its inbox, and a
+		 * single wake-up might go to another sleeper.
+		 */
+		ec_notify(&s->ec, INT_MAX);
+	}
+}
+
+static void tile_done(struct sched *s, struct worker *self,
+		      struct pypto_tile *t)
+{
+	uint32_t i;
+
+	for (i = 0; i < t->nconsumers; i++) {
+		struct pypto_tile *c = &s->g->tiles[t->consumers[i]];
+
+		if (atomic_fetch_sub_explicit(&c->input_deps, 1,
+					      memory_order_acq_rel) == 1)
+			make_ready(s, self, c);
+	}
+	if (atomic_fetch_add_explicit(&s->ndone, 1, memory_order_acq_rel) + 1 ==
+	    s->g->n) {
+		atomic_store_explicit(&s->finished, true, memory_order_release);
+		ec_notify(&s->ec, INT_MAX);
+	}
+}
+
+/* ---- transfers ---------------------------------------------------------- */
+
+static struct round *round_new(struct sched *s)
+{
+	uint32_t cap = s->cfg->batch_max;
+	struct round *rd;
+	size_t sz = sizeof(*rd) + cap * (sizeof(struct pypto_tile *) +
+					 sizeof(struct hcomm_xfer_desc) +
+					 sizeof(struct hcomm_request));
+
+	rd = malloc(sz);
+	if (!rd)
+		return NULL;
+	rd->n = 0;
+	rd->cap = cap;
+	rd->s = s;
+	/* Requests first: they hold 64-bit fields; descriptors are 48 B. */
+	rd->hr = (struct hcomm_request *)(rd + 1);
+	rd->d = (struct hcomm_xfer_desc *)(rd->hr + cap);
+	rd->tile = (struct pypto_tile **)(rd->d + cap);
+	return rd;
+}
+
+static void xfer_cb(struct hcomm_request *req, void *arg);
+
+/* Complete descriptor i of rd with status st (the transport failed it). */
+static void round_fail_desc(struct round *rd, uint32_t i, int st)
+{
+	struct hcomm_request *req = &rd->hr[i];
+
+	req->status = st;
+	req->bytes = 0;
+	req->done = 1;
+	xfer_cb(req, rd);
+}
+
+/* Send the worker's round, if any, as one batch. */
+static void round_flush(struct worker *w)
+{
+	struct round *rd = w->round;
+	struct sched *s = w->s;
+	uint32_t i, n;
+	int rc;
+
+	if (!rd || !rd->n)
+		return;
+	w->round = NULL;
+	n = rd->n;
+	atomic_store_explicit(&rd->left, n, memory_order_relaxed);
+	atomic_fetch_add_explicit(&s->inflight, n, memory_order_relaxed);
+	w->rounds++;
+	w->descs += n;
+	rc = s->x->ops->submit(s->x, rd->d, n, rd->hr);
+	if (rc < 0) {
+		/* Nothing went out: every descriptor fails (and may retry). */
+		for (i = 0; i < n; i++)
+			round_fail_desc(rd, i, -HCOMM_ERR_IO);
+	}
+}
+
+/* Append the descriptors of transfer tile t (all rows) to w's round. */
+static void round_add_tile(struct worker *w, struct pypto_tile *t)
+{
+	struct sched *s = w->s;
+	uint64_t now = pypto__now_ns();
+	uint32_t i, r;
+
+	w->n_transfer++;
+	t->t_issue_ns = now;
+	t->issue_worker = (uint16_t)w->id;
+	atomic_store_explicit(&t->xfer_failed, 0, memory_order_relaxed);
+	atomic_store_explicit(&t->xfer_pending, t->ndesc,
+			      memory_order_relaxed);
+	for (i = 0; i < t->nxf; i++) {
+		const struct pypto_xfer *xf = &t->xf[i];
+
+		for (r = 0; r < xf->rows; r++) {
+			struct hcomm_xfer_desc *d;
+			struct hcomm_request *req;
+			struct round *rd = w->round;
+
+			if (rd && rd->n == rd->cap) {
+				round_flush(w);
+				rd = NULL;
+			}
+			if (!rd) {
+				rd = round_new(s);
+				if (!rd) {
+					sched_fail(s, pypto__fail(PYPTO_ERR_NOMEM,
+								  "transfer round"));
+					return;
+				}
+				w->round = rd;
+			}
+			d = &rd->d[rd->n];
+			req = &rd->hr[rd->n];
+			rd->tile[rd->n] = t;
+			rd->n++;
+			d->op = xf->op == PYPTO_GET ? HCOMM_OP_GET :
+						      HCOMM_OP_PUT;
+			d->target = s->x->target;
+			d->target_off = xf->win_off + r * xf->win_stride;
+			d->local = (uint64_t)(uintptr_t)xf->local +
+				   r * xf->local_stride;
+			d->len = xf->row_bytes;
+			d->sig = 0;
+			d->reserved = 0;
+			d->value = 0;
+			memset(req, 0, sizeof(*req));
+			req->cb = xfer_cb;
+			req->cb_arg = rd;
+		}
+	}
+}
+
+/* The last descriptor of transfer tile t completed (any thread). */
+static void xfer_tile_done(struct sched *s, struct pypto_tile *t)
+{
+	uint64_t now = pypto__now_ns();
+	bool failed = atomic_load_explicit(&t->xfer_failed,
+					   memory_order_acquire);
+
+	atomic_fetch_add_explicit(&s->xfer_ns, now - t->t_issue_ns,
+				  memory_order_relaxed);
+	if (s->cfg->profile) {
+		struct pypto_evbuf *eb = pypto__ev_thread_buf(s->r);
+		struct pypto_event e = {
+			.t0_ns = t->t_issue_ns, .t1_ns = now,
+			.bytes = t->bytes, .tile = tile_id(s, t),
+			.worker = t->issue_worker,
+			.stage = PYPTO_STAGE_TRANSFER,
+			.attempt = (uint8_t)(t->attempt > 255 ? 255 : t->attempt),
+			.device = t->device,
+		};
+
+		if (eb)
+			pypto__ev_record(s->r, eb, &e);
+	}
+	if (!failed) {
+		atomic_fetch_add_explicit(&s->xfer_bytes, t->bytes,
+					  memory_order_relaxed);
+		tile_done(s, cur_worker, t);
+		return;
+	}
+	if (t->attempt >= s->cfg->max_retries) {
+		int st = atomic_load_explicit(&t->last_status,
+					      memory_order_relaxed);
+
+		sched_fail(s, pypto__fail(PYPTO_ERR_IO,
+					  "transfer tile %s failed %u times, last: %s",
+					  t->name, t->attempt + 1,
+					  hcomm_strerror(st)));
+		return;
+	}
+	t->attempt++;
+	atomic_fetch_add_explicit(&s->retries, 1, memory_order_relaxed);
+	/* Issue it again; its consumers keep waiting. */
+	make_ready(s, cur_worker, t);
+}
+
+static void xfer_cb(struct hcomm_request *req, void *arg)
+{
+	struct round *rd = arg;
+	struct sched *s = rd->s;
+	uint32_t i = (uint32_t)(req - rd->hr);
+	struct pypto_tile *t = rd->tile[i];
+	bool bad = req->status != 0;
+
+	if (!bad && pypto__xport_inject(s->x, &rd->d[i]))
+		bad = true;
+	if (bad) {
+		atomic_fetch_add_explicit(&s->failures, 1,
+					  memory_order_relaxed);
+		atomic_store_explicit(&t->last_status,
+				      req->status ? req->status : -HCOMM_ERR_IO,
+				      memory_order_relaxed);
+		atomic_store_explicit(&t->xfer_failed, 1,
+				      memory_order_release);
+	}
+	if (atomic_fetch_sub_explicit(&t->xfer_pending, 1,
+				      memory_order_acq_rel) == 1 &&
+	    !atomic_load_explicit(&s->finished, memory_order_acquire))
+		xfer_tile_done(s, t);
+	if (atomic_fetch_sub_explicit(&rd->left, 1, memory_order_acq_rel) == 1)
+		free(rd);
+	/* Last access to the run: pypto_run() waits for this to reach 0. */
+	atomic_fetch_sub_explicit(&s->inflight, 1, memory_order_release);
+}
+
+/* ---- workers ------------------------------------------------------------ */
+
+static void run_tile(struct worker *w, struct pypto_tile *t)
+{
+	struct sched *s = w->s;
+	struct pypto_exec ex = {
+		.tile = tile_id(s, t), .worker = w->id, .device = t->device,
+	};
+	uint64_t t0, t1;
+	int rc;
+
+	if (t->kind == PYPTO_TRANSFER) {
+		round_add_tile(w, t);
+		return;
+	}
+	/* The round so far goes out before this worker is busy. */
+	round_flush(w);
+	t0 = pypto__now_ns();
+	rc = t->fn(t->arg, &ex);
+	t1 = pypto__now_ns();
+	w->busy_ns += t1 - t0;
+	if (t->kind == PYPTO_COMPUTE) {
+		w->compute_ns += t1 - t0;
+		w->n_compute++;
+	} else {
+		w->host_ns += t1 - t0;
+		w->n_host++;
+	}
+	if (s->cfg->profile && w->eb) {
+		struct pypto_event e = {
+			.t0_ns = t0, .t1_ns = t1, .tile = ex.tile,
+			.worker = (uint16_t)w->id,
+			.stage = t->kind == PYPTO_COMPUTE ?
+				 PYPTO_STAGE_COMPUTE : PYPTO_STAGE_PREFETCH,
+			.device = t->device,
+		};
+
+		pypto__ev_record(s->r, w->eb, &e);
+	}
+	if (rc) {
+		sched_fail(s, pypto__fail(PYPTO_ERR_TASK,
+					  "tile %s returned %d", t->name, rc));
+		return;
+	}
+	tile_done(s, w, t);
+}
+
+static void drain_inbox(struct worker *w)
+{
+	struct hcomm_mpsc_node *n;
+
+	while ((n = hcomm_mpsc_pop(&w->inbox))) {
+		struct pypto_tile *t = (struct pypto_tile *)(void *)
+			((char *)n - offsetof(struct pypto_tile, qnode));
+
+		if (pypto_deque_push(&w->dq, tile_id(w->s, t)))
+			sched_fail(w->s, pypto__fail(PYPTO_ERR_NOMEM,
+						     "deque of worker %u",
+						     w->id));
+	}
+}
+
+/* Steal one tile: own device's workers first, then anyone. */
+static bool steal(struct worker *w, uintptr_t *v)
+{
+	struct sched *s = w->s;
+	uint32_t k, tries;
+
+	if (s->nw == 1)
+		return false;
+	for (tries = 0; tries < 2 * s->nw; tries++) {
+		struct worker *victim;
+		int rc;
+
+		if (tries < s->nw / s->ndev) {
+			uint32_t per = (s->nw - (uint32_t)w->device +
+					s->ndev - 1) / s->ndev;
+
+			k = (uint32_t)(xorshift(&w->rng) % per);
+			victim = &s->w[w->device + k * s->ndev];
+		} else {
+			victim = &s->w[xorshift(&w->rng) % s->nw];
+		}
+		if (victim == w)
+			continue;
+		w->steal_attempts++;
+		do {
+			rc = pypto_deque_steal(&victim->dq, v);
+		} while (rc < 0);
+		if (rc > 0) {
+			w->steals++;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Anything visible anywhere?  (A sleeping worker's last look.) */
+static bool work_visible(struct worker *w)
+{
+	struct sched *s = w->s;
+	uint32_t i;
+
+	if (!hcomm_mpsc_empty(&w->inbox))
+		return true;
+	for (i = 0; i < s->nw; i++)
+		if (pypto_deque_size(&s->w[i].dq))
+			return true;
+	return false;
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct sched *s = w->s;
+	uintptr_t v;
+
+	cur_worker = w;
+	w->eb = s->cfg->profile ? pypto__ev_thread_buf(s->r) : NULL;
+	for (;;) {
+		uint32_t key;
+
+		if (atomic_load_explicit(&s->finished, memory_order_acquire))
+			break;
+		drain_inbox(w);
+		if (pypto_deque_take(&w->dq, &v)) {
+			run_tile(w, &s->g->tiles[v]);
+			continue;
+		}
+		round_flush(w);
+		if (steal(w, &v)) {
+			run_tile(w, &s->g->tiles[v]);
+			continue;
+		}
+		atomic_store_explicit(&w->idle, true, memory_order_relaxed);
+		key = ec_prepare(&s->ec);
+		if (atomic_load_explicit(&s->finished, memory_order_acquire) ||
+		    work_visible(w)) {
+			ec_cancel(&s->ec);
+		} else {
+			w->parks++;
+			ec_wait(&s->ec, key);
+		}
+		atomic_store_explicit(&w->idle, false, memory_order_relaxed);
+	}
+	round_flush(w);
+	cur_worker = NULL;
+	return NULL;
+}
+
+/* ---- pypto_run ---------------------------------------------------------- */
+
+static void collect_stats(struct sched *s, struct pypto_stats *st)
+{
+	uint32_t i;
+
+	st->workers = s->nw;
+	st->devices = s->ndev;
+	st->tiles = s->g->n;
+	for (i = 0; i < s->nw; i++) {
+		struct worker *w = &s->w[i];
+
+		st->tiles_compute += w->n_compute;
+		st->tiles_host += w->n_host;
+		st->tiles_transfer += w->n_transfer;
+		st->steals += w->steals;
+		st->steal_attempts += w->steal_attempts;
+		st->parks += w->parks;
+		st->rounds += w->rounds;
+		st->descs += w->descs;
+		st->compute_ns += w->compute_ns;
+		st->host_ns += w->host_ns;
+		s->r->worker_busy_ns[i] = w->busy_ns;
+	}
+	st->xfer_ns = atomic_load(&s->xfer_ns);
+	st->xfer_bytes = atomic_load(&s->xfer_bytes);
+	st->xfer_retries = atomic_load(&s->retries);
+	st->xfer_failures = atomic_load(&s->failures);
+}
+
+/* Every transport callback has finished with the run. */
+static void wait_inflight(struct sched *s)
+{
+	struct timespec ts = { 0, 50000 };
+
+	while (atomic_load_explicit(&s->inflight, memory_order_acquire))
+		nanosleep(&ts, NULL);
+}
+
+static int run_workers(struct sched *s)
+{
+	uint32_t i, started = 0;
+	int rc = 0;
+
+	for (i = 0; i < s->nw; i++) {
+		rc = pthread_create(&s->w[i].thread, NULL, worker_main,
+				    &s->w[i]);
+		if (rc) {
+			rc = pypto__fail(PYPTO_ERR_SYS, "pthread_create: %s",
+					 strerror(rc));
+			sched_fail(s, rc);
+			break;
+		}
+		started++;
+	}
+	for (i = 0; i < started; i++)
+		pthread_join(s->w[i].thread, NULL);
+	return rc;
+}
+
+static int check_graph(struct pypto_graph *g, struct pypto_xport *x)
+{
+	uint32_t i;
+
+	for (i = 0; i < g->n; i++) {
+		if (g->tiles[i].kind != PYPTO_TRANSFER)
+			continue;
+		if (!x)
+			return pypto__fail(PYPTO_ERR_INVAL,
+					   "tile %s is a transfer but no transport was given",
+					   g->tiles[i].name);
+		if (g->tiles[i].ndesc == 0)
+			return pypto__fail(PYPTO_ERR_INVAL,
+					   "transfer tile %s has no rows",
+					   g->tiles[i].name);
+	}
+	return 0;
+}
+
+static void sched_free(struct sched *s)
+{
+	uint32_t i;
+
+	if (s->w) {
+		for (i = 0; i < s->nw; i++) {
+			free(s->w[i].round);
+			pypto_deque_destroy(&s->w[i].dq);
+		}
+	}
+	free(s->w);
+	free(s->dev_rr);
+}
+
+PYPTO_EXPORT int pypto_run(struct pypto_graph *g, const struct pypto_config *ucfg,
+			   struct pypto_xport *x, struct pypto_run **out)
+{
+	struct pypto_config cfg;
+	struct pypto_run *r;
+	struct sched s;
+	const char *trace;
+	bool ran = false;
+	uint32_t i, rr = 0;
+	int rc;
+
+	if (out)
+		*out = NULL;
+	if (!g)
+		return pypto__fail(PYPTO_ERR_INVAL, "graph is NULL");
+	if (ucfg) {
+		cfg = *ucfg;
+	} else {
+		pypto_config_default(&cfg);
+		rc = pypto_config_from_env(&cfg);
+		if (rc)
+			return rc;
+	}
+	if (!cfg.workers || cfg.workers > 1024 || !cfg.devices ||
+	    cfg.devices > cfg.workers || !cfg.batch_max || cfg.batch_max > 65536)
+		return pypto__fail(PYPTO_ERR_INVAL,
+				   "config: workers %u (1..1024), devices %u (1..workers), batch_max %u (1..65536)",
+				   cfg.workers, cfg.devices, cfg.batch_max);
+	rc = check_graph(g, x);
+	if (rc)
+		return rc;
+	rc = pypto__graph_prepare(g, cfg.devices);
+	if (rc)
+		return rc;
+
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return pypto__fail(PYPTO_ERR_NOMEM, "run");
+	r->g = g;
+	r->cfg = cfg;
+	r->xport_name = pypto_xport_name(x);
+	r->worker_busy_ns = calloc(cfg.workers, sizeof(uint64_t));
+	memset(&s, 0, sizeof(s));
+	s.g = g;
+	s.r = r;
+	s.x = x;
+	s.cfg = &r->cfg;
+	s.nw = cfg.workers;
+	s.ndev = cfg.devices;
+	s.w = aligned_alloc(PYPTO_CACHELINE, sizeof(*s.w) * s.nw);
+	s.dev_rr = calloc(s.ndev, sizeof(*s.dev_rr));
+	if (!r->worker_busy_ns || !s.w || !s.dev_rr) {
+		free(s.w);
+		s.w = NULL;
+		rc = pypto__fail(PYPTO_ERR_NOMEM, "workers");
+		goto out;
+	}
+	memset(s.w, 0, sizeof(*s.w) * s.nw);
+	for (i = 0; i < s.nw; i++) {
+		struct worker *w = &s.w[i];
+
+		w->s = &s;
+		w->id = i;
+		w->device = (int32_t)(i % s.ndev);
+		w->rng = (cfg.seed ? cfg.seed : 1) * 0x9e3779b97f4a7c15ULL +
+			 i + 1;
+		hcomm_mpsc_init(&w->inbox);
+		if (pypto_deque_init(&w->dq, 8)) {
+			while (i--)
+				pypto_deque_destroy(&s.w[i].dq);
+			free(s.w);
+			s.w = NULL;
+			rc = pypto__fail(PYPTO_ERR_NOMEM, "deques");
+			goto out;
+		}
+	}
+
+	/* Reset the runtime fields and seed the roots, spread per device. */
+	for (i = 0; i < g->n; i++) {
+		struct pypto_tile *t = &g->tiles[i];
+
+		atomic_store(&t->input_deps, t->ndeps);
+		atomic_store(&t->xfer_pending, 0);
+		atomic_store(&t->xfer_failed, 0);
+		t->attempt = 0;
+		t->t_issue_ns = 0;
+	}
+	r->t0_ns = pypto__now_ns();
+	for (i = 0; i < g->n; i++) {
+		struct pypto_tile *t = &g->tiles[i];
+		uint32_t per, k;
+
+		if (t->ndeps)
+			continue;
+		per = (s.nw - (uint32_t)t->device + s.ndev - 1) / s.ndev;
+		k = (uint32_t)t->device + (rr++ % per) * s.ndev;
+		if (pypto_deque_push(&s.w[k].dq, i)) {
+			rc = pypto__fail(PYPTO_ERR_NOMEM, "deque");
+			goto out;
+		}
+	}
+	if (!g->n)
+		atomic_store(&s.finished, true);
+	ran = true;
+	rc = run_workers(&s);
+	wait_inflight(&s);
+	r->st.wall_ns = pypto__now_ns() - r->t0_ns;
+	if (!rc && atomic_load(&s.status))
+		rc = pypto__fail(-atomic_load(&s.status), "%s", s.errmsg);
+	if (!rc && atomic_load(&s.ndone) != g->n)
+		rc = pypto__fail(PYPTO_ERR_INVAL,
+				 "run ended with %u of %u tiles done",
+				 atomic_load(&s.ndone), g->n);
+	collect_stats(&s, &r->st);
+	r->st.analysis = g->analysis;
+	if (pypto__run_finish_events(r) && !rc)
+		rc = pypto__fail(PYPTO_ERR_NOMEM, "events");
+	r->status = rc;
+	trace = getenv("PYPTO_TRACE");
+	if (trace && *trace)
+		pypto_run_write_trace(r, trace);
+out:
+	sched_free(&s);
+	if (!ran) {
+		/* Failed before starting: no record to hand out. */
+		pypto_run_free(r);
+		return rc;
+	}
+	if (out)
+		*out = r;
+	else
+		pypto_run_free(r);
+	return rc;
+}
+
+PYPTO_EXPORT const struct pypto_stats *pypto_run_stats(const struct pypto_run *r)
+{
+	return r ? &r->st : NULL;
+}
+
+PYPTO_EXPORT void pypto_run_free(struct pypto_run *r)
+{
+	if (!r)
+		return;
+	pypto__run_free_events(r);
+	free(r->worker_busy_ns);
+	free(r);
+}

@@ -1,0 +1,408 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Host tests of the scheduler: dependency order on wide, chain and random
+ * graphs, every tile exactly once, failures, re-runs, transfer tiles and
+ * the tiled GEMM checked against one big cblas_sgemm.  Transfers go
+ * through the memcpy test double (the real transport needs /dev/hcomm and
+ * is tested in the VM: pypto/tests/vm).
+ */
+#define _GNU_SOURCE
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cblas.h>
+
+#include "pypto_int.h"
+#include "tap.h"
+
+static _Atomic uint64_t seq;
+
+struct node {
+	_Atomic uint32_t runs;
+	uint64_t at;			/* global order it ran in */
+	int32_t device;			/* pypto_exec's */
+	int fail;
+};
+
+static int node_fn(void *arg, const struct pypto_exec *ex)
+{
+	struct node *n = arg;
+
+	atomic_fetch_add(&n->runs, 1);
+	n->at = atomic_fetch_add(&seq, 1);
+	n->device = ex->device;
+	return n->fail;
+}
+
+static struct pypto_config cfg_of(uint32_t workers, uint32_t devices)
+{
+	struct pypto_config c;
+
+	pypto_config_default(&c);
+	c.workers = workers;
+	c.devices = devices;
+	return c;
+}
+
+static uint64_t rnd_state = 88172645463325252ULL;
+
+static uint64_t rnd(void)
+{
+	rnd_state ^= rnd_state << 13;
+	rnd_state ^= rnd_state >> 7;
+	rnd_state ^= rnd_state << 17;
+	return rnd_state;
+}
+
+/* Random DAG: edges only from lower to higher ids. */
+static void test_random_dag(uint32_t n, uint32_t workers, uint32_t devices)
+{
+	struct pypto_config c = cfg_of(workers, devices);
+	struct node *nodes = calloc(n, sizeof(*nodes));
+	uint32_t (*edges)[2] = calloc((size_t)n * 3, sizeof(*edges));
+	struct pypto_graph *g;
+	struct pypto_run *r = NULL;
+	uint32_t i, ne = 0, once = 0, order = 0, placed = 0;
+	int rc;
+
+	pypto_graph_create(&g);
+	for (i = 0; i < n; i++)
+		pypto_add_compute(g, NULL, node_fn, &nodes[i],
+				  (rnd() & 3) ? PYPTO_ANY_DEVICE :
+				  (int)(rnd() % devices));
+	for (i = 1; i < n; i++) {
+		uint32_t e, deg = (uint32_t)(rnd() % 4);
+
+		for (e = 0; e < deg; e++) {
+			uint32_t from = (uint32_t)(rnd() % i);
+
+			pypto_add_dep(g, from, i);
+			edges[ne][0] = from;
+			edges[ne][1] = i;
+			ne++;
+		}
+	}
+	rc = pypto_run(g, &c, NULL, &r);
+	for (i = 0; i < n; i++) {
+		once += atomic_load(&nodes[i].runs) == 1;
+		placed += nodes[i].device == g->tiles[i].device;
+	}
+	for (i = 0; i < ne; i++)
+		order += nodes[edges[i][0]].at < nodes[edges[i][1]].at;
+	ok(rc == 0 && once == n && order == ne && placed == n,
+	   "random DAG %u tiles %u edges, %u workers %u devices: rc %d, once %u, ordered %u, device %u",
+	   n, ne, workers, devices, rc, once, order, placed);
+	ok(r && r->st.tiles_compute == n && r->st.events == n,
+	   "  stats: %llu compute tiles, %llu events, %llu steals, %llu parks",
+	   r ? (unsigned long long)r->st.tiles_compute : 0,
+	   r ? (unsigned long long)r->st.events : 0,
+	   r ? (unsigned long long)r->st.steals : 0,
+	   r ? (unsigned long long)r->st.parks : 0);
+	pypto_run_free(r);
+	pypto_graph_destroy(g);
+	free(nodes);
+	free(edges);
+}
+
+static void test_wide_and_chain(uint32_t workers)
+{
+	struct pypto_config c = cfg_of(workers, 1);
+	uint32_t n = 100000, i, once = 0, ordered = 0;
+	struct node *nodes = calloc(n + 2, sizeof(*nodes));
+	struct pypto_graph *g;
+	int rc, src, snk;
+
+	/* 1 -> n -> 1 */
+	pypto_graph_create(&g);
+	src = pypto_add_compute(g, "src", node_fn, &nodes[n], -1);
+	snk = pypto_add_compute(g, "sink", node_fn, &nodes[n + 1], -1);
+	for (i = 0; i < n; i++) {
+		int t = pypto_add_compute(g, NULL, node_fn, &nodes[i], -1);
+
+		pypto_add_dep(g, (uint32_t)src, (uint32_t)t);
+		pypto_add_dep(g, (uint32_t)t, (uint32_t)snk);
+	}
+	rc = pypto_run(g, &c, NULL, NULL);
+	for (i = 0; i < n; i++) {
+		once += atomic_load(&nodes[i].runs) == 1;
+		ordered += nodes[i].at > nodes[n].at &&
+			   nodes[i].at < nodes[n + 1].at;
+	}
+	ok(rc == 0 && once == n && ordered == n,
+	   "wide 1 -> %u -> 1 on %u workers: rc %d, once %u, between source and sink %u",
+	   n, workers, rc, once, ordered);
+	/* Again: a graph can run twice. */
+	for (i = 0; i < n + 2; i++)
+		atomic_store(&nodes[i].runs, 0);
+	rc = pypto_run(g, &c, NULL, NULL);
+	for (once = 0, i = 0; i < n + 2; i++)
+		once += atomic_load(&nodes[i].runs) == 1;
+	ok(rc == 0 && once == n + 2, "same graph run twice: rc %d, once %u",
+	   rc, once);
+	pypto_graph_destroy(g);
+
+	/* chain */
+	n = 20000;
+	memset(nodes, 0, (n + 2) * sizeof(*nodes));
+	pypto_graph_create(&g);
+	for (i = 0; i < n; i++) {
+		pypto_add_compute(g, NULL, node_fn, &nodes[i], -1);
+		if (i)
+			pypto_add_dep(g, i - 1, i);
+	}
+	rc = pypto_run(g, &c, NULL, NULL);
+	for (ordered = 0, i = 1; i < n; i++)
+		ordered += nodes[i].at == nodes[i - 1].at + 1;
+	ok(rc == 0 && ordered == n - 1,
+	   "chain of %u on %u workers runs in order: rc %d, %u in order", n,
+	   workers, rc, ordered);
+	pypto_graph_destroy(g);
+	free(nodes);
+}
+
+static void test_errors(void)
+{
+	struct pypto_config c = cfg_of(2, 1);
+	struct node nodes[8] = { 0 };
+	struct pypto_graph *g;
+	struct pypto_run *r = NULL;
+	struct pypto_xfer x = { .op = PYPTO_PUT, .rows = 1, .row_bytes = 8,
+				.local = nodes };
+	uint32_t i;
+	int rc;
+
+	/* A failing tile stops the run; its consumers never run. */
+	pypto_graph_create(&g);
+	for (i = 0; i < 8; i++) {
+		pypto_add_compute(g, i == 3 ? "bad" : NULL, node_fn, &nodes[i],
+				  -1);
+		if (i)
+			pypto_add_dep(g, i - 1, i);
+	}
+	nodes[3].fail = 7;
+	rc = pypto_run(g, &c, NULL, &r);
+	ok(rc == -PYPTO_ERR_TASK && strstr(pypto_errmsg(), "bad") &&
+	   atomic_load(&nodes[4].runs) == 0 && r && r->status == rc,
+	   "failing tile: rc %d (%s), consumer ran %u times", rc,
+	   pypto_errmsg(), atomic_load(&nodes[4].runs));
+	pypto_run_free(r);
+
+	/* A cycle is PYPTO_DEADLOCK before anything runs. */
+	nodes[3].fail = 0;
+	memset(nodes, 0, sizeof(nodes));
+	pypto_add_dep(g, 7, 2);
+	rc = pypto_run(g, &c, NULL, &r);
+	ok(rc == -PYPTO_DEADLOCK && !r && atomic_load(&nodes[0].runs) == 0,
+	   "cycle: rc %d (%s), nothing ran", rc, pypto_errmsg());
+	pypto_graph_destroy(g);
+
+	/* Transfer tile without a transport. */
+	pypto_graph_create(&g);
+	pypto_add_transfer(g, "x", &x, 1, -1);
+	rc = pypto_run(g, &c, NULL, NULL);
+	ok(rc == -PYPTO_ERR_INVAL, "transfer without transport: %d (%s)", rc,
+	   pypto_errmsg());
+	pypto_graph_destroy(g);
+
+	c.devices = 3;
+	pypto_graph_create(&g);
+	rc = pypto_run(g, &c, NULL, NULL);
+	ok(rc == -PYPTO_ERR_INVAL, "devices > workers: %d (%s)", rc,
+	   pypto_errmsg());
+	c = cfg_of(2, 1);
+	rc = pypto_run(g, &c, NULL, &r);
+	ok(rc == 0 && r && r->st.tiles == 0, "empty graph: %d", rc);
+	pypto_run_free(r);
+	ok(pypto_run(NULL, &c, NULL, NULL) == -PYPTO_ERR_INVAL, "NULL graph");
+	pypto_graph_destroy(g);
+}
+
+/* Strided scatter/gather through the double, with injected failures. */
+static void test_transfers(uint64_t inject)
+{
+	struct pypto_config c = cfg_of(2, 2);
+	enum { ROWS = 64, COLS = 100, LD = 128 };
+	uint8_t *host = malloc(ROWS * LD), *back = calloc(ROWS, LD);
+	uint8_t *win = calloc(ROWS, COLS);
+	struct pypto_xport *x;
+	struct pypto_graph *g;
+	struct pypto_run *r = NULL;
+	uint32_t i, bad = 0;
+	int rc, t, u;
+
+	for (i = 0; i < ROWS * LD; i++)
+		host[i] = (uint8_t)(i * 7 + 3);
+	pypto_xport_memcpy(&x, win, ROWS * COLS);
+	/* At most 3 failures: within max_retries even if one tile gets all. */
+	if (inject)
+		pypto_xport_inject_failure(x, inject, 3);
+	c.batch_max = 16;	/* rows span several rounds */
+	pypto_graph_create(&g);
+	{
+		struct pypto_xfer put = {
+			.op = PYPTO_PUT, .rows = ROWS, .row_bytes = COLS,
+			.local = host, .local_stride = LD, .win_off = 0,
+			.win_stride = COLS,
+		};
+		struct pypto_xfer get = put;
+
+		get.op = PYPTO_GET;
+		get.local = back;
+		t = pypto_add_transfer(g, "put", &put, 1, 0);
+		u = pypto_add_transfer(g, "get", &get, 1, 1);
+		pypto_add_dep(g, (uint32_t)t, (uint32_t)u);
+	}
+	rc = pypto_run(g, &c, x, &r);
+	for (i = 0; i < ROWS * LD; i++)
+		bad += (i % LD < COLS) ? back[i] != host[i] : back[i] != 0;
+	ok(rc == 0 && bad == 0 && r && r->st.rounds >= 8 &&
+	   r->st.descs == 2 * ROWS + r->st.xfer_retries * ROWS,
+	   "strided put then get, 16 rows per round%s: rc %d, %u bad bytes, %llu rounds, %llu descs, %llu retries",
+	   inject ? ", every 5th descriptor failing" : "", rc, bad,
+	   r ? (unsigned long long)r->st.rounds : 0,
+	   r ? (unsigned long long)r->st.descs : 0,
+	   r ? (unsigned long long)r->st.xfer_retries : 0);
+	if (inject)
+		ok(r && r->st.xfer_retries > 0 && r->st.xfer_failures > 0,
+		   "  failures seen %llu, tiles re-issued %llu",
+		   r ? (unsigned long long)r->st.xfer_failures : 0,
+		   r ? (unsigned long long)r->st.xfer_retries : 0);
+	pypto_run_free(r);
+	pypto_graph_destroy(g);
+
+	/* Out of the window: fails every retry, then the run fails. */
+	pypto_graph_create(&g);
+	{
+		struct pypto_xfer put = { .op = PYPTO_PUT, .rows = 1,
+					  .row_bytes = 16, .local = host,
+					  .win_off = ROWS * COLS - 8 };
+
+		pypto_add_transfer(g, "beyond", &put, 1, -1);
+	}
+	pypto_xport_inject_failure(x, 0, 0);
+	rc = pypto_run(g, &c, x, &r);
+	ok(rc == -PYPTO_ERR_IO && r && r->st.xfer_retries == c.max_retries &&
+	   strstr(pypto_errmsg(), "beyond"),
+	   "transfer beyond the window: rc %d (%s), %llu retries", rc,
+	   pypto_errmsg(), r ? (unsigned long long)r->st.xfer_retries : 0);
+	pypto_run_free(r);
+	pypto_graph_destroy(g);
+	pypto_xport_destroy(x);
+	free(host);
+	free(back);
+	free(win);
+}
+
+static void fill(float *p, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		p[i] = (float)((int64_t)(rnd() % 2001) - 1000) / 1000.0f;
+}
+
+static void test_gemm(uint32_t m, uint32_t n, uint32_t k, uint32_t ts,
+		      uint32_t devices, int db, uint32_t depth, float beta,
+		      uint64_t inject)
+{
+	struct pypto_config c = cfg_of(2, devices);
+	uint32_t lda = k + 3, ldb = n + 1, ldc = n + 5;
+	float *a = malloc(sizeof(float) * m * lda);
+	float *b = malloc(sizeof(float) * k * ldb);
+	float *cc = malloc(sizeof(float) * m * ldc);
+	float *ref = malloc(sizeof(float) * m * ldc);
+	struct pypto_gemm_args ga = {
+		.m = m, .n = n, .k = k, .alpha = 1.5f, .beta = beta,
+		.a = a, .lda = lda, .b = b, .ldb = ldb, .c = cc, .ldc = ldc,
+	};
+	struct pypto_gemm *gm = NULL;
+	struct pypto_xport *x = NULL;
+	struct pypto_graph *g;
+	struct pypto_run *r = NULL;
+	uint64_t bytes = 0;
+	double err = 0;
+	void *dev = NULL;
+	uint32_t i, j;
+	int rc;
+
+	c.tile_size = ts;
+	c.double_buffering = db;
+	c.prefetch_depth = depth;
+	fill(a, (size_t)m * lda);
+	fill(b, (size_t)k * ldb);
+	fill(cc, (size_t)m * ldc);
+	memcpy(ref, cc, sizeof(float) * m * ldc);
+	openblas_set_num_threads(2);
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n,
+		    (int)k, 1.5f, a, (int)lda, b, (int)ldb, beta, ref,
+		    (int)ldc);
+	rc = pypto_gemm_device_bytes(&ga, &c, &bytes);
+	if (!rc && posix_memalign(&dev, 4096, bytes))
+		rc = -1;
+	if (!rc)
+		rc = pypto_xport_memcpy(&x, dev, bytes);
+	if (!rc && inject) {
+		/* Bounded: a 48-row C tile would fail every attempt. */
+		pypto_xport_inject_failure(x, inject, 15);
+		c.max_retries = 100;
+	}
+	pypto_graph_create(&g);
+	if (!rc)
+		rc = pypto_gemm_build(g, &ga, &c, dev, &gm);
+	if (!rc)
+		rc = pypto_run(g, &c, x, &r);
+	for (i = 0; i < m; i++)
+		for (j = 0; j < ldc; j++) {
+			double d = fabs((double)cc[i * ldc + j] -
+					ref[i * ldc + j]);
+
+			if (j >= n)	/* outside C: untouched */
+				d = cc[i * ldc + j] != ref[i * ldc + j];
+			if (d > err)
+				err = d;
+		}
+	ok(rc == 0 && err < 1e-3 * k,
+	   "gemm %ux%ux%u tile %u, %u devices, double buffering %d, prefetch %u, beta %g%s: rc %d, max err %.2g, %u tiles, %llu rounds, overlap %.2f",
+	   m, n, k, ts, devices, db, depth, beta,
+	   inject ? ", injected failures" : "", rc, err,
+	   pypto_graph_tiles(g), r ? (unsigned long long)r->st.rounds : 0,
+	   r ? r->st.overlap_eff : 0);
+	if (inject)
+		ok(r && r->st.xfer_retries > 0, "  %llu transfer tiles re-issued",
+		   r ? (unsigned long long)r->st.xfer_retries : 0);
+	pypto_run_free(r);
+	pypto_gemm_free(gm);
+	pypto_graph_destroy(g);
+	pypto_xport_destroy(x);
+	free(dev);
+	free(a);
+	free(b);
+	free(cc);
+	free(ref);
+}
+
+int main(void)
+{
+	uint32_t d;
+
+	test_random_dag(5000, 1, 1);
+	test_random_dag(20000, 2, 1);
+	test_random_dag(20000, 4, 2);
+	test_random_dag(20000, 8, 3);
+	test_wide_and_chain(2);
+	test_wide_and_chain(4);
+	test_errors();
+	test_transfers(0);
+	test_transfers(5);
+	test_gemm(256, 256, 256, 64, 1, 1, 2, 0.0f, 0);
+	test_gemm(200, 130, 170, 64, 2, 1, 2, 1.0f, 0);
+	test_gemm(200, 130, 170, 64, 2, 0, 2, 1.0f, 0);
+	for (d = 1; d <= 8; d *= 2)
+		test_gemm(192, 192, 320, 32, 1, 1, d, 0.5f, 0);
+	test_gemm(192, 192, 192, 48, 2, 1, 3, 1.0f, 7);
+	test_gemm(1, 1, 1, 16, 1, 1, 1, 1.0f, 0);
+	test_gemm(300, 20, 500, 256, 1, 1, 1, 0.0f, 0);
+	return tap_done("pypto-sched");
+}

@@ -1,0 +1,309 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Transports of libpypto: libhcomm (the real one) and a host memcpy test
+ * double, plus failure injection shared by both.
+ *
+ * The scheduler hands a transport one batch of descriptors per scheduling
+ * round, with a contiguous array of caller-owned hcomm requests whose
+ * callbacks report each descriptor's completion from whatever thread the
+ * transport completes in.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pypto_int.h"
+
+#define POISON_BYTE	0xa5
+
+/* ---- failure injection ---------------------------------------------- */
+
+static int parse_inject(struct pypto_xport *x)
+{
+	const char *s = getenv("PYPTO_INJECT_XFER_FAIL");
+	unsigned long long every, count = 0;
+	char *end;
+
+	if (!s || !*s)
+		return 0;
+	errno = 0;
+	every = strtoull(s, &end, 10);
+	if (!errno && *end == ':' && end[1] >= '0' && end[1] <= '9')
+		count = strtoull(end + 1, &end, 10);
+	if (errno || *end || s[0] == '-' || s[0] == '+')
+		return pypto__fail(PYPTO_ERR_INVAL,
+				   "PYPTO_INJECT_XFER_FAIL=\"%s\": expected N or N:COUNT",
+				   s);
+	x->inj_every = every;
+	x->inj_max = count;
+	return 0;
+}
+
+PYPTO_EXPORT int pypto_xport_inject_failure(struct pypto_xport *x, uint64_t n,
+					    uint64_t count)
+{
+	if (!x)
+		return pypto__fail(PYPTO_ERR_INVAL, "transport is NULL");
+	x->inj_every = n;
+	x->inj_max = count;
+	atomic_store(&x->inj_seen, 0);
+	atomic_store(&x->inj_done, 0);
+	return 0;
+}
+
+bool pypto__xport_inject(struct pypto_xport *x, const struct hcomm_xfer_desc *d)
+{
+	uint64_t seen, done;
+	void *dst = NULL;
+
+	if (!x->inj_every)
+		return false;
+	seen = atomic_fetch_add_explicit(&x->inj_seen, 1,
+					 memory_order_relaxed) + 1;
+	if (seen % x->inj_every)
+		return false;
+	done = atomic_fetch_add_explicit(&x->inj_done, 1, memory_order_relaxed);
+	if (x->inj_max && done >= x->inj_max)
+		return false;
+	/*
+	 * Poison what the descriptor wrote, so that a result is only right
+	 * if the scheduler really moves the data again.
+	 */
+	if (d->op == HCOMM_OP_GET)
+		dst = (void *)(uintptr_t)d->local;
+	else if (x->local_base && d->target_off + d->len <= x->win_len)
+		dst = (char *)x->local_base + d->target_off;
+	if (dst)
+		memset(dst, POISON_BYTE, d->len);
+	return true;
+}
+
+PYPTO_EXPORT const char *pypto_xport_name(const struct pypto_xport *x)
+{
+	return x ? x->ops->name : "none";
+}
+
+PYPTO_EXPORT void pypto_xport_destroy(struct pypto_xport *x)
+{
+	if (x)
+		x->ops->destroy(x);
+}
+
+/* ---- libhcomm --------------------------------------------------------- */
+
+struct xport_hcomm {
+	struct pypto_xport base;
+	struct hcomm_comm *comm;
+	struct hcomm_win *win;
+};
+
+static int hx_submit(struct pypto_xport *x, const struct hcomm_xfer_desc *d,
+		     unsigned int n, struct hcomm_request *reqs)
+{
+	struct xport_hcomm *hx = (struct xport_hcomm *)x;
+	int rc = hcomm_batch(hx->win, d, n, reqs);
+
+	if (rc < 0)
+		return pypto__fail(PYPTO_ERR_IO, "hcomm_batch of %u: %s (%s)",
+				   n, hcomm_strerror(rc), hcomm_errmsg());
+	return 0;
+}
+
+static void hx_destroy(struct pypto_xport *x)
+{
+	free(x);
+}
+
+static const struct pypto_xport_ops hcomm_ops = {
+	.name = "hcomm",
+	.submit = hx_submit,
+	.destroy = hx_destroy,
+};
+
+PYPTO_EXPORT int pypto_xport_hcomm(struct pypto_xport **out,
+				   struct hcomm_comm *comm,
+				   struct hcomm_win *win, int target,
+				   void *local_base)
+{
+	struct xport_hcomm *hx;
+	int rc;
+
+	if (!out || !comm || !win)
+		return pypto__fail(PYPTO_ERR_INVAL,
+				   "pypto_xport_hcomm: NULL argument");
+	*out = NULL;
+	if (target < 0 || target >= hcomm_comm_size(comm))
+		return pypto__fail(PYPTO_ERR_INVAL,
+				   "target rank %d outside 0..%d", target,
+				   hcomm_comm_size(comm) - 1);
+	hx = calloc(1, sizeof(*hx));
+	if (!hx)
+		return pypto__fail(PYPTO_ERR_NOMEM, "transport");
+	hx->base.ops = &hcomm_ops;
+	hx->base.target = target;
+	hx->base.local_base = local_base;
+	hx->base.win_len = hcomm_win_size(win, target);
+	hx->comm = comm;
+	hx->win = win;
+	rc = parse_inject(&hx->base);
+	if (rc)
+		goto fail;
+	/* Completions through libhcomm's lock-free queue and its thread. */
+	rc = hcomm_comm_set_cb_mode(comm, HCOMM_CB_THREAD);
+	if (rc < 0) {
+		rc = pypto__fail(PYPTO_ERR_IO, "hcomm_comm_set_cb_mode: %s",
+				 hcomm_strerror(rc));
+		goto fail;
+	}
+	*out = &hx->base;
+	return 0;
+fail:
+	free(hx);
+	return rc;
+}
+
+/* ---- memcpy test double ---------------------------------------------- */
+
+struct mc_batch {
+	struct hcomm_mpsc_node node;
+	unsigned int n;
+	struct hcomm_request *reqs;
+	struct hcomm_xfer_desc d[];
+};
+
+struct xport_memcpy {
+	struct pypto_xport base;
+	char *mem;
+	struct hcomm_mpsc q;
+	struct hcomm_ec ec;
+	atomic_bool stop;
+	pthread_t thread;
+};
+
+static void mc_run(struct xport_memcpy *mx, struct mc_batch *b)
+{
+	unsigned int i;
+
+	for (i = 0; i < b->n; i++) {
+		const struct hcomm_xfer_desc *d = &b->d[i];
+		struct hcomm_request *req = &b->reqs[i];
+		uint64_t end;
+		int st = 0;
+
+		if (__builtin_add_overflow(d->target_off, d->len, &end) ||
+		    end > mx->base.win_len) {
+			st = -HCOMM_ERR_INVAL;
+		} else if (d->op == HCOMM_OP_PUT) {
+			memcpy(mx->mem + d->target_off,
+			       (const void *)(uintptr_t)d->local, d->len);
+		} else if (d->op == HCOMM_OP_GET) {
+			memcpy((void *)(uintptr_t)d->local,
+			       mx->mem + d->target_off, d->len);
+		} else {
+			st = -HCOMM_ERR_INVAL;
+		}
+		req->status = st;
+		req->bytes = st ? 0 : d->len;
+		req->t_complete_ns = pypto__now_ns();
+		__atomic_store_n(&req->done, 1, __ATOMIC_RELEASE);
+		/* The request is the caller's once its callback runs. */
+		if (req->cb)
+			req->cb(req, req->cb_arg);
+	}
+	free(b);
+}
+
+static void *mc_thread(void *arg)
+{
+	struct xport_memcpy *mx = arg;
+	struct hcomm_mpsc_node *node;
+
+	for (;;) {
+		uint32_t key;
+
+		while ((node = hcomm_mpsc_pop(&mx->q)))
+			mc_run(mx, (struct mc_batch *)node);
+		key = hcomm_ec_prepare(&mx->ec);
+		if (!hcomm_mpsc_empty(&mx->q)) {
+			hcomm_ec_wait(&mx->ec, key, 0);
+			continue;
+		}
+		if (atomic_load(&mx->stop))
+			break;
+		hcomm_ec_wait(&mx->ec, key, -1);
+	}
+	return NULL;
+}
+
+static int mc_submit(struct pypto_xport *x, const struct hcomm_xfer_desc *d,
+		     unsigned int n, struct hcomm_request *reqs)
+{
+	struct xport_memcpy *mx = (struct xport_memcpy *)x;
+	struct mc_batch *b;
+
+	if (!n)
+		return 0;
+	b = malloc(sizeof(*b) + (size_t)n * sizeof(*d));
+	if (!b)
+		return pypto__fail(PYPTO_ERR_NOMEM, "memcpy batch of %u", n);
+	b->n = n;
+	b->reqs = reqs;
+	memcpy(b->d, d, (size_t)n * sizeof(*d));
+	hcomm_mpsc_push(&mx->q, &b->node);
+	hcomm_ec_notify(&mx->ec);
+	return 0;
+}
+
+static void mc_destroy(struct pypto_xport *x)
+{
+	struct xport_memcpy *mx = (struct xport_memcpy *)x;
+
+	/* Batches still queued are finished by the thread before it stops. */
+	atomic_store(&mx->stop, true);
+	hcomm_ec_notify(&mx->ec);
+	pthread_join(mx->thread, NULL);
+	free(mx);
+}
+
+static const struct pypto_xport_ops memcpy_ops = {
+	.name = "memcpy (test double)",
+	.submit = mc_submit,
+	.destroy = mc_destroy,
+};
+
+PYPTO_EXPORT int pypto_xport_memcpy(struct pypto_xport **out, void *base,
+				    size_t len)
+{
+	struct xport_memcpy *mx;
+	int rc;
+
+	if (!out || (!base && len))
+		return pypto__fail(PYPTO_ERR_INVAL,
+				   "pypto_xport_memcpy: NULL argument");
+	*out = NULL;
+	mx = calloc(1, sizeof(*mx));
+	if (!mx)
+		return pypto__fail(PYPTO_ERR_NOMEM, "transport");
+	mx->base.ops = &memcpy_ops;
+	mx->base.local_base = base;
+	mx->base.win_len = len;
+	mx->mem = base;
+	hcomm_mpsc_init(&mx->q);
+	hcomm_ec_init(&mx->ec);
+	rc = parse_inject(&mx->base);
+	if (rc)
+		goto fail;
+	rc = pthread_create(&mx->thread, NULL, mc_thread, mx);
+	if (rc) {
+		rc = pypto__fail(PYPTO_ERR_SYS, "pthread_create: %s",
+				 strerror(rc));
+		goto fail;
+	}
+	*out = &mx->base;
+	return 0;
+fail:
+	free(mx);
+	return rc;
+}
