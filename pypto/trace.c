@@ -1,0 +1,1093 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libpypto: event recording, the statistics derived from the events, the
+ * diagnosis and the Chrome trace.
+ *
+ * Recording: every thread that records (workers, the transport's
+ * completion thread) appends to its own buffer, a list of chunks of
+ * PYPTO_EV_CHUNK events that only that thread writes, so recording takes
+ * no lock and no atomic operation.  The only atomic is the push of a new
+ * buffer onto the run's list (once per thread and run).  When the workers
+ * have stopped, pypto__run_finish_events() merges the buffers into one
+ * array sorted by start time and derives the utilisation figures; no
+ * event may be recorded for a run after that.  A thread whose buffer
+ * cannot be allocated gets NULL and its events are lost (the caller may
+ * count them); an event whose chunk cannot be allocated is dropped and
+ * counted (st.events - nev).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pypto_int.h"
+
+/*
+ * The diagnosis' rules (the seed's numbers):
+ *  - communication-bound: the busiest device has a transfer in flight more
+ *    than 90 % of the run,
+ *  - compute units under-used: the workers are busy (compute + host
+ *    preprocessing) less than 60 % of workers x wall time,
+ *  - load imbalance: the population std-dev of the compute tile times is
+ *    more than 15 % of their mean.
+ */
+#define PYPTO_DIAG_XFER_UTIL_MAX	0.90
+#define PYPTO_DIAG_WORKER_UTIL_MIN	0.60
+#define PYPTO_DIAG_TILE_CV_MAX		0.15
+
+/* Flow arrows (dependency edges) in the Chrome trace, at most. */
+#define PYPTO_TRACE_FLOWS_MAX		20000
+
+/* Device indices beyond this in an event are ignored by the statistics
+ * (a configuration has at most 1024; this only bounds the arrays). */
+#define PYPTO_DEV_STATS_MAX		65536
+
+/* ------------------------------------------------------------------ */
+/* Recording                                                          */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A buffer as allocated here: the shared struct plus the identity of the
+ * thread that owns it, so a thread that comes back to a run after
+ * recording for another one finds its buffer again instead of starting a
+ * new one (a completion thread may serve overlapping runs of different
+ * graphs).  The owner is the address of a thread-local variable: unique
+ * among live threads; a new thread that gets a dead one's address may
+ * take over its buffer, which is fine since the dead one no longer writes.
+ */
+struct evbuf_priv {
+	struct pypto_evbuf b;		/* first: the list links these */
+	const void *owner;
+};
+
+/*
+ * The calling thread's cache: the run it last recorded for and its buffer
+ * there.  The run is identified by its address and its start time: a run
+ * freed and another allocated at the same address has a later t0_ns, so a
+ * stale buffer (freed with the old run) is never returned.
+ */
+static __thread struct {
+	const struct pypto_run *run;
+	uint64_t t0_ns;
+	struct pypto_evbuf *buf;
+} t_ev;
+
+PYPTO_EXPORT struct pypto_evbuf *pypto__ev_thread_buf(struct pypto_run *r)
+{
+	const void *self = &t_ev;
+	struct pypto_evbuf *head, *b;
+	struct evbuf_priv *p;
+
+	if (!r)
+		return NULL;
+	if (t_ev.run == r && t_ev.t0_ns == r->t0_ns && t_ev.buf)
+		return t_ev.buf;
+
+	/* The list only grows during a run and a pushed node's next never
+	 * changes, so walking a snapshot of it is safe. */
+	head = atomic_load_explicit(&r->bufs, memory_order_acquire);
+	for (b = head; b; b = b->next) {
+		if (((struct evbuf_priv *)b)->owner == self)
+			goto found;
+	}
+
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;	/* the caller drops its events */
+	p->owner = self;
+	b = &p->b;
+	b->next = head;
+	while (!atomic_compare_exchange_weak_explicit(&r->bufs, &b->next, b,
+						      memory_order_release,
+						      memory_order_acquire))
+		;
+found:
+	t_ev.run = r;
+	t_ev.t0_ns = r->t0_ns;
+	t_ev.buf = b;
+	return b;
+}
+
+static inline uint64_t rel_ns(uint64_t t, uint64_t t0)
+{
+	return t > t0 ? t - t0 : 0;
+}
+
+/*
+ * b->count counts every event offered, b's chunks hold the ones kept: an
+ * event that finds its chunk full when no new chunk can be allocated is
+ * dropped (b->oom says so) and the difference shows in the statistics.
+ */
+PYPTO_EXPORT void pypto__ev_record(struct pypto_run *r, struct pypto_evbuf *b,
+				   const struct pypto_event *e)
+{
+	struct pypto_ev_chunk *c;
+	struct pypto_event *d;
+
+	if (!r || !b || !e)
+		return;
+	b->count++;
+	c = b->cur;
+	if (!c || c->n >= PYPTO_EV_CHUNK) {
+		c = malloc(sizeof(*c));
+		if (!c) {
+			b->oom = true;
+			return;
+		}
+		c->next = NULL;
+		c->n = 0;
+		if (b->cur)
+			b->cur->next = c;
+		else
+			b->head = c;
+		b->cur = c;
+	}
+	d = &c->ev[c->n++];
+	*d = *e;
+	d->t0_ns = rel_ns(e->t0_ns, r->t0_ns);
+	d->t1_ns = rel_ns(e->t1_ns, r->t0_ns);
+	if (d->t1_ns < d->t0_ns)
+		d->t1_ns = d->t0_ns;
+}
+
+static void free_bufs(struct pypto_evbuf *b)
+{
+	while (b) {
+		struct pypto_evbuf *next = b->next;
+		struct pypto_ev_chunk *c = b->head;
+
+		while (c) {
+			struct pypto_ev_chunk *cn = c->next;
+
+			free(c);
+			c = cn;
+		}
+		free((struct evbuf_priv *)b);
+		b = next;
+	}
+}
+
+static int ev_cmp(const void *pa, const void *pb)
+{
+	const struct pypto_event *a = pa, *b = pb;
+
+#define CMP(f) do { if (a->f != b->f) return a->f < b->f ? -1 : 1; } while (0)
+	CMP(t0_ns);
+	CMP(tile);
+	/* The rest only makes the order total (deterministic output). */
+	CMP(t1_ns);
+	CMP(stage);
+	CMP(attempt);
+	CMP(worker);
+	CMP(device);
+	CMP(bytes);
+#undef CMP
+	return 0;
+}
+
+/* Measure of a union of intervals fed in order of their starts. */
+struct ivunion {
+	uint64_t s, e, sum;
+	bool any;
+};
+
+static void iv_add(struct ivunion *u, uint64_t t0, uint64_t t1)
+{
+	if (!u->any) {
+		u->s = t0;
+		u->e = t1;
+		u->any = true;
+	} else if (t0 > u->e) {
+		u->sum += u->e - u->s;
+		u->s = t0;
+		u->e = t1;
+	} else if (t1 > u->e) {
+		u->e = t1;
+	}
+}
+
+static uint64_t iv_total(const struct ivunion *u)
+{
+	return u->any ? u->sum + (u->e - u->s) : 0;
+}
+
+struct devacc {
+	struct ivunion xfer, comp;
+	uint64_t first, last;		/* span of transfer+compute events */
+	bool seen;
+};
+
+/*
+ * The figures in r->st that come from the events (r->ev sorted by t0).
+ * The wall time is r->st.wall_ns; when the caller did not set it, the end
+ * of the last event stands in.
+ */
+static int derive_stats(struct pypto_run *r)
+{
+	struct pypto_stats *st = &r->st;
+	uint64_t wall = st->wall_ns, busy = 0, ncomp = 0;
+	uint32_t workers = r->cfg.workers ? r->cfg.workers : st->workers;
+	double sum = 0, mean, var = 0;
+	struct devacc *dev = NULL;
+	int32_t maxdev = -1;
+	uint32_t i;
+
+	st->worker_util = st->xfer_util = st->overlap_eff = 0;
+	st->tile_mean_ns = st->tile_cv = 0;
+	if (!r->nev)
+		return 0;
+
+	for (i = 0; i < r->nev; i++) {
+		const struct pypto_event *e = &r->ev[i];
+		uint64_t d = e->t1_ns - e->t0_ns;
+
+		if (!st->wall_ns && e->t1_ns > wall)
+			wall = e->t1_ns;
+		if (e->stage == PYPTO_STAGE_COMPUTE ||
+		    e->stage == PYPTO_STAGE_PREFETCH)
+			busy += d;
+		if (e->stage == PYPTO_STAGE_COMPUTE) {
+			sum += (double)d;
+			ncomp++;
+		}
+		if ((e->stage == PYPTO_STAGE_COMPUTE ||
+		     e->stage == PYPTO_STAGE_TRANSFER) &&
+		    e->device >= 0 && e->device < PYPTO_DEV_STATS_MAX &&
+		    e->device > maxdev)
+			maxdev = e->device;
+	}
+
+	if (workers && wall)
+		st->worker_util = (double)busy /
+				  ((double)workers * (double)wall);
+
+	if (ncomp) {
+		mean = sum / (double)ncomp;
+		for (i = 0; i < r->nev; i++) {
+			const struct pypto_event *e = &r->ev[i];
+			double d;
+
+			if (e->stage != PYPTO_STAGE_COMPUTE)
+				continue;
+			d = (double)(e->t1_ns - e->t0_ns) - mean;
+			var += d * d;
+		}
+		var /= (double)ncomp;
+		st->tile_mean_ns = mean;
+		st->tile_cv = mean > 0 ? sqrt(var) / mean : 0;
+	}
+
+	if (maxdev < 0)
+		return 0;
+	dev = calloc((size_t)maxdev + 1, sizeof(*dev));
+	if (!dev)
+		return pypto__fail(PYPTO_ERR_NOMEM, "no memory for %d devices' "
+				   "statistics", maxdev + 1);
+	for (i = 0; i < r->nev; i++) {
+		const struct pypto_event *e = &r->ev[i];
+		struct devacc *a;
+
+		if ((e->stage != PYPTO_STAGE_COMPUTE &&
+		     e->stage != PYPTO_STAGE_TRANSFER) ||
+		    e->device < 0 || e->device > maxdev)
+			continue;
+		a = &dev[e->device];
+		/* Sorted by t0: a device's events come in order of start. */
+		iv_add(e->stage == PYPTO_STAGE_TRANSFER ? &a->xfer : &a->comp,
+		       e->t0_ns, e->t1_ns);
+		if (!a->seen) {
+			a->first = e->t0_ns;
+			a->last = e->t1_ns;
+			a->seen = true;
+		} else if (e->t1_ns > a->last) {
+			a->last = e->t1_ns;
+		}
+	}
+
+	/*
+	 * xfer_util: the busiest device's time with at least one transfer in
+	 * flight (measure of the union of its transfer intervals) / wall.
+	 *
+	 * overlap_eff: the seed's max(total transfer time, total compute
+	 * time) / wall, taken per device: max(union of the device's transfer
+	 * intervals, union of its compute intervals) / (last end - first
+	 * start of the device's transfer and compute events), averaged over
+	 * the devices that have both kinds.  1.0: transfers and compute fully
+	 * overlap (the pipeline hides the smaller of the two); 0.5: they
+	 * alternate with equal lengths (nothing hidden).
+	 */
+	{
+		double eff = 0;
+		uint32_t neff = 0;
+		int32_t d;
+
+		for (d = 0; d <= maxdev; d++) {
+			struct devacc *a = &dev[d];
+			uint64_t xu = iv_total(&a->xfer);
+			uint64_t cu = iv_total(&a->comp);
+			uint64_t span = a->last - a->first;
+
+			if (wall && (double)xu / (double)wall > st->xfer_util)
+				st->xfer_util = (double)xu / (double)wall;
+			if (a->xfer.any && a->comp.any && span) {
+				eff += (double)(xu > cu ? xu : cu) /
+				       (double)span;
+				neff++;
+			}
+		}
+		st->overlap_eff = neff ? eff / neff : 0;
+	}
+	free(dev);
+	return 0;
+}
+
+/*
+ * After the workers (and any thread that records) stopped and were joined,
+ * which orders their writes before these reads.
+ */
+PYPTO_EXPORT int pypto__run_finish_events(struct pypto_run *r)
+{
+	struct pypto_evbuf *bufs, *b;
+	uint64_t kept = 0, offered = 0;
+	uint32_t n = 0;
+	int ret = 0;
+
+	if (!r)
+		return pypto__fail(PYPTO_ERR_INVAL, "finish events: NULL run");
+	bufs = atomic_exchange_explicit(&r->bufs, NULL, memory_order_acquire);
+	/* This thread's cache must not outlive the buffers. */
+	if (t_ev.run == r) {
+		t_ev.run = NULL;
+		t_ev.buf = NULL;
+	}
+	free(r->ev);
+	r->ev = NULL;
+	r->nev = 0;
+
+	for (b = bufs; b; b = b->next) {
+		struct pypto_ev_chunk *c;
+
+		offered += b->count;
+		for (c = b->head; c; c = c->next)
+			kept += c->n;
+	}
+	if (kept > UINT32_MAX) {
+		ret = pypto__fail(PYPTO_ERR_LIMIT, "%" PRIu64 " events: more "
+				  "than a run can keep", kept);
+		goto out;
+	}
+	if (kept) {
+		r->ev = malloc((size_t)kept * sizeof(*r->ev));
+		if (!r->ev) {
+			ret = pypto__fail(PYPTO_ERR_NOMEM, "no memory for %"
+					  PRIu64 " events", kept);
+			goto out;
+		}
+	}
+	for (b = kept ? bufs : NULL; b; b = b->next) {
+		struct pypto_ev_chunk *c;
+
+		for (c = b->head; c; c = c->next) {
+			memcpy(&r->ev[n], c->ev, c->n * sizeof(*c->ev));
+			n += c->n;
+		}
+	}
+	r->nev = n;
+	if (n > 1)
+		qsort(r->ev, n, sizeof(*r->ev), ev_cmp);
+out:
+	free_bufs(bufs);
+	/*
+	 * st.events is what the run recorded, r->nev what was kept: they
+	 * differ only when memory ran out (the diagnosis says so).
+	 */
+	r->st.events = offered;
+	if (ret)
+		return ret;
+	return derive_stats(r);
+}
+
+PYPTO_EXPORT void pypto__run_free_events(struct pypto_run *r)
+{
+	if (!r)
+		return;
+	/* Buffers of a run that never got to finish_events. */
+	free_bufs(atomic_exchange_explicit(&r->bufs, NULL,
+					   memory_order_acquire));
+	if (t_ev.run == r) {
+		t_ev.run = NULL;
+		t_ev.buf = NULL;
+	}
+	free(r->ev);
+	r->ev = NULL;
+	r->nev = 0;
+}
+
+PYPTO_EXPORT unsigned int pypto_run_events(const struct pypto_run *r,
+					   const struct pypto_event **ev)
+{
+	if (ev)
+		*ev = r ? r->ev : NULL;
+	return r ? r->nev : 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Diagnosis                                                          */
+/* ------------------------------------------------------------------ */
+
+static const char *fmt_ns(char *buf, size_t len, double ns)
+{
+	if (ns >= 1e9)
+		snprintf(buf, len, "%.3f s", ns / 1e9);
+	else if (ns >= 1e6)
+		snprintf(buf, len, "%.3f ms", ns / 1e6);
+	else if (ns >= 1e3)
+		snprintf(buf, len, "%.3f us", ns / 1e3);
+	else
+		snprintf(buf, len, "%.0f ns", ns);
+	return buf;
+}
+
+static const char *fmt_bytes(char *buf, size_t len, uint64_t b)
+{
+	if (b >= (1ULL << 30))
+		snprintf(buf, len, "%.2f GiB", b / 1073741824.0);
+	else if (b >= (1ULL << 20))
+		snprintf(buf, len, "%.2f MiB", b / 1048576.0);
+	else if (b >= (1ULL << 10))
+		snprintf(buf, len, "%.2f KiB", b / 1024.0);
+	else
+		snprintf(buf, len, "%" PRIu64 " B", b);
+	return buf;
+}
+
+struct wl_guide {
+	const char *name;
+	uint32_t lo, hi;		/* 0, 0: no guidance */
+};
+
+static struct wl_guide wl_guide(int wl)
+{
+	switch (wl) {
+	case PYPTO_WL_CONV:
+		return (struct wl_guide){ "convolution", 128, 256 };
+	case PYPTO_WL_FC:
+		return (struct wl_guide){ "fully connected", 64, 128 };
+	case PYPTO_WL_ATTENTION:
+		return (struct wl_guide){ "attention", 32, 64 };
+	default:
+		return (struct wl_guide){ "generic", 0, 0 };
+	}
+}
+
+/* Busiest and idlest worker's busy time, from worker_busy_ns when the
+ * scheduler filled it, else from the events; false when neither. */
+static bool worker_spread(const struct pypto_run *r, uint32_t workers,
+			  uint64_t *lo, uint64_t *hi)
+{
+	uint64_t *busy = r->worker_busy_ns, *own = NULL;
+	uint32_t i;
+
+	if (!workers || workers > 65536)
+		return false;
+	if (!busy) {
+		if (!r->nev)
+			return false;
+		own = busy = calloc(workers, sizeof(*busy));
+		if (!own)
+			return false;
+		for (i = 0; i < r->nev; i++) {
+			const struct pypto_event *e = &r->ev[i];
+
+			if ((e->stage == PYPTO_STAGE_COMPUTE ||
+			     e->stage == PYPTO_STAGE_PREFETCH) &&
+			    e->worker < workers)
+				own[e->worker] += e->t1_ns - e->t0_ns;
+		}
+	}
+	*lo = UINT64_MAX;
+	*hi = 0;
+	for (i = 0; i < workers; i++) {
+		if (busy[i] < *lo)
+			*lo = busy[i];
+		if (busy[i] > *hi)
+			*hi = busy[i];
+	}
+	free(own);
+	return true;
+}
+
+PYPTO_EXPORT unsigned int pypto_run_diagnose(const struct pypto_run *r,
+					     FILE *f)
+{
+	const struct pypto_stats *st;
+	unsigned int mask = 0;
+	uint32_t workers, devices, tsize = 0;
+	struct wl_guide gd;
+	char b1[32], b2[32];
+	bool have_ev;
+	double util;
+	uint64_t lo, hi;
+
+	if (!r)
+		return 0;
+	st = &r->st;
+	workers = r->cfg.workers ? r->cfg.workers : st->workers;
+	devices = r->cfg.devices ? r->cfg.devices : st->devices;
+	have_ev = r->nev > 0;
+	/* Without events only the counters can say how busy the workers
+	 * were; the transfer and imbalance rules need the events. */
+	util = st->worker_util;
+	if (!have_ev && workers && st->wall_ns)
+		util = (double)(st->compute_ns + st->host_ns) /
+		       ((double)workers * (double)st->wall_ns);
+
+	if (st->wall_ns || have_ev) {
+		if (util < PYPTO_DIAG_WORKER_UTIL_MIN)
+			mask |= PYPTO_DIAG_UNDERUSED;
+		if (have_ev && st->xfer_util > PYPTO_DIAG_XFER_UTIL_MAX)
+			mask |= PYPTO_DIAG_COMM_BOUND;
+		if (have_ev && st->tile_cv > PYPTO_DIAG_TILE_CV_MAX)
+			mask |= PYPTO_DIAG_IMBALANCE;
+	}
+	if (!f)
+		return mask;
+
+	fprintf(f, "pypto diagnosis: %u workers, %u device%s, transport %s"
+		"%s%s\n", workers, devices, devices == 1 ? "" : "s",
+		r->xport_name ? r->xport_name : "none",
+		r->status ? ", run failed: " : "",
+		r->status ? pypto_strerror(r->status) : "");
+	fprintf(f, "  wall time           %s\n",
+		fmt_ns(b1, sizeof(b1), (double)st->wall_ns));
+	fprintf(f, "  tiles               %u: %" PRIu64 " compute, %" PRIu64
+		" transfer, %" PRIu64 " host\n", st->tiles, st->tiles_compute,
+		st->tiles_transfer, st->tiles_host);
+	fprintf(f, "  worker utilisation  %.1f %%%s", util * 100,
+		have_ev ? "" : " (from the counters)");
+	if (worker_spread(r, workers, &lo, &hi) && st->wall_ns)
+		fprintf(f, " (per worker %.1f .. %.1f %%)",
+			100.0 * (double)lo / (double)st->wall_ns,
+			100.0 * (double)hi / (double)st->wall_ns);
+	fputc('\n', f);
+	if (have_ev) {
+		fprintf(f, "  transfer engine     %.1f %% busy (busiest "
+			"device)\n", st->xfer_util * 100);
+		fprintf(f, "  overlap efficiency  %.1f %%\n",
+			st->overlap_eff * 100);
+		fprintf(f, "  compute tile time   mean %s, cv %.3f\n",
+			fmt_ns(b1, sizeof(b1), st->tile_mean_ns), st->tile_cv);
+	} else {
+		fprintf(f, "  events              none recorded (profile off?):"
+			" the transfer and imbalance rules need them\n");
+	}
+	fprintf(f, "  steals              %" PRIu64 " of %" PRIu64
+		" attempts, %" PRIu64 " parks\n", st->steals,
+		st->steal_attempts, st->parks);
+	fprintf(f, "  transfer rounds     %" PRIu64 ", %.1f descriptors per "
+		"round, %s\n", st->rounds,
+		st->rounds ? (double)st->descs / (double)st->rounds : 0.0,
+		fmt_bytes(b2, sizeof(b2), st->xfer_bytes));
+	fprintf(f, "  retries             %" PRIu64 " (%" PRIu64
+		" failed descriptors)\n", st->xfer_retries, st->xfer_failures);
+	if (st->events > r->nev)
+		fprintf(f, "  events              %" PRIu64 " recorded, %"
+			PRIu64 " dropped (out of memory): figures are partial\n",
+			st->events, st->events - r->nev);
+
+	if (mask & PYPTO_DIAG_COMM_BOUND)
+		fprintf(f, "COMM_BOUND: the transfer engine is busy %.1f %% of "
+			"the run (> %.0f %%): use larger tiles / fewer "
+			"transfers, raise prefetch_depth only if compute is "
+			"idle, check the QoS share\n", st->xfer_util * 100,
+			PYPTO_DIAG_XFER_UTIL_MAX * 100);
+	if (mask & PYPTO_DIAG_UNDERUSED)
+		fprintf(f, "UNDERUSED: worker utilisation %.1f %% (< %.0f %%): "
+			"workers wait: raise prefetch_depth (now %u), %s, "
+			"more parallel tiles (smaller tile_size) or fewer "
+			"workers\n", util * 100,
+			PYPTO_DIAG_WORKER_UTIL_MIN * 100,
+			r->cfg.prefetch_depth, r->cfg.double_buffering ?
+			"double_buffering (already on)" :
+			"enable double_buffering");
+	if (mask & PYPTO_DIAG_IMBALANCE)
+		fprintf(f, "IMBALANCE: compute tile time std-dev is %.1f %% of "
+			"the mean %s (> %.0f %%): uneven tiles: make tile "
+			"sizes divide the shape, or split the large tiles\n",
+			st->tile_cv * 100,
+			fmt_ns(b1, sizeof(b1), st->tile_mean_ns),
+			PYPTO_DIAG_TILE_CV_MAX * 100);
+	if (!mask)
+		fprintf(f, "no bottleneck found\n");
+
+	gd = wl_guide(r->g ? (int)r->g->workload : PYPTO_WL_GENERIC);
+	if (r->g)
+		tsize = r->g->wl_tile_size;
+	if (!tsize)
+		tsize = r->cfg.tile_size;
+	if (!gd.lo)
+		fprintf(f, "tile size: %s workload, tile_size %u: no guidance "
+			"(pypto_graph_set_workload() names the workload)\n",
+			gd.name, tsize);
+	else if (tsize >= gd.lo && tsize <= gd.hi)
+		fprintf(f, "tile size: %s workload, tile_size %u: inside the "
+			"recommended %u-%u\n", gd.name, tsize, gd.lo, gd.hi);
+	else
+		fprintf(f, "tile size: %s workload, tile_size %u: outside the "
+			"recommended %u-%u (%s)\n", gd.name, tsize, gd.lo,
+			gd.hi, tsize < gd.lo ? "larger tiles amortise the "
+			"transfers" : "smaller tiles give more parallelism");
+	return mask;
+}
+
+/* ------------------------------------------------------------------ */
+/* Chrome trace                                                       */
+/* ------------------------------------------------------------------ */
+
+/* Length of the valid UTF-8 sequence at p, or 0 when it is not one. */
+static int utf8_len(const unsigned char *p)
+{
+	unsigned char c = p[0];
+
+	if (c >= 0xc2 && c <= 0xdf)
+		return (p[1] & 0xc0) == 0x80 ? 2 : 0;
+	if (c >= 0xe0 && c <= 0xef) {
+		unsigned char lo = c == 0xe0 ? 0xa0 : 0x80;
+		unsigned char hi = c == 0xed ? 0x9f : 0xbf;
+
+		return p[1] >= lo && p[1] <= hi &&
+		       (p[2] & 0xc0) == 0x80 ? 3 : 0;
+	}
+	if (c >= 0xf0 && c <= 0xf4) {
+		unsigned char lo = c == 0xf0 ? 0x90 : 0x80;
+		unsigned char hi = c == 0xf4 ? 0x8f : 0xbf;
+
+		return p[1] >= lo && p[1] <= hi && (p[2] & 0xc0) == 0x80 &&
+		       (p[3] & 0xc0) == 0x80 ? 4 : 0;
+	}
+	return 0;
+}
+
+/*
+ * A JSON string.  Tile names are user input cut at PYPTO_NAME_MAX - 1
+ * bytes, possibly inside a UTF-8 sequence: invalid bytes become U+FFFD so
+ * the file stays valid JSON (strict parsers reject bad UTF-8).
+ */
+static void json_str(FILE *f, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)(s ? s : "");
+
+	putc('"', f);
+	while (*p) {
+		unsigned char c = *p;
+		int n;
+
+		if (c >= 0x80) {
+			n = utf8_len(p);
+			if (n) {
+				fwrite(p, 1, n, f);
+				p += n;
+			} else {
+				fputs("\\ufffd", f);
+				p++;
+			}
+			continue;
+		}
+		switch (c) {
+		case '"':  fputs("\\\"", f); break;
+		case '\\': fputs("\\\\", f); break;
+		case '\n': fputs("\\n", f); break;
+		case '\r': fputs("\\r", f); break;
+		case '\t': fputs("\\t", f); break;
+		default:
+			if (c < 0x20 || c == 0x7f)
+				fprintf(f, "\\u%04x", c);
+			else
+				putc(c, f);
+		}
+		p++;
+	}
+	putc('"', f);
+}
+
+/* A finite JSON number (NaN and infinities have no JSON form). */
+static void json_num(FILE *f, double v)
+{
+	if (isfinite(v))
+		fprintf(f, "%.6g", v);
+	else
+		fputs("0", f);
+}
+
+/* ns as microseconds with 3 decimals: exact, no floating point. */
+static void json_us(FILE *f, uint64_t ns)
+{
+	fprintf(f, "%" PRIu64 ".%03u", ns / 1000, (unsigned int)(ns % 1000));
+}
+
+static const char *stage_name(unsigned int s)
+{
+	switch (s) {
+	case PYPTO_STAGE_PREFETCH: return "prefetch";
+	case PYPTO_STAGE_TRANSFER: return "transfer";
+	case PYPTO_STAGE_COMPUTE:  return "compute";
+	default:		   return "unknown";
+	}
+}
+
+static const char *kind_name(int k)
+{
+	switch (k) {
+	case PYPTO_COMPUTE:  return "compute";
+	case PYPTO_TRANSFER: return "transfer";
+	case PYPTO_HOST:     return "host";
+	default:	     return "unknown";
+	}
+}
+
+static const char *tile_name(const struct pypto_run *r, uint32_t t,
+			     char *buf, size_t len)
+{
+	if (r->g && t < r->g->n && r->g->tiles[t].name[0])
+		return r->g->tiles[t].name;
+	snprintf(buf, len, "t%" PRIu32, t);
+	return buf;
+}
+
+/*
+ * Lanes: workers are pid 1 (tid = worker), transfers pid 2 (tid = device:
+ * one lane per device).  Slices on one thread must nest for trace viewers
+ * (Perfetto drops the ones that overlap without nesting), and a device has
+ * several transfers in flight at once: an event that overlaps the previous
+ * ones of its lane goes to an extra row of the lane, a thread of its own
+ * (tid = row * 65536 + worker/device, named "... (row N)"), next to it.
+ */
+#define TRACE_ROWS	256		/* row fits the uint8_t */
+#define TRACE_ROW_TID	65536L
+
+struct lane {
+	uint64_t *ends;			/* end of the last slice of each row */
+	uint32_t n;			/* rows in use */
+};
+
+struct lanes {
+	uint32_t nw, nd;		/* worker lanes, device lanes */
+	struct lane *l;			/* nw + nd */
+	uint8_t *row;			/* per event */
+};
+
+static uint32_t ev_dev(const struct pypto_event *e)
+{
+	/* A transfer without a (sane) device goes to lane 0. */
+	return e->device >= 0 && e->device < TRACE_ROW_TID ?
+	       (uint32_t)e->device : 0;
+}
+
+static uint32_t lane_of(const struct lanes *L, const struct pypto_event *e)
+{
+	return e->stage == PYPTO_STAGE_TRANSFER ? L->nw + ev_dev(e) :
+	       e->worker;
+}
+
+static void lanes_free(struct lanes *L)
+{
+	uint32_t i;
+
+	for (i = 0; L->l && i < L->nw + L->nd; i++)
+		free(L->l[i].ends);
+	free(L->l);
+	free(L->row);
+}
+
+static int lanes_build(const struct pypto_run *r, struct lanes *L)
+{
+	uint32_t workers = r->cfg.workers ? r->cfg.workers : r->st.workers;
+	uint32_t i, k;
+
+	memset(L, 0, sizeof(*L));
+	L->nw = workers;
+	for (i = 0; i < r->nev; i++) {
+		const struct pypto_event *e = &r->ev[i];
+
+		if (e->stage == PYPTO_STAGE_TRANSFER) {
+			if (ev_dev(e) + 1 > L->nd)
+				L->nd = ev_dev(e) + 1;
+		} else if (e->worker + 1U > L->nw) {
+			L->nw = e->worker + 1U;
+		}
+	}
+	if (L->nw > TRACE_ROW_TID)	/* workers is at most 1024 */
+		L->nw = TRACE_ROW_TID;
+	L->l = calloc((size_t)L->nw + L->nd, sizeof(*L->l));
+	L->row = malloc(r->nev ? r->nev : 1);
+	if (!L->l || !L->row)
+		goto nomem;
+	/* Sorted by t0: first fit keeps every row free of overlaps. */
+	for (i = 0; i < r->nev; i++) {
+		const struct pypto_event *e = &r->ev[i];
+		struct lane *ln = &L->l[lane_of(L, e)];
+
+		if (!ln->ends) {
+			ln->ends = calloc(TRACE_ROWS, sizeof(*ln->ends));
+			if (!ln->ends)
+				goto nomem;
+			ln->n = 1;
+		}
+		for (k = 0; k < ln->n && ln->ends[k] > e->t0_ns; k++)
+			;
+		if (k == ln->n) {
+			if (ln->n < TRACE_ROWS) {
+				ln->n++;
+			} else {	/* full: the row that ends first */
+				uint32_t j;
+
+				for (k = 0, j = 1; j < ln->n; j++)
+					if (ln->ends[j] < ln->ends[k])
+						k = j;
+			}
+		}
+		if (e->t1_ns > ln->ends[k])
+			ln->ends[k] = e->t1_ns;
+		L->row[i] = (uint8_t)k;
+	}
+	return 0;
+nomem:
+	lanes_free(L);
+	return pypto__fail(PYPTO_ERR_NOMEM, "trace: no memory for the lanes "
+			   "of %u events", r->nev);
+}
+
+static void ev_lane(const struct lanes *L, const struct pypto_run *r,
+		    uint32_t i, int *pid, long *tid)
+{
+	const struct pypto_event *e = &r->ev[i];
+	long base = e->stage == PYPTO_STAGE_TRANSFER ? (long)ev_dev(e) :
+		    (long)e->worker;
+
+	*pid = e->stage == PYPTO_STAGE_TRANSFER ? 2 : 1;
+	*tid = base + L->row[i] * TRACE_ROW_TID;
+}
+
+static void trace_meta(FILE *f, bool *first, int pid, long tid,
+		       const char *what, const char *name, long sort)
+{
+	fprintf(f, "%s\n{\"ph\":\"M\",\"pid\":%d,", *first ? "" : ",", pid);
+	if (tid >= 0)
+		fprintf(f, "\"tid\":%ld,", tid);
+	fprintf(f, "\"name\":\"%s\",\"args\":{\"name\":", what);
+	json_str(f, name);
+	fputs("}}", f);
+	fprintf(f, ",\n{\"ph\":\"M\",\"pid\":%d,", pid);
+	if (tid >= 0)
+		fprintf(f, "\"tid\":%ld,", tid);
+	fprintf(f, "\"name\":\"%s_sort_index\",\"args\":{\"sort_index\":%ld}}",
+		tid >= 0 ? "thread" : "process", sort);
+	*first = false;
+}
+
+/*
+ * Flow arrows for dependency edges: from the end of the producer's last
+ * event to the start of the consumer's first one, only for edges whose
+ * both ends have events.  Flow "s" binds to the slice enclosing its ts on
+ * its thread (the producer's, at its middle); "f" with "bp":"e" to the
+ * slice enclosing its ts (the consumer's, at its middle).
+ */
+static void trace_flows(FILE *f, const struct pypto_run *r,
+			const struct lanes *L, uint64_t *nflows)
+{
+	const struct pypto_graph *g = r->g;
+	uint32_t *firstev, *lastev, t, i;
+	uint64_t id = 0;
+
+	*nflows = 0;
+	if (!g || !g->n || !r->nev)
+		return;
+	firstev = malloc(g->n * sizeof(*firstev));
+	lastev = malloc(g->n * sizeof(*lastev));
+	if (!firstev || !lastev)
+		goto out;	/* flows are optional: a trace without them */
+	memset(firstev, 0xff, g->n * sizeof(*firstev));
+	memset(lastev, 0xff, g->n * sizeof(*lastev));
+	for (i = 0; i < r->nev; i++) {
+		t = r->ev[i].tile;
+		if (t >= g->n)
+			continue;
+		if (firstev[t] == UINT32_MAX)
+			firstev[t] = i;
+		if (lastev[t] == UINT32_MAX ||
+		    r->ev[i].t1_ns >= r->ev[lastev[t]].t1_ns)
+			lastev[t] = i;
+	}
+	for (t = 0; t < g->n && id < PYPTO_TRACE_FLOWS_MAX; t++) {
+		const struct pypto_tile *tl = &g->tiles[t];
+
+		if (lastev[t] == UINT32_MAX)
+			continue;
+		for (i = 0; i < tl->nconsumers &&
+			    id < PYPTO_TRACE_FLOWS_MAX; i++) {
+			uint32_t c = tl->consumers[i];
+			const struct pypto_event *a, *b;
+			int pid;
+			long tid;
+
+			if (c >= g->n || firstev[c] == UINT32_MAX)
+				continue;
+			a = &r->ev[lastev[t]];
+			b = &r->ev[firstev[c]];
+			ev_lane(L, r, lastev[t], &pid, &tid);
+			fprintf(f, ",\n{\"ph\":\"s\",\"name\":\"dep\","
+				"\"cat\":\"dep\",\"id\":%" PRIu64 ",\"pid\":%d,"
+				"\"tid\":%ld,\"ts\":", id, pid, tid);
+			json_us(f, a->t0_ns + (a->t1_ns - a->t0_ns) / 2);
+			ev_lane(L, r, firstev[c], &pid, &tid);
+			fprintf(f, "},\n{\"ph\":\"f\",\"bp\":\"e\",\"name\":"
+				"\"dep\",\"cat\":\"dep\",\"id\":%" PRIu64
+				",\"pid\":%d,\"tid\":%ld,\"ts\":", id, pid,
+				tid);
+			json_us(f, b->t0_ns + (b->t1_ns - b->t0_ns) / 2);
+			fputc('}', f);
+			id++;
+		}
+	}
+	*nflows = id;
+out:
+	free(firstev);
+	free(lastev);
+}
+
+static void trace_stats(FILE *f, const struct pypto_run *r, uint64_t nflows)
+{
+	const struct pypto_stats *st = &r->st;
+
+	fputs("\"otherData\":{\"generator\":\"libpypto\",\"transport\":", f);
+	json_str(f, r->xport_name ? r->xport_name : "none");
+	fprintf(f, ",\"status\":%d,\"wall_ns\":%" PRIu64 ",\"workers\":%u,"
+		"\"devices\":%u,\"tiles\":%u,\"tiles_compute\":%" PRIu64
+		",\"tiles_transfer\":%" PRIu64 ",\"tiles_host\":%" PRIu64
+		",\"steals\":%" PRIu64 ",\"steal_attempts\":%" PRIu64
+		",\"parks\":%" PRIu64 ",\"rounds\":%" PRIu64 ",\"descs\":%"
+		PRIu64 ",\"xfer_bytes\":%" PRIu64 ",\"xfer_retries\":%" PRIu64
+		",\"xfer_failures\":%" PRIu64 ",\"events\":%" PRIu64
+		",\"events_kept\":%u,\"flows\":%" PRIu64, r->status,
+		st->wall_ns, r->cfg.workers ? r->cfg.workers : st->workers,
+		r->cfg.devices ? r->cfg.devices : st->devices, st->tiles,
+		st->tiles_compute, st->tiles_transfer, st->tiles_host,
+		st->steals, st->steal_attempts, st->parks, st->rounds,
+		st->descs, st->xfer_bytes, st->xfer_retries,
+		st->xfer_failures, st->events, r->nev, nflows);
+	fputs(",\"worker_util\":", f);
+	json_num(f, st->worker_util);
+	fputs(",\"xfer_util\":", f);
+	json_num(f, st->xfer_util);
+	fputs(",\"overlap_eff\":", f);
+	json_num(f, st->overlap_eff);
+	fputs(",\"tile_mean_ns\":", f);
+	json_num(f, st->tile_mean_ns);
+	fputs(",\"tile_cv\":", f);
+	json_num(f, st->tile_cv);
+	fprintf(f, ",\"diagnosis\":%u}", pypto_run_diagnose(r, NULL));
+}
+
+static void lane_names(FILE *f, bool *first, const struct lanes *L)
+{
+	char buf[64];
+	uint32_t i, k;
+
+	trace_meta(f, first, 1, -1, "process_name", "workers", 1);
+	trace_meta(f, first, 2, -1, "process_name", "transfers", 2);
+	for (i = 0; i < L->nw + L->nd; i++) {
+		bool xfer = i >= L->nw;
+		long base = xfer ? (long)(i - L->nw) : (long)i;
+		uint32_t rows = L->l[i].n ? L->l[i].n : 1;
+
+		for (k = 0; k < rows; k++) {
+			int len = snprintf(buf, sizeof(buf), xfer ?
+					   "device %ld transfers" :
+					   "worker %ld", base);
+
+			if (k)
+				snprintf(buf + len, sizeof(buf) - len,
+					 " (row %u)", k + 1);
+			trace_meta(f, first, xfer ? 2 : 1,
+				   base + k * TRACE_ROW_TID, "thread_name",
+				   buf, base * TRACE_ROWS + k);
+		}
+	}
+}
+
+static int trace_file(const struct pypto_run *r, FILE *f)
+{
+	struct lanes L;
+	uint64_t nflows;
+	bool first = true;
+	char nb[32];
+	uint32_t i;
+	int ret;
+
+	ret = lanes_build(r, &L);
+	if (ret)
+		return ret;
+	fputs("{\"traceEvents\":[", f);
+	lane_names(f, &first, &L);
+	for (i = 0; i < r->nev; i++) {
+		const struct pypto_event *e = &r->ev[i];
+		const char *name = tile_name(r, e->tile, nb, sizeof(nb));
+		int kind = r->g && e->tile < r->g->n ?
+			   r->g->tiles[e->tile].kind : 0;
+		int pid;
+		long tid;
+
+		ev_lane(&L, r, i, &pid, &tid);
+		fputs(",\n{\"ph\":\"X\",\"name\":", f);
+		json_str(f, name);
+		fprintf(f, ",\"cat\":\"%s\",\"pid\":%d,\"tid\":%ld,\"ts\":",
+			stage_name(e->stage), pid, tid);
+		json_us(f, e->t0_ns);
+		fputs(",\"dur\":", f);
+		json_us(f, e->t1_ns - e->t0_ns);
+		fprintf(f, ",\"args\":{\"tile\":%" PRIu32 ",\"name\":",
+			e->tile);
+		json_str(f, name);
+		fprintf(f, ",\"kind\":\"%s\",\"stage\":\"%s\",\"worker\":%u,"
+			"\"device\":%" PRId32 ",\"bytes\":%" PRIu64
+			",\"attempt\":%u}}", kind_name(kind),
+			stage_name(e->stage), e->worker, e->device, e->bytes,
+			e->attempt);
+	}
+	trace_flows(f, r, &L, &nflows);
+	fputs("\n],\"displayTimeUnit\":\"ns\",", f);
+	trace_stats(f, r, nflows);
+	fputs("}\n", f);
+	lanes_free(&L);
+	return 0;
+}
+
+PYPTO_EXPORT int pypto_run_write_trace(const struct pypto_run *r,
+				       const char *path)
+{
+	FILE *f;
+	int ret, err;
+
+	if (!r || !path || !*path)
+		return pypto__fail(PYPTO_ERR_INVAL, "write trace: %s",
+				   r ? "no path" : "NULL run");
+	f = fopen(path, "w");
+	if (!f)
+		return pypto__fail(PYPTO_ERR_SYS, "cannot create %s: %s", path,
+				   strerror(errno));
+	ret = trace_file(r, f);
+	err = ferror(f) ? errno ? errno : EIO : 0;
+	if (fclose(f) && !err)
+		err = errno ? errno : EIO;
+	if (ret || err) {
+		unlink(path);
+		if (ret)
+			return ret;
+		return pypto__fail(PYPTO_ERR_SYS, "cannot write %s: %s", path,
+				   strerror(err));
+	}
+	return 0;
+}
