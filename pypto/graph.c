@@ -48,6 +48,7 @@ PYPTO_EXPORT void pypto_graph_destroy(struct pypto_graph *g)
 		free(g->tiles[i].xf);
 	}
 	free(g->tiles);
+	free(g->eset);
 	free(g->cycle);
 	free(g);
 }
@@ -262,11 +263,72 @@ PYPTO_EXPORT int pypto_add_transfer(struct pypto_graph *g, const char *name,
 	return (int)(g->n - 1);
 }
 
+/*
+ * Edges already present, so that a repeated pypto_add_dep() is a no-op in
+ * O(1) however wide a tile's fan-out: linear probing over 64-bit keys
+ * (from << 32 | to), EDGE_EMPTY marking a free slot, load kept <= 1/2.
+ */
+#define EDGE_EMPTY	UINT64_MAX
+
+static uint64_t edge_hash(uint64_t key)
+{
+	key ^= key >> 33;
+	key *= 0xff51afd7ed558ccdULL;
+	key ^= key >> 33;
+	return key;
+}
+
+/* True if key is in the set; *slot is where it is or would go. */
+static bool edge_find(const struct pypto_graph *g, uint64_t key,
+		      uint64_t *slot)
+{
+	uint64_t mask = g->ecap - 1, i;
+
+	if (!g->ecap) {
+		*slot = 0;
+		return false;
+	}
+	for (i = edge_hash(key) & mask;; i = (i + 1) & mask) {
+		if (g->eset[i] == key) {
+			*slot = i;
+			return true;
+		}
+		if (g->eset[i] == EDGE_EMPTY) {
+			*slot = i;
+			return false;
+		}
+	}
+}
+
+static int edge_grow(struct pypto_graph *g)
+{
+	uint64_t ncap = g->ecap ? g->ecap * 2 : 64, i, j, *ns, *old = g->eset;
+	uint64_t ocap = g->ecap;
+
+	ns = malloc(ncap * sizeof(*ns));
+	if (!ns)
+		return -1;
+	for (i = 0; i < ncap; i++)
+		ns[i] = EDGE_EMPTY;
+	for (i = 0; i < ocap; i++) {
+		if (old[i] == EDGE_EMPTY)
+			continue;
+		for (j = edge_hash(old[i]) & (ncap - 1); ns[j] != EDGE_EMPTY;
+		     j = (j + 1) & (ncap - 1))
+			;
+		ns[j] = old[i];
+	}
+	g->eset = ns;
+	g->ecap = ncap;
+	free(old);
+	return 0;
+}
+
 PYPTO_EXPORT int pypto_add_dep(struct pypto_graph *g, uint32_t from,
 			       uint32_t to)
 {
 	struct pypto_tile *f;
-	uint32_t i;
+	uint64_t key, slot;
 
 	if (!g)
 		return pypto__fail(PYPTO_ERR_INVAL, "pypto_add_dep: graph is "
@@ -276,9 +338,9 @@ PYPTO_EXPORT int pypto_add_dep(struct pypto_graph *g, uint32_t from,
 				   "tile %u out of range (%u tiles)", from, to,
 				   from >= g->n ? from : to, g->n);
 	f = &g->tiles[from];
-	for (i = 0; i < f->nconsumers; i++)
-		if (f->consumers[i] == to)
-			return 0;
+	key = (uint64_t)from << 32 | to;
+	if (edge_find(g, key, &slot))
+		return 0;
 	if (g->nedges >= EDGES_MAX)
 		return pypto__fail(PYPTO_ERR_LIMIT, "pypto_add_dep: graph "
 				   "already has %u edges (the limit)",
@@ -296,6 +358,13 @@ PYPTO_EXPORT int pypto_add_dep(struct pypto_graph *g, uint32_t from,
 		f->consumers = c;
 		f->cap_consumers = cap;
 	}
+	if ((uint64_t)(g->nedges + 1) * 2 > g->ecap) {
+		if (edge_grow(g))
+			return pypto__fail(PYPTO_ERR_NOMEM, "pypto_add_dep: "
+					   "edge set of %u edges", g->nedges);
+		edge_find(g, key, &slot);
+	}
+	g->eset[slot] = key;
 	f->consumers[f->nconsumers++] = to;
 	g->tiles[to].ndeps++;
 	g->nedges++;

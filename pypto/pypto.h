@@ -113,7 +113,8 @@ int pypto_add_transfer(struct pypto_graph *g, const char *name,
 		       const struct pypto_xfer *x, unsigned int n,
 		       int affinity);
 /* "to" waits for "from": from joins to's inputs, to joins from's
- * output_consumers.  A repeated edge is ignored (returns 0). */
+ * output_consumers.  A repeated edge is ignored (returns 0) in O(1), however
+ * wide the fan-out. */
 int pypto_add_dep(struct pypto_graph *g, uint32_t from, uint32_t to);
 /* Optional cost estimate (any unit, default 1) for the critical path. */
 int pypto_set_cost(struct pypto_graph *g, uint32_t tile, double cost);
@@ -122,6 +123,11 @@ unsigned int pypto_graph_tiles(const struct pypto_graph *g);
 unsigned int pypto_graph_edges(const struct pypto_graph *g);
 const char *pypto_tile_name(const struct pypto_graph *g, uint32_t tile);
 int pypto_tile_kind(const struct pypto_graph *g, uint32_t tile);
+/*
+ * The affinity given at pypto_add_*() (not the placement).  A bad id also
+ * returns -1 (== PYPTO_ANY_DEVICE, with pypto_errmsg() set): check the id
+ * against pypto_graph_tiles() when that matters.
+ */
 int pypto_tile_affinity(const struct pypto_graph *g, uint32_t tile);
 /* Static input count and consumer list (valid until the graph changes). */
 unsigned int pypto_tile_inputs(const struct pypto_graph *g, uint32_t tile);
@@ -252,6 +258,7 @@ struct pypto_run;
 struct pypto_stats {
 	uint64_t wall_ns;
 	uint32_t workers, devices, tiles;
+	/* Tiles run, each once (re-issues count in xfer_retries only). */
 	uint64_t tiles_compute, tiles_transfer, tiles_host;
 	uint64_t steals;		/* tiles taken from another deque */
 	uint64_t steal_attempts;

@@ -54,6 +54,8 @@ struct pypto_graph {
 	struct pypto_tile *tiles;
 	uint32_t n, cap;
 	uint32_t nedges;
+	uint64_t *eset;			/* open-addressed set of edges */
+	uint64_t ecap;			/* slots in eset (power of 2) */
 	bool validated;			/* analysis below is current */
 	struct pypto_analysis analysis;
 	uint32_t *cycle;		/* last cycle found */

@@ -301,7 +301,8 @@ static void round_add_tile(struct worker *w, struct pypto_tile *t)
 	uint64_t now = pypto__now_ns();
 	uint32_t i, r;
 
-	w->n_transfer++;
+	if (!t->attempt)
+		w->n_transfer++;	/* re-issues count in xfer_retries */
 	t->t_issue_ns = now;
 	t->issue_worker = (uint16_t)w->id;
 	atomic_store_explicit(&t->xfer_failed, 0, memory_order_relaxed);

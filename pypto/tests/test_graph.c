@@ -1078,6 +1078,41 @@ static void test_dumps(void)
 	pypto_graph_destroy(g);
 }
 
+/*
+ * One tile feeding 200000 others, then every edge again: the repeats are
+ * no-ops (the edge set, not a scan of the fan-out) and the counts and the
+ * consumer list stay exact.
+ */
+static void test_fanout(void)
+{
+	enum { N = 200000 };
+	struct pypto_graph *g;
+	const uint32_t *ids;
+	uint32_t i, bad = 0;
+	int rc = 0;
+
+	if (pypto_graph_create(&g)) {
+		ok(0, "fanout: graph_create");
+		return;
+	}
+	for (i = 0; i <= N && rc >= 0; i++)
+		rc = pypto_add_compute(g, NULL, nop, NULL, PYPTO_ANY_DEVICE);
+	for (i = 1; i <= N && rc >= 0; i++)
+		rc = pypto_add_dep(g, 0, i);
+	for (i = N; i >= 1 && rc >= 0; i--)
+		rc = pypto_add_dep(g, 0, i);
+	ok(rc >= 0 && pypto_graph_edges(g) == N,
+	   "fanout: %u edges added twice count once", N);
+	ok(pypto_tile_consumers(g, 0, &ids) == N, "fanout: %u consumers", N);
+	for (i = 0; i < N; i++)
+		bad += ids[i] != i + 1 || pypto_tile_inputs(g, i + 1) != 1;
+	ok(bad == 0, "fanout: consumer order and input counts (%u wrong)",
+	   bad);
+	ok(pypto_add_dep(g, N, 0) == 0 && pypto_graph_edges(g) == N + 1 &&
+	   pypto_tile_inputs(g, 0) == 1, "fanout: the reverse edge is new");
+	pypto_graph_destroy(g);
+}
+
 int main(void)
 {
 	if (!mkdtemp(tmpdir)) {
@@ -1091,6 +1126,7 @@ int main(void)
 	test_analysis();
 	test_placement();
 	test_dumps();
+	test_fanout();
 	rmdir(tmpdir);
 	return tap_done("pypto-graph");
 }

@@ -258,6 +258,7 @@ static void test_transfers(uint64_t inject)
 	for (i = 0; i < ROWS * LD; i++)
 		bad += (i % LD < COLS) ? back[i] != host[i] : back[i] != 0;
 	ok(rc == 0 && bad == 0 && r && r->st.rounds >= 8 &&
+	   r->st.tiles_transfer == 2 &&
 	   r->st.descs == 2 * ROWS + r->st.xfer_retries * ROWS,
 	   "strided put then get, 16 rows per round%s: rc %d, %u bad bytes, %llu rounds, %llu descs, %llu retries",
 	   inject ? ", every 5th descriptor failing" : "", rc, bad,
