@@ -75,9 +75,9 @@ esac
 
 phase build-lib make -C lib
 phase build-selftests make -C selftests
-phase build-bench make -C bench
-phase build-libvm make -C lib/tests/vm
 phase build-pypto make -C pypto
+phase build-bench make -C bench		# its pypto_* programs link libpypto
+phase build-libvm make -C lib/tests/vm
 phase man-pages make -C man check
 phase lint scripts/lint.sh
 
