@@ -824,52 +824,6 @@ out:
 
 /* ---- dumps --------------------------------------------------------- */
 
-static const char *kind_name(int kind)
-{
-	switch (kind) {
-	case PYPTO_COMPUTE:
-		return "compute";
-	case PYPTO_TRANSFER:
-		return "transfer";
-	case PYPTO_HOST:
-		return "host";
-	}
-	return "unknown";
-}
-
-/* Length of the valid UTF-8 sequence at s, 0 if it is not one. */
-static size_t utf8_seq(const unsigned char *s)
-{
-	uint32_t cp;
-	size_t len, i;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
-		len = 2;
-		cp = s[0] & 0x1f;
-	} else if ((s[0] & 0xf0) == 0xe0) {
-		len = 3;
-		cp = s[0] & 0x0f;
-	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
-		len = 4;
-		cp = s[0] & 0x07;
-	} else {
-		return 0;
-	}
-	/* The NUL terminator is no continuation byte: no overrun. */
-	for (i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (s[i] & 0x3f);
-	}
-	if (len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff)))
-		return 0;
-	if (len == 4 && (cp < 0x10000 || cp > 0x10ffff))
-		return 0;
-	return len;
-}
-
 /* Inside a DOT "string": a newline becomes a label line break, other
  * control characters a blank, bytes that are not UTF-8 a '?'. */
 static void put_dot_str(FILE *f, const char *str)
@@ -887,31 +841,8 @@ static void put_dot_str(FILE *f, const char *str)
 		} else if (*s < 0x20 || *s == 0x7f) {
 			fputc(' ', f);
 			s++;
-		} else if ((len = utf8_seq(s)) == 0) {
+		} else if ((len = pypto__utf8_len(s)) == 0) {
 			fputc('?', f);
-			s++;
-		} else {
-			fwrite(s, 1, len, f);
-			s += len;
-		}
-	}
-}
-
-/* A JSON string body: control characters as \u00XX, bytes that are not
- * UTF-8 as U+FFFD (JSON text must be UTF-8). */
-static void put_json_str(FILE *f, const char *str)
-{
-	const unsigned char *s = (const unsigned char *)str;
-	size_t len;
-
-	while (*s) {
-		if (*s == '"' || *s == '\\') {
-			fputc('\\', f);
-			fputc(*s++, f);
-		} else if (*s < 0x20) {
-			fprintf(f, "\\u%04x", *s++);
-		} else if ((len = utf8_seq(s)) == 0) {
-			fputs("\\ufffd", f);
 			s++;
 		} else {
 			fwrite(s, 1, len, f);
@@ -958,7 +889,7 @@ static int dump_dot(const struct pypto_graph *g, FILE *f)
 
 		fprintf(f, "\tn%u [label=\"", t);
 		put_dot_str(f, tt->name);
-		fprintf(f, "\\n%s\", %s%s];\n", kind_name(tt->kind),
+		fprintf(f, "\\n%s\", %s%s];\n", pypto__kind_name(tt->kind),
 			kind_fill(tt->kind),
 			next && next[t] != NONE ? ", color=red, penwidth=2" :
 			"");
@@ -985,12 +916,12 @@ static void dump_json(const struct pypto_graph *g, FILE *f)
 	for (t = 0; t < g->n; t++) {
 		const struct pypto_tile *tt = &g->tiles[t];
 
-		fprintf(f, "%s\n{\"id\":%u,\"name\":\"", t ? "," : "", t);
-		put_json_str(f, tt->name);
+		fprintf(f, "%s\n{\"id\":%u,\"name\":", t ? "," : "", t);
+		pypto__json_str(f, tt->name, false);
 		/* level is only known after a validation: -1 before. */
-		fprintf(f, "\",\"kind\":\"%s\",\"affinity\":%d,\"device\":%d,"
+		fprintf(f, ",\"kind\":\"%s\",\"affinity\":%d,\"device\":%d,"
 			"\"level\":%lld,\"inputs\":%u,\"bytes\":%llu}",
-			kind_name(tt->kind), tt->affinity, tt->device,
+			pypto__kind_name(tt->kind), tt->affinity, tt->device,
 			g->validated ? (long long)tt->level : -1LL, tt->ndeps,
 			(unsigned long long)tt->bytes);
 	}

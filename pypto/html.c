@@ -27,78 +27,6 @@
 #define PYPTO_HTML_EVENTS_MAX	20000
 #define PYPTO_HTML_EDGES_MAX	50000
 
-/* Length of the valid UTF-8 sequence at p, or 0 when it is not one. */
-static int utf8_len(const unsigned char *p)
-{
-	unsigned char c = p[0];
-
-	if (c >= 0xc2 && c <= 0xdf)
-		return (p[1] & 0xc0) == 0x80 ? 2 : 0;
-	if (c >= 0xe0 && c <= 0xef) {
-		unsigned char lo = c == 0xe0 ? 0xa0 : 0x80;
-		unsigned char hi = c == 0xed ? 0x9f : 0xbf;
-
-		return p[1] >= lo && p[1] <= hi &&
-		       (p[2] & 0xc0) == 0x80 ? 3 : 0;
-	}
-	if (c >= 0xf0 && c <= 0xf4) {
-		unsigned char lo = c == 0xf0 ? 0x90 : 0x80;
-		unsigned char hi = c == 0xf4 ? 0x8f : 0xbf;
-
-		return p[1] >= lo && p[1] <= hi && (p[2] & 0xc0) == 0x80 &&
-		       (p[3] & 0xc0) == 0x80 ? 4 : 0;
-	}
-	return 0;
-}
-
-/*
- * A JSON string for the data element.  Inside a script element only
- * "</script" (and "<!--", which changes how the parser looks for the end)
- * could end or confuse it; every '<' is written as \u003c, which covers
- * "</" (the usual "<\/" escape) and "<!--" alike; '>' and '&' likewise so
- * the text is inert in any HTML context.  Invalid UTF-8 (a name cut inside
- * a sequence) becomes U+FFFD.
- */
-static void json_str(FILE *f, const char *s)
-{
-	const unsigned char *p = (const unsigned char *)(s ? s : "");
-
-	putc('"', f);
-	while (*p) {
-		unsigned char c = *p;
-		int n;
-
-		if (c >= 0x80) {
-			n = utf8_len(p);
-			if (n) {
-				fwrite(p, 1, n, f);
-				p += n;
-			} else {
-				fputs("\\ufffd", f);
-				p++;
-			}
-			continue;
-		}
-		switch (c) {
-		case '"':  fputs("\\\"", f); break;
-		case '\\': fputs("\\\\", f); break;
-		case '\n': fputs("\\n", f); break;
-		case '\r': fputs("\\r", f); break;
-		case '\t': fputs("\\t", f); break;
-		case '<':  fputs("\\u003c", f); break;
-		case '>':  fputs("\\u003e", f); break;
-		case '&':  fputs("\\u0026", f); break;
-		default:
-			if (c < 0x20 || c == 0x7f)
-				fprintf(f, "\\u%04x", c);
-			else
-				putc(c, f);
-		}
-		p++;
-	}
-	putc('"', f);
-}
-
 /* Text for an HTML element's content. */
 static void html_text(FILE *f, const char *s)
 {
@@ -109,7 +37,7 @@ static void html_text(FILE *f, const char *s)
 		int n;
 
 		if (c >= 0x80) {
-			n = utf8_len(p);
+			n = pypto__utf8_len(p);
 			if (n) {
 				fwrite(p, 1, n, f);
 				p += n;
@@ -131,24 +59,6 @@ static void html_text(FILE *f, const char *s)
 				putc(c, f);
 		}
 		p++;
-	}
-}
-
-static void json_num(FILE *f, double v)
-{
-	if (isfinite(v))
-		fprintf(f, "%.6g", v);
-	else
-		fputs("0", f);
-}
-
-static const char *kind_name(int k)
-{
-	switch (k) {
-	case PYPTO_COMPUTE:  return "compute";
-	case PYPTO_TRANSFER: return "transfer";
-	case PYPTO_HOST:     return "host";
-	default:	     return "unknown";
 	}
 }
 
@@ -547,24 +457,24 @@ static int html_data(FILE *f, const struct pypto_run *r, uint32_t drawn,
 	}
 
 	fputs("{\"version\":1,\"transport\":", f);
-	json_str(f, r->xport_name ? r->xport_name : "none");
+	pypto__json_str(f, r->xport_name ? r->xport_name : "none", true);
 	fprintf(f, ",\"status\":%d,\"workers\":%u,\"devices\":%u,"
 		"\"lanes_workers\":%u,\"lanes_devices\":%u,\"wall_ns\":%" PRIu64
 		",\"events_total\":%u,\"drawn\":%u,\"mask\":%u,\"diagnosis\":",
 		r->status, workers, r->cfg.devices ? r->cfg.devices :
 		st->devices, lanes_w, lanes_d, st->wall_ns, r->nev, drawn,
 		mask);
-	json_str(f, diag ? diag : "");
+	pypto__json_str(f, diag ? diag : "", true);
 	fputs(",\"stats\":{\"worker_util\":", f);
-	json_num(f, st->worker_util);
+	pypto__json_num(f, st->worker_util);
 	fputs(",\"xfer_util\":", f);
-	json_num(f, st->xfer_util);
+	pypto__json_num(f, st->xfer_util);
 	fputs(",\"overlap_eff\":", f);
-	json_num(f, st->overlap_eff);
+	pypto__json_num(f, st->overlap_eff);
 	fputs(",\"tile_mean_ns\":", f);
-	json_num(f, st->tile_mean_ns);
+	pypto__json_num(f, st->tile_mean_ns);
 	fputs(",\"tile_cv\":", f);
-	json_num(f, st->tile_cv);
+	pypto__json_num(f, st->tile_cv);
 	fprintf(f, ",\"tiles\":%u,\"steals\":%" PRIu64 ",\"rounds\":%" PRIu64
 		",\"descs\":%" PRIu64 ",\"retries\":%" PRIu64 "}",
 		st->tiles, st->steals, st->rounds, st->descs,
@@ -591,11 +501,11 @@ static int html_data(FILE *f, const struct pypto_run *r, uint32_t drawn,
 			continue;
 		fprintf(f, "%s\"%" PRIu32 "\":[", sep ? ",\n" : "", t);
 		if (g->tiles[t].name[0]) {
-			json_str(f, g->tiles[t].name);
+			pypto__json_str(f, g->tiles[t].name, true);
 		} else {
 			fprintf(f, "\"t%" PRIu32 "\"", t);
 		}
-		fprintf(f, ",\"%s\"]", kind_name(g->tiles[t].kind));
+		fprintf(f, ",\"%s\"]", pypto__kind_name(g->tiles[t].kind));
 		sep = true;
 	}
 

@@ -19,6 +19,21 @@ int pypto__fail(int err, const char *fmt, ...)
 void pypto__clear_err(void);
 uint64_t pypto__now_ns(void);		/* CLOCK_MONOTONIC */
 
+/* ---- text output (text.c) ----------------------------------------- */
+
+/* Bytes of the valid UTF-8 sequence at p (1 for ASCII), 0 if invalid. */
+size_t pypto__utf8_len(const unsigned char *p);
+/*
+ * s (NULL: "") as a quoted JSON string: control characters as \u00XX,
+ * bytes that are not UTF-8 (a name cut inside a sequence) as U+FFFD.
+ * html_safe also writes '<', '>' and '&' as \u00XX, so the text is inert
+ * inside a <script> element ("</script", "<!--") or any HTML context.
+ */
+void pypto__json_str(FILE *f, const char *s, bool html_safe);
+/* A finite JSON number; NaN and infinities (no JSON form) as 0. */
+void pypto__json_num(FILE *f, double v);
+const char *pypto__kind_name(int kind);	/* "compute", "transfer", ... */
+
 /* ---- graph (graph.c) ---------------------------------------------- */
 
 struct pypto_tile {

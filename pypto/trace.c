@@ -647,81 +647,6 @@ PYPTO_EXPORT unsigned int pypto_run_diagnose(const struct pypto_run *r,
 /* Chrome trace                                                       */
 /* ------------------------------------------------------------------ */
 
-/* Length of the valid UTF-8 sequence at p, or 0 when it is not one. */
-static int utf8_len(const unsigned char *p)
-{
-	unsigned char c = p[0];
-
-	if (c >= 0xc2 && c <= 0xdf)
-		return (p[1] & 0xc0) == 0x80 ? 2 : 0;
-	if (c >= 0xe0 && c <= 0xef) {
-		unsigned char lo = c == 0xe0 ? 0xa0 : 0x80;
-		unsigned char hi = c == 0xed ? 0x9f : 0xbf;
-
-		return p[1] >= lo && p[1] <= hi &&
-		       (p[2] & 0xc0) == 0x80 ? 3 : 0;
-	}
-	if (c >= 0xf0 && c <= 0xf4) {
-		unsigned char lo = c == 0xf0 ? 0x90 : 0x80;
-		unsigned char hi = c == 0xf4 ? 0x8f : 0xbf;
-
-		return p[1] >= lo && p[1] <= hi && (p[2] & 0xc0) == 0x80 &&
-		       (p[3] & 0xc0) == 0x80 ? 4 : 0;
-	}
-	return 0;
-}
-
-/*
- * A JSON string.  Tile names are user input cut at PYPTO_NAME_MAX - 1
- * bytes, possibly inside a UTF-8 sequence: invalid bytes become U+FFFD so
- * the file stays valid JSON (strict parsers reject bad UTF-8).
- */
-static void json_str(FILE *f, const char *s)
-{
-	const unsigned char *p = (const unsigned char *)(s ? s : "");
-
-	putc('"', f);
-	while (*p) {
-		unsigned char c = *p;
-		int n;
-
-		if (c >= 0x80) {
-			n = utf8_len(p);
-			if (n) {
-				fwrite(p, 1, n, f);
-				p += n;
-			} else {
-				fputs("\\ufffd", f);
-				p++;
-			}
-			continue;
-		}
-		switch (c) {
-		case '"':  fputs("\\\"", f); break;
-		case '\\': fputs("\\\\", f); break;
-		case '\n': fputs("\\n", f); break;
-		case '\r': fputs("\\r", f); break;
-		case '\t': fputs("\\t", f); break;
-		default:
-			if (c < 0x20 || c == 0x7f)
-				fprintf(f, "\\u%04x", c);
-			else
-				putc(c, f);
-		}
-		p++;
-	}
-	putc('"', f);
-}
-
-/* A finite JSON number (NaN and infinities have no JSON form). */
-static void json_num(FILE *f, double v)
-{
-	if (isfinite(v))
-		fprintf(f, "%.6g", v);
-	else
-		fputs("0", f);
-}
-
 /* ns as microseconds with 3 decimals: exact, no floating point. */
 static void json_us(FILE *f, uint64_t ns)
 {
@@ -735,16 +660,6 @@ static const char *stage_name(unsigned int s)
 	case PYPTO_STAGE_TRANSFER: return "transfer";
 	case PYPTO_STAGE_COMPUTE:  return "compute";
 	default:		   return "unknown";
-	}
-}
-
-static const char *kind_name(int k)
-{
-	switch (k) {
-	case PYPTO_COMPUTE:  return "compute";
-	case PYPTO_TRANSFER: return "transfer";
-	case PYPTO_HOST:     return "host";
-	default:	     return "unknown";
 	}
 }
 
@@ -878,7 +793,7 @@ static void trace_meta(FILE *f, bool *first, int pid, long tid,
 	if (tid >= 0)
 		fprintf(f, "\"tid\":%ld,", tid);
 	fprintf(f, "\"name\":\"%s\",\"args\":{\"name\":", what);
-	json_str(f, name);
+	pypto__json_str(f, name, false);
 	fputs("}}", f);
 	fprintf(f, ",\n{\"ph\":\"M\",\"pid\":%d,", pid);
 	if (tid >= 0)
@@ -963,7 +878,7 @@ static void trace_stats(FILE *f, const struct pypto_run *r, uint64_t nflows)
 	const struct pypto_stats *st = &r->st;
 
 	fputs("\"otherData\":{\"generator\":\"libpypto\",\"transport\":", f);
-	json_str(f, r->xport_name ? r->xport_name : "none");
+	pypto__json_str(f, r->xport_name ? r->xport_name : "none", false);
 	fprintf(f, ",\"status\":%d,\"wall_ns\":%" PRIu64 ",\"workers\":%u,"
 		"\"devices\":%u,\"tiles\":%u,\"tiles_compute\":%" PRIu64
 		",\"tiles_transfer\":%" PRIu64 ",\"tiles_host\":%" PRIu64
@@ -979,15 +894,15 @@ static void trace_stats(FILE *f, const struct pypto_run *r, uint64_t nflows)
 		st->descs, st->xfer_bytes, st->xfer_retries,
 		st->xfer_failures, st->events, r->nev, nflows);
 	fputs(",\"worker_util\":", f);
-	json_num(f, st->worker_util);
+	pypto__json_num(f, st->worker_util);
 	fputs(",\"xfer_util\":", f);
-	json_num(f, st->xfer_util);
+	pypto__json_num(f, st->xfer_util);
 	fputs(",\"overlap_eff\":", f);
-	json_num(f, st->overlap_eff);
+	pypto__json_num(f, st->overlap_eff);
 	fputs(",\"tile_mean_ns\":", f);
-	json_num(f, st->tile_mean_ns);
+	pypto__json_num(f, st->tile_mean_ns);
 	fputs(",\"tile_cv\":", f);
-	json_num(f, st->tile_cv);
+	pypto__json_num(f, st->tile_cv);
 	fprintf(f, ",\"diagnosis\":%u}", pypto_run_diagnose(r, NULL));
 }
 
@@ -1042,7 +957,7 @@ static int trace_file(const struct pypto_run *r, FILE *f)
 
 		ev_lane(&L, r, i, &pid, &tid);
 		fputs(",\n{\"ph\":\"X\",\"name\":", f);
-		json_str(f, name);
+		pypto__json_str(f, name, false);
 		fprintf(f, ",\"cat\":\"%s\",\"pid\":%d,\"tid\":%ld,\"ts\":",
 			stage_name(e->stage), pid, tid);
 		json_us(f, e->t0_ns);
@@ -1050,10 +965,10 @@ static int trace_file(const struct pypto_run *r, FILE *f)
 		json_us(f, e->t1_ns - e->t0_ns);
 		fprintf(f, ",\"args\":{\"tile\":%" PRIu32 ",\"name\":",
 			e->tile);
-		json_str(f, name);
+		pypto__json_str(f, name, false);
 		fprintf(f, ",\"kind\":\"%s\",\"stage\":\"%s\",\"worker\":%u,"
 			"\"device\":%" PRId32 ",\"bytes\":%" PRIu64
-			",\"attempt\":%u}}", kind_name(kind),
+			",\"attempt\":%u}}", pypto__kind_name(kind),
 			stage_name(e->stage), e->worker, e->device, e->bytes,
 			e->attempt);
 	}
