@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Helpers shared by hcomm_xfer_bench and hcomm_lib_bench: timing, failure
- * reports, table and JSON formatting, the data pattern and its checksum,
- * buffers, io_uring XFER commands, the peer process and its control
- * socket, the measuring loop, and the machine's description.
+ * Helpers shared by the benchmarks (hcomm_xfer_bench, hcomm_lib_bench,
+ * pypto_sched_bench, pypto_gemm_bench): timing, failure reports, table and
+ * JSON formatting, the table of results against baselines, option numbers
+ * and medians, the data pattern and its checksum, buffers, io_uring XFER
+ * commands, the peer process and its control socket, the measuring loop,
+ * and the machine's description.
  *
  * Include it once, after the system headers, liburing.h and
  * linux/hcomm.h, with BENCH_NAME defined as the program's name (the
@@ -436,6 +438,124 @@ static inline void json_str(FILE *f, const char *s)
 			fputc(*s, f);
 	}
 	fputc('"', f);
+}
+
+/*
+ * One figure of a benchmark against its baseline, as every benchmark here
+ * prints and writes it: ratio = value / base_value (NaN when either is
+ * missing or the baseline is 0).  note is free text (the engine used, a
+ * remark), written under the key the program chooses.
+ */
+struct result {
+	char name[48];
+	uint64_t size;
+	double value;
+	char unit[12];
+	char base[40];
+	double base_value;
+	double ratio;
+	bool higher_better;
+	char note[48];
+};
+
+#define RESULTS_MAX	256
+static struct result results[RESULTS_MAX];
+static int nresults;
+
+/* Appends a result; NULL (and nothing kept) when the table is full. */
+static inline struct result *add_result(const char *name, uint64_t size,
+					double value, const char *unit,
+					const char *base, double base_value,
+					bool higher_better, const char *note)
+{
+	struct result *r;
+
+	if (nresults >= RESULTS_MAX)
+		return NULL;
+	r = &results[nresults++];
+	memset(r, 0, sizeof(*r));
+	snprintf(r->name, sizeof(r->name), "%s", name);
+	r->size = size;
+	r->value = value;
+	snprintf(r->unit, sizeof(r->unit), "%s", unit);
+	snprintf(r->base, sizeof(r->base), "%s", base);
+	r->base_value = base_value;
+	r->ratio = (isnan(value) || isnan(base_value) || base_value == 0) ?
+		   NAN : value / base_value;
+	r->higher_better = higher_better;
+	snprintf(r->note, sizeof(r->note), "%s", note ? note : "");
+	return r;
+}
+
+/* "  \"results\": [...]\n": every result; a note goes under note_key. */
+static inline void json_results(FILE *f, const char *note_key)
+{
+	int i;
+
+	fprintf(f, "  \"results\": [");
+	for (i = 0; i < nresults; i++) {
+		const struct result *r = &results[i];
+
+		fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
+		json_str(f, r->name);
+		fprintf(f, ", \"size\": %llu, \"value\": ",
+			(unsigned long long)r->size);
+		json_num(f, r->value);
+		fprintf(f, ", \"unit\": ");
+		json_str(f, r->unit);
+		fprintf(f, ", \"baseline_name\": ");
+		json_str(f, r->base);
+		fprintf(f, ", \"baseline_value\": ");
+		json_num(f, r->base_value);
+		fprintf(f, ", \"ratio\": ");
+		json_num(f, r->ratio);
+		fprintf(f, ", \"better\": \"%s\"",
+			r->higher_better ? "higher" : "lower");
+		if (r->note[0]) {
+			fprintf(f, ", \"%s\": ", note_key);
+			json_str(f, r->note);
+		}
+		fprintf(f, "}");
+	}
+	fprintf(f, "\n  ]\n");
+}
+
+/* An integer option value in [lo, hi]; anything else dies naming opt. */
+static inline long parse_num(const char *opt, const char *s, long lo,
+			     long hi)
+{
+	char *e;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &e, 10);
+	if (errno || e == s || *e || v < lo || v > hi)
+		die("%s: an integer from %ld to %ld, not \"%s\"", opt, lo, hi,
+		    s);
+	return v;
+}
+
+static inline int cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+#define MEDIAN_MAX	99	/* most samples median() takes */
+
+/* Median of v[0..n) (v is left as it is); NaN for none. */
+static inline double median(const double *v, unsigned int n)
+{
+	double s[MEDIAN_MAX];
+
+	if (!n)
+		return NAN;
+	if (n > MEDIAN_MAX)
+		die("median of %u samples (at most %d)", n, MEDIAN_MAX);
+	memcpy(s, v, n * sizeof(*v));
+	qsort(s, n, sizeof(*s), cmp_dbl);
+	return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
 }
 
 /* "64K", "16MiB", "1G", "4096": bytes into *out; 0 or -1. */

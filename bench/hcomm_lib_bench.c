@@ -96,21 +96,6 @@ static unsigned int opt_qd = 4;
 static unsigned int opt_samples = 2000;
 static const char *opt_json;
 
-struct result {
-	char name[48];
-	uint64_t size;
-	double value;
-	char unit[12];
-	char base[40];
-	double base_value;
-	double ratio;
-	bool higher_better;
-	char note[32];
-};
-
-static struct result results[128];
-static int nresults;
-
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -128,28 +113,6 @@ static const char *herr(int rc)
 		 *hcomm_errmsg() ? " (" : "", hcomm_errmsg(),
 		 *hcomm_errmsg() ? ")" : "");
 	return buf;
-}
-
-static void add_result(const char *name, uint64_t size, double value,
-		       const char *unit, const char *base, double base_value,
-		       bool higher_better, const char *note)
-{
-	struct result *r;
-
-	if (nresults >= (int)(sizeof(results) / sizeof(results[0])))
-		return;
-	r = &results[nresults++];
-	memset(r, 0, sizeof(*r));
-	snprintf(r->name, sizeof(r->name), "%s", name);
-	r->size = size;
-	r->value = value;
-	snprintf(r->unit, sizeof(r->unit), "%s", unit);
-	snprintf(r->base, sizeof(r->base), "%s", base);
-	r->base_value = base_value;
-	r->ratio = (isnan(value) || isnan(base_value) || base_value == 0) ?
-		   NAN : value / base_value;
-	r->higher_better = higher_better;
-	snprintf(r->note, sizeof(r->note), "%s", note ? note : "");
 }
 
 /* ------------------------------------------------------------------ */
@@ -1093,7 +1056,6 @@ static void print_rows(int from)
 static int write_json(const char *path, double wall)
 {
 	FILE *f = fopen(path, "w");
-	int i;
 
 	if (!f)
 		return -errno;
@@ -1107,32 +1069,8 @@ static int write_json(const char *path, double wall)
 	json_str(f, transport);
 	fprintf(f, ",\n  \"wall_s\": %.1f,\n  \"failures\": %d,\n", wall,
 		failures);
-	fprintf(f, "  \"results\": [");
-	for (i = 0; i < nresults; i++) {
-		const struct result *r = &results[i];
-
-		fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
-		json_str(f, r->name);
-		fprintf(f, ", \"size\": %llu, \"value\": ",
-			(unsigned long long)r->size);
-		json_num(f, r->value);
-		fprintf(f, ", \"unit\": ");
-		json_str(f, r->unit);
-		fprintf(f, ", \"baseline_name\": ");
-		json_str(f, r->base);
-		fprintf(f, ", \"baseline_value\": ");
-		json_num(f, r->base_value);
-		fprintf(f, ", \"ratio\": ");
-		json_num(f, r->ratio);
-		fprintf(f, ", \"better\": \"%s\"",
-			r->higher_better ? "higher" : "lower");
-		if (r->note[0]) {
-			fprintf(f, ", \"note\": ");
-			json_str(f, r->note);
-		}
-		fprintf(f, "}");
-	}
-	fprintf(f, "\n  ]\n}\n");
+	json_results(f, "note");
+	fprintf(f, "}\n");
 	if (fclose(f))
 		return -errno;
 	return 0;

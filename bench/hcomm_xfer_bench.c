@@ -101,23 +101,6 @@ static unsigned int opt_qd = 4;
 static const char *opt_json;
 static bool opt_baselines_only;
 
-struct result {
-	char name[48];
-	uint64_t size;
-	double value;
-	char unit[12];
-	char base[40];
-	double base_value;
-	double ratio;
-	bool higher_better;
-	char engine[24];
-	uint64_t iters;
-	double secs;
-};
-
-static struct result results[256];
-static int nresults;
-
 static void cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
@@ -125,30 +108,6 @@ static void cpu_relax(void)
 #else
 	__asm__ __volatile__("" ::: "memory");
 #endif
-}
-
-static struct result *add_result(const char *name, uint64_t size,
-				 double value, const char *unit,
-				 const char *base, double base_value,
-				 bool higher_better, const char *engine)
-{
-	struct result *r;
-
-	if (nresults >= (int)(sizeof(results) / sizeof(results[0])))
-		return NULL;
-	r = &results[nresults++];
-	memset(r, 0, sizeof(*r));
-	snprintf(r->name, sizeof(r->name), "%s", name);
-	r->size = size;
-	r->value = value;
-	snprintf(r->unit, sizeof(r->unit), "%s", unit);
-	snprintf(r->base, sizeof(r->base), "%s", base);
-	r->base_value = base_value;
-	r->ratio = (isnan(value) || isnan(base_value) || base_value == 0) ?
-		   NAN : value / base_value;
-	r->higher_better = higher_better;
-	snprintf(r->engine, sizeof(r->engine), "%s", engine ? engine : "");
-	return r;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1433,7 +1392,7 @@ static void print_rows(int from)
 		       r->name, size_str(r->size, sz, sizeof(sz)), v, r->unit,
 		       r->base, bv, ra,
 		       verdict(r->ratio, r->higher_better, vd, sizeof(vd)),
-		       r->engine);
+		       r->note);
 	}
 }
 
@@ -1485,32 +1444,8 @@ static int write_json(const char *path, const struct stats *s0,
 		failures);
 	fprintf(f, "  \"cqe32_zero_byte_counts\": %llu,\n",
 		(unsigned long long)cqe32_no_count);
-	fprintf(f, "  \"results\": [");
-	for (i = 0; i < nresults; i++) {
-		const struct result *r = &results[i];
-
-		fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
-		json_str(f, r->name);
-		fprintf(f, ", \"size\": %llu, \"value\": ",
-			(unsigned long long)r->size);
-		json_num(f, r->value);
-		fprintf(f, ", \"unit\": ");
-		json_str(f, r->unit);
-		fprintf(f, ", \"baseline_name\": ");
-		json_str(f, r->base);
-		fprintf(f, ", \"baseline_value\": ");
-		json_num(f, r->base_value);
-		fprintf(f, ", \"ratio\": ");
-		json_num(f, r->ratio);
-		fprintf(f, ", \"better\": \"%s\"",
-			r->higher_better ? "higher" : "lower");
-		if (r->engine[0]) {
-			fprintf(f, ", \"engine\": ");
-			json_str(f, r->engine);
-		}
-		fprintf(f, "}");
-	}
-	fprintf(f, "\n  ]\n}\n");
+	json_results(f, "engine");
+	fprintf(f, "}\n");
 	if (fclose(f))
 		return -errno;
 	return 0;

@@ -71,7 +71,7 @@
 #include "bench_util.h"
 
 #define LIST_MAX	16
-#define REPS_MAX	99
+#define REPS_MAX	MEDIAN_MAX
 #define CONFIGS_MAX	(LIST_MAX * LIST_MAX * 2)
 
 /* The seed's figures for the pipeline overlap efficiency. */
@@ -134,23 +134,6 @@ static double max_err(void)
 	return m;
 }
 
-static int cmp_dbl(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double median(const double *v, unsigned int n)
-{
-	double s[REPS_MAX];
-
-	if (!n)
-		return NAN;
-	memcpy(s, v, n * sizeof(*v));
-	qsort(s, n, sizeof(*s), cmp_dbl);
-	return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
-}
 
 static double blas_s[REPS_MAX], blas_wall, blas_gflops;
 
@@ -668,19 +651,6 @@ static void usage(FILE *f, int rc)
 		"  --quick           M = N = K = 512, one tile size, depths 1 "
 		"and 2\n");
 	exit(rc);
-}
-
-static long parse_num(const char *opt, const char *s, long lo, long hi)
-{
-	char *e;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &e, 10);
-	if (errno || e == s || *e || v < lo || v > hi)
-		die("%s: an integer from %ld to %ld, not \"%s\"", opt, lo, hi,
-		    s);
-	return v;
 }
 
 static unsigned int parse_list(const char *opt, const char *s, uint32_t *out,

@@ -73,25 +73,11 @@
 
 #define BENCH_NAME	"pypto_sched_bench"
 #include "bench_util.h"
+#include "pypto_sched_tbb.h"
 
-#define REPS_MAX	99
+#define REPS_MAX	MEDIAN_MAX
 #define SIZES_MAX	16
 #define WORKERS_MAX	1024
-
-/* ------------------------------------------------------------------ */
-/* the oneTBB side (pypto_sched_tbb.cpp; keep in step with it)         */
-/* ------------------------------------------------------------------ */
-
-struct sbtbb;
-typedef void (*sbtbb_body_fn)(void *ctx, uint32_t i);
-const char *sbtbb_errmsg(void);
-const char *sbtbb_version(void);
-struct sbtbb *sbtbb_create(unsigned int workers);
-int sbtbb_build(struct sbtbb *t, int chain, uint32_t n, sbtbb_body_fn fn,
-		void *ctx, double *secs);
-int sbtbb_run(struct sbtbb *t, double *secs);
-void sbtbb_free_graph(struct sbtbb *t);
-void sbtbb_destroy(struct sbtbb *t);
 
 /* ------------------------------------------------------------------ */
 /* options                                                             */
@@ -669,23 +655,6 @@ static char skip_note[160];	/* a system left out of the default set */
 /* measuring                                                           */
 /* ------------------------------------------------------------------ */
 
-static int cmp_dbl(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double median(const double *v, unsigned int n)
-{
-	double s[REPS_MAX];
-
-	if (!n)
-		return NAN;
-	memcpy(s, v, n * sizeof(*v));
-	qsort(s, n, sizeof(*s), cmp_dbl);
-	return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
-}
 
 static uint32_t *counters;	/* sized for the largest DAG */
 static unsigned int reps;
@@ -852,43 +821,6 @@ static void measure_curve(int s)
 /* ------------------------------------------------------------------ */
 /* results                                                             */
 /* ------------------------------------------------------------------ */
-
-struct result {
-	char name[48];
-	uint64_t size;
-	double value;
-	char unit[12];
-	char base[24];
-	double base_value;
-	double ratio;
-	bool higher_better;
-	char note[48];
-};
-
-static struct result results[256];
-static int nresults;
-
-static void add_result(const char *name, uint64_t size, double value,
-		       const char *unit, const char *base, double base_value,
-		       bool higher_better, const char *note)
-{
-	struct result *r;
-
-	if (nresults >= (int)(sizeof(results) / sizeof(results[0])))
-		return;
-	r = &results[nresults++];
-	memset(r, 0, sizeof(*r));
-	snprintf(r->name, sizeof(r->name), "%s", name);
-	r->size = size;
-	r->value = value;
-	snprintf(r->unit, sizeof(r->unit), "%s", unit);
-	snprintf(r->base, sizeof(r->base), "%s", base);
-	r->base_value = base_value;
-	r->ratio = (isnan(value) || isnan(base_value) || base_value == 0) ?
-		   NAN : value / base_value;
-	r->higher_better = higher_better;
-	snprintf(r->note, sizeof(r->note), "%s", note ? note : "");
-}
 
 static double total_ns(const struct ovh *o)
 {
@@ -1208,32 +1140,8 @@ static int write_json(const char *path, double wall)
 	}
 	fprintf(f, "},\n  \"wall_s\": %.1f,\n  \"failures\": %d,\n", wall,
 		failures);
-	fprintf(f, "  \"results\": [");
-	for (k = 0; k < nresults; k++) {
-		const struct result *r = &results[k];
-
-		fprintf(f, "%s\n    {\"name\": ", k ? "," : "");
-		json_str(f, r->name);
-		fprintf(f, ", \"size\": %llu, \"value\": ",
-			(unsigned long long)r->size);
-		json_num(f, r->value);
-		fprintf(f, ", \"unit\": ");
-		json_str(f, r->unit);
-		fprintf(f, ", \"baseline_name\": ");
-		json_str(f, r->base);
-		fprintf(f, ", \"baseline_value\": ");
-		json_num(f, r->base_value);
-		fprintf(f, ", \"ratio\": ");
-		json_num(f, r->ratio);
-		fprintf(f, ", \"better\": \"%s\"",
-			r->higher_better ? "higher" : "lower");
-		if (r->note[0]) {
-			fprintf(f, ", \"note\": ");
-			json_str(f, r->note);
-		}
-		fprintf(f, "}");
-	}
-	fprintf(f, "\n  ]\n}\n");
+	json_results(f, "note");
+	fprintf(f, "}\n");
 	if (fclose(f))
 		return -errno;
 	return 0;
@@ -1270,19 +1178,6 @@ static void usage(FILE *f, int rc)
 		"  --quick       a small run (under a minute on 2 slow cores)\n",
 		REPS_MAX);
 	exit(rc);
-}
-
-static long parse_count(const char *opt, const char *s, long lo, long hi)
-{
-	char *e;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &e, 10);
-	if (errno || e == s || *e || v < lo || v > hi)
-		die("%s: an integer from %ld to %ld, not \"%s\"", opt, lo, hi,
-		    s);
-	return v;
 }
 
 static void parse_sizes(const char *s)
@@ -1391,17 +1286,17 @@ int main(int argc, char **argv)
 				  NULL)) != -1) {
 		switch (opt) {
 		case 'w':
-			opt_workers = (unsigned int)parse_count("--workers",
+			opt_workers = (unsigned int)parse_num("--workers",
 						optarg, 1, WORKERS_MAX);
 			break;
 		case 'W':
-			opt_width = parse_count("--width", optarg, 1, 10000000);
+			opt_width = parse_num("--width", optarg, 1, 10000000);
 			break;
 		case 'c':
-			opt_chain = parse_count("--chain", optarg, 2, 10000000);
+			opt_chain = parse_num("--chain", optarg, 2, 10000000);
 			break;
 		case 'r':
-			opt_reps = parse_count("--reps", optarg, 1, REPS_MAX);
+			opt_reps = parse_num("--reps", optarg, 1, REPS_MAX);
 			break;
 		case 's':
 			parse_sizes(optarg);
@@ -1415,7 +1310,7 @@ int main(int argc, char **argv)
 				    "\"%s\"", optarg);
 			break;
 		case 'm':
-			opt_max_tasks = parse_count("--max-tasks", optarg, 1,
+			opt_max_tasks = parse_num("--max-tasks", optarg, 1,
 						    10000000);
 			break;
 		case 'S':

@@ -5,9 +5,7 @@
  * run in a task_arena of exactly --workers threads (global_control caps
  * the whole process at the same number, so no extra TBB worker joins).
  *
- * The C side sees only the extern "C" functions below (prototypes
- * repeated in pypto_sched_bench.c: keep them in step).  No C++ exception
- * crosses them: each returns 0 or -1 with the reason in sbtbb_errmsg().
+ * The C side sees only the extern "C" functions of pypto_sched_tbb.h.
  *
  * The graph is built once and run several times, as libpypto's is: a
  * continue_node fires after as many continue_msg as it has predecessors
@@ -26,9 +24,10 @@
 #include <oneapi/tbb/task_arena.h>
 #include <oneapi/tbb/version.h>
 
+#include "pypto_sched_tbb.h"
+
 namespace flow = oneapi::tbb::flow;
 
-typedef void (*sbtbb_body_fn)(void *ctx, uint32_t i);
 typedef flow::continue_node<flow::continue_msg> node_t;
 
 struct sbtbb {
@@ -62,15 +61,6 @@ static void drop_graph(struct sbtbb *t)
 }
 
 extern "C" {
-
-const char *sbtbb_errmsg(void);
-const char *sbtbb_version(void);
-struct sbtbb *sbtbb_create(unsigned int workers);
-int sbtbb_build(struct sbtbb *t, int chain, uint32_t n, sbtbb_body_fn fn,
-		void *ctx, double *secs);
-int sbtbb_run(struct sbtbb *t, double *secs);
-void sbtbb_free_graph(struct sbtbb *t);
-void sbtbb_destroy(struct sbtbb *t);
 
 const char *sbtbb_errmsg(void)
 {
