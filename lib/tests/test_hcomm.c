@@ -18,24 +18,7 @@
 
 #include "hcomm_int.h"
 #include "fake_hcomm.h"
-
-static int n_pass, n_fail;
-
-__attribute__((format(printf, 2, 3)))
-static void ok(int cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%s %d - ", cond ? "ok" : "not ok", n_pass + n_fail + 1);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	if (cond)
-		n_pass++;
-	else
-		n_fail++;
-}
+#include "tap.h"
 
 static int count_fds(void)
 {
@@ -466,7 +449,5 @@ int main(int argc, char **argv)
 		test_exports(argv[1]);
 	if (argc > 3)
 		test_demo(argv[2], argv[3]);
-	printf("1..%d\n", n_pass + n_fail);
-	printf("lib: %d passed, %d failed\n", n_pass, n_fail);
-	return n_fail ? 1 : 0;
+	return tap_done("lib");
 }

@@ -24,28 +24,11 @@
 #include "hcomm_int.h"
 #include "hcomm_boot.h"
 #include "hcomm_mpsc.h"
+#include "tap.h"
 
 #define KiB	(1ULL << 10)
 #define MiB	(1ULL << 20)
 #define GiB	(1ULL << 30)
-
-static int n_pass, n_fail;
-
-__attribute__((format(printf, 2, 3)))
-static void ok(int cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%s %d - ", cond ? "ok" : "not ok", n_pass + n_fail + 1);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	if (cond)
-		n_pass++;
-	else
-		n_fail++;
-}
 
 static int count_fds(void)
 {
@@ -1866,7 +1849,5 @@ int main(void)
 		/* leftovers in /tmp only */
 	}
 	printf("# %lld ms\n", (long long)(now_ms() - t0));
-	printf("1..%d\n", n_pass + n_fail);
-	printf("units: %d passed, %d failed\n", n_pass, n_fail);
-	return n_fail ? 1 : 0;
+	return tap_done("units");
 }

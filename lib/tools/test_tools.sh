@@ -18,23 +18,8 @@ PM=$bdir/hcomm_perf_mon
 INFO=$bdir/hcomm_info
 FAKE_SO=$bdir/fake_hcomm.so
 
-pass=0 fail=0 n=0
-ok() {	# ok <0|1 = passed?> <description> [diagnostics]
-	n=$((n + 1))
-	if [ "$1" = 1 ]; then
-		pass=$((pass + 1)); echo "ok $n - $2"
-	else
-		fail=$((fail + 1)); echo "not ok $n - $2"
-		[ -n "${3:-}" ] && printf '%s\n' "$3" | sed 's/^/#   /'
-	fi
-}
-skip() { n=$((n + 1)); pass=$((pass + 1)); echo "ok $n - $1 # SKIP $2"; }
-finish() {
-	echo "1..$n"
-	echo "tools: $pass passed, $fail failed"
-	[ "$fail" = 0 ]
-	exit
-}
+TAP_NAME=tools
+. "$repo/lib/tests/tap.sh"
 
 for b in "$PM" "$INFO"; do
 	if [ ! -x "$b" ]; then

@@ -963,9 +963,7 @@ static void test_dumps(void)
 		   "dot -Tsvg accepts the DOT");
 		unlink(svg);
 	} else {
-		printf("ok %d - dot -Tsvg # SKIP graphviz not installed\n",
-		       tap_pass + tap_fail + 1);
-		tap_pass++;
+		ok(1, "dot -Tsvg # SKIP graphviz not installed");
 	}
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/small.json", tmpdir);
@@ -993,9 +991,7 @@ static void test_dumps(void)
 		   has(pypto_errmsg(), "No space"),
 		   "dump: full disk: %s", pypto_errmsg());
 	} else {
-		printf("ok %d - dump to /dev/full # SKIP no /dev/full\n",
-		       tap_pass + tap_fail + 1);
-		tap_pass++;
+		ok(1, "dump to /dev/full # SKIP no /dev/full");
 	}
 	pypto_graph_destroy(g);
 
@@ -1031,9 +1027,7 @@ static void test_dumps(void)
 		ok(run_cmd("%s", cmd) == 0, "dot -Tsvg accepts the cycle DOT");
 		unlink(svg);
 	} else {
-		printf("ok %d - dot -Tsvg cycle # SKIP graphviz not "
-		       "installed\n", tap_pass + tap_fail + 1);
-		tap_pass++;
+		ok(1, "dot -Tsvg cycle # SKIP graphviz not installed");
 	}
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/cycle.json", tmpdir);
@@ -1070,9 +1064,7 @@ static void test_dumps(void)
 		snprintf(cmd, sizeof(cmd), "dot -Tsvg -o /dev/null %s", path);
 		ok(run_cmd("%s", cmd) == 0, "dot accepts the awkward names");
 	} else {
-		printf("ok %d - dot awkward # SKIP graphviz not installed\n",
-		       tap_pass + tap_fail + 1);
-		tap_pass++;
+		ok(1, "dot awkward # SKIP graphviz not installed");
 	}
 	unlink(path);
 	pypto_graph_destroy(g);

@@ -24,23 +24,8 @@ bdir=$(realpath "${1:-$repo/build/pypto}")
 PROFILE=$bdir/pypto_profile
 TT=$bdir/test_trace
 
-pass=0 fail=0 n=0
-ok() {	# ok <0|1 = passed?> <description> [diagnostics]
-	n=$((n + 1))
-	if [ "$1" = 1 ]; then
-		pass=$((pass + 1)); echo "ok $n - $2"
-	else
-		fail=$((fail + 1)); echo "not ok $n - $2"
-		[ -n "${3:-}" ] && printf '%s\n' "$3" | sed 's/^/#   /'
-	fi
-}
-skip() { n=$((n + 1)); pass=$((pass + 1)); echo "ok $n - $1 # SKIP $2"; }
-finish() {
-	echo "1..$n"
-	echo "pypto-html: $pass passed, $fail failed"
-	[ "$fail" = 0 ]
-	exit
-}
+TAP_NAME=pypto-html
+. "$repo/lib/tests/tap.sh"
 
 browser=${CHROMIUM:-}
 if [ -z "$browser" ]; then

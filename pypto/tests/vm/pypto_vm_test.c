@@ -22,23 +22,7 @@
 
 #include "hcomm.h"
 #include "pypto.h"
-
-static int n_pass, n_fail, n_skip;
-
-__attribute__((format(printf, 2, 3)))
-static int ok(int cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%s %d - ", cond ? "ok" : "not ok", n_pass + n_fail + n_skip + 1);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-	cond ? n_pass++ : n_fail++;
-	return cond;
-}
+#include "tap.h"
 
 /* One counter of /sys/kernel/debug/hcomm/stats, or -1. */
 static long long stat_read(const char *name)
@@ -176,9 +160,7 @@ static void run_case(const struct gcase *gc)
 		       (unsigned long long)st->xfer_retries, st->overlap_eff,
 		       st->worker_util, st->xfer_util);
 		if (x0 < 0 || u0 < 0) {
-			printf("ok %d - # SKIP debugfs stats not readable\n",
-			       n_pass + n_fail + n_skip + 1);
-			n_skip++;
+			skip("debugfs stats not readable");
 		} else {
 			/*
 			 * Every descriptor is one XFER through io_uring (the
@@ -255,7 +237,7 @@ int main(int argc, char **argv)
 	run_case(&gc);
 	hcomm_comm_destroy(comm);
 out:
-	printf("pypto-vm: %d passed, %d failed, %d skipped\n", n_pass, n_fail,
-	       n_skip);
-	return n_fail ? 1 : 0;
+	printf("1..%d\npypto-vm: %d passed, %d failed, %d skipped\n",
+	       tap_pass + tap_fail + tap_skip, tap_pass, tap_fail, tap_skip);
+	return tap_fail ? 1 : 0;
 }

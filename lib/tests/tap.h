@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Minimal TAP for the C tests of libhcomm and libpypto: ok(cond, fmt, ...)
+ * prints "ok N - ..." or "not ok N - ..." and returns cond; skip(fmt, ...)
+ * prints "ok N - # SKIP ..."; tap_done(name) prints the plan "1..N" and
+ * "<name>: N passed, N failed" and returns the exit status.  A program
+ * whose summary also counts skips prints it from tap_pass, tap_fail and
+ * tap_skip itself.
+ */
+#ifndef HCOMM_TAP_H
+#define HCOMM_TAP_H
+
+#include <stdarg.h>
+#include <stdio.h>
+
+static int tap_pass, tap_fail, tap_skip;
+
+__attribute__((format(printf, 2, 3), unused))
+static int ok(int cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%s %d - ", cond ? "ok" : "not ok",
+	       tap_pass + tap_fail + tap_skip + 1);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+	if (cond)
+		tap_pass++;
+	else
+		tap_fail++;
+	return cond;
+}
+
+__attribute__((format(printf, 1, 2), unused))
+static void skip(const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("ok %d - # SKIP ", tap_pass + tap_fail + tap_skip + 1);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+	tap_skip++;
+}
+
+__attribute__((unused))
+static int tap_done(const char *name)
+{
+	printf("1..%d\n", tap_pass + tap_fail + tap_skip);
+	printf("%s: %d passed, %d failed\n", name, tap_pass, tap_fail);
+	return tap_fail ? 1 : 0;
+}
+
+#endif /* HCOMM_TAP_H */
