@@ -966,11 +966,22 @@ PYPTO_EXPORT int pypto_dump_graph_file(const struct pypto_graph *g, FILE *f,
 	return 0;
 }
 
+struct dump_args {
+	const struct pypto_graph *g;
+	enum pypto_dump_fmt fmt;
+};
+
+static int dump_to(FILE *f, const void *arg)
+{
+	const struct dump_args *a = arg;
+
+	return pypto_dump_graph_file(a->g, f, a->fmt);
+}
+
 PYPTO_EXPORT int pypto_dump_graph(const struct pypto_graph *g,
 				  const char *path, enum pypto_dump_fmt fmt)
 {
-	FILE *f;
-	int ret;
+	struct dump_args a = { g, fmt };
 
 	if (!g || !path)
 		return pypto__fail(PYPTO_ERR_INVAL, "pypto_dump_graph: %s is "
@@ -978,17 +989,5 @@ PYPTO_EXPORT int pypto_dump_graph(const struct pypto_graph *g,
 	if (fmt != PYPTO_DUMP_DOT && fmt != PYPTO_DUMP_JSON)
 		return pypto__fail(PYPTO_ERR_INVAL, "pypto_dump_graph: format "
 				   "%d", (int)fmt);
-	f = fopen(path, "w");
-	if (!f)
-		return pypto__fail(PYPTO_ERR_SYS, "pypto_dump_graph: %s: %s",
-				   path, strerror(errno));
-	ret = pypto_dump_graph_file(g, f, fmt);
-	if (ret < 0) {
-		fclose(f);
-		return pypto__fail(-ret, "%s (%s)", pypto_errmsg(), path);
-	}
-	if (fclose(f) != 0)
-		return pypto__fail(PYPTO_ERR_SYS, "pypto_dump_graph: %s: %s",
-				   path, strerror(errno));
-	return 0;
+	return pypto__write_path(path, "pypto_dump_graph", dump_to, &a);
 }

@@ -535,8 +535,9 @@ static int html_data(FILE *f, const struct pypto_run *r, uint32_t drawn,
 	return 0;
 }
 
-static int html_file(const struct pypto_run *r, FILE *f)
+static int html_file(FILE *f, const void *arg)
 {
+	const struct pypto_run *r = arg;
 	uint32_t workers = r->cfg.workers ? r->cfg.workers : r->st.workers;
 	uint32_t devices = r->cfg.devices ? r->cfg.devices : r->st.devices;
 	uint32_t drawn = r->nev < PYPTO_HTML_EVENTS_MAX ? r->nev :
@@ -611,26 +612,8 @@ static int html_file(const struct pypto_run *r, FILE *f)
 PYPTO_EXPORT int pypto_run_write_html(const struct pypto_run *r,
 				      const char *path)
 {
-	FILE *f;
-	int ret, err;
-
 	if (!r || !path || !*path)
 		return pypto__fail(PYPTO_ERR_INVAL, "write html: %s",
 				   r ? "no path" : "NULL run");
-	f = fopen(path, "w");
-	if (!f)
-		return pypto__fail(PYPTO_ERR_SYS, "cannot create %s: %s", path,
-				   strerror(errno));
-	ret = html_file(r, f);
-	err = ferror(f) ? errno ? errno : EIO : 0;
-	if (fclose(f) && !err)
-		err = errno ? errno : EIO;
-	if (ret || err) {
-		unlink(path);
-		if (ret)
-			return ret;
-		return pypto__fail(PYPTO_ERR_SYS, "cannot write %s: %s", path,
-				   strerror(err));
-	}
-	return 0;
+	return pypto__write_path(path, "write html", html_file, r);
 }

@@ -33,6 +33,13 @@ void pypto__json_str(FILE *f, const char *s, bool html_safe);
 /* A finite JSON number; NaN and infinities (no JSON form) as 0. */
 void pypto__json_num(FILE *f, double v);
 const char *pypto__kind_name(int kind);	/* "compute", "transfer", ... */
+/*
+ * Creates path and writes it with fn(f, arg) (0 or -PYPTO_ERR_*, with its
+ * message set); a failure of fn, of a write or of the close removes the
+ * file again when it is a regular one, and the message names path.
+ */
+int pypto__write_path(const char *path, const char *what,
+		      int (*fn)(FILE *f, const void *arg), const void *arg);
 
 /* ---- graph (graph.c) ---------------------------------------------- */
 

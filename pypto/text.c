@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* libpypto: text output shared by the graph dumps, the trace and the page. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
 
 #include "pypto_int.h"
 
@@ -74,4 +78,34 @@ const char *pypto__kind_name(int kind)
 	case PYPTO_HOST:     return "host";
 	default:	     return "unknown";
 	}
+}
+
+int pypto__write_path(const char *path, const char *what,
+		      int (*fn)(FILE *f, const void *arg), const void *arg)
+{
+	struct stat sb;
+	bool regular;
+	int ret, err = 0;
+	FILE *f;
+
+	f = fopen(path, "w");
+	if (!f)
+		return pypto__fail(PYPTO_ERR_SYS, "%s: cannot create %s: %s",
+				   what, path, strerror(errno));
+	/* Only a regular file is removed on failure: never /dev/full. */
+	regular = !fstat(fileno(f), &sb) && S_ISREG(sb.st_mode);
+	errno = 0;
+	ret = fn(f, arg);
+	if (!ret && (fflush(f) || ferror(f)))
+		err = errno ? errno : EIO;
+	if (fclose(f) && !ret && !err)
+		err = errno ? errno : EIO;
+	if (!ret && !err)
+		return 0;
+	if (regular)
+		unlink(path);
+	if (ret)
+		return pypto__fail(-ret, "%s (%s)", pypto_errmsg(), path);
+	return pypto__fail(PYPTO_ERR_SYS, "%s: cannot write %s: %s", what,
+			   path, strerror(err));
 }

@@ -933,8 +933,9 @@ static void lane_names(FILE *f, bool *first, const struct lanes *L)
 	}
 }
 
-static int trace_file(const struct pypto_run *r, FILE *f)
+static int trace_file(FILE *f, const void *arg)
 {
+	const struct pypto_run *r = arg;
 	struct lanes L;
 	uint64_t nflows;
 	bool first = true;
@@ -983,26 +984,8 @@ static int trace_file(const struct pypto_run *r, FILE *f)
 PYPTO_EXPORT int pypto_run_write_trace(const struct pypto_run *r,
 				       const char *path)
 {
-	FILE *f;
-	int ret, err;
-
 	if (!r || !path || !*path)
 		return pypto__fail(PYPTO_ERR_INVAL, "write trace: %s",
 				   r ? "no path" : "NULL run");
-	f = fopen(path, "w");
-	if (!f)
-		return pypto__fail(PYPTO_ERR_SYS, "cannot create %s: %s", path,
-				   strerror(errno));
-	ret = trace_file(r, f);
-	err = ferror(f) ? errno ? errno : EIO : 0;
-	if (fclose(f) && !err)
-		err = errno ? errno : EIO;
-	if (ret || err) {
-		unlink(path);
-		if (ret)
-			return ret;
-		return pypto__fail(PYPTO_ERR_SYS, "cannot write %s: %s", path,
-				   strerror(err));
-	}
-	return 0;
+	return pypto__write_path(path, "write trace", trace_file, r);
 }

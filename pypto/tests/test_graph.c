@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "pypto_int.h"
 #include "tap.h"
@@ -932,6 +933,7 @@ static void test_dumps(void)
 	struct pypto_xfer xf = { .op = PYPTO_GET, .rows = 3, .row_bytes = 32,
 				 .local_stride = 64, .win_stride = 32 };
 	char path[256], svg[256], lbuf[256];
+	struct stat sb;
 	int have_dot, ret;
 	char *s;
 
@@ -990,6 +992,8 @@ static void test_dumps(void)
 		   -PYPTO_ERR_SYS && has(pypto_errmsg(), "/dev/full") &&
 		   has(pypto_errmsg(), "No space"),
 		   "dump: full disk: %s", pypto_errmsg());
+		ok(stat("/dev/full", &sb) == 0 && S_ISCHR(sb.st_mode),
+		   "dump: a failed write leaves the device in place");
 	} else {
 		ok(1, "dump to /dev/full # SKIP no /dev/full");
 	}

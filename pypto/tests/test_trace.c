@@ -13,10 +13,13 @@
 #define _GNU_SOURCE
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 
 #include "pypto_int.h"
 #include "tap.h"
@@ -671,6 +674,47 @@ static int py(const char *dir, const char *script, const char *arg,
 }
 
 /*
+ * A write that fails half way (RLIMIT_FSIZE: EFBIG) leaves no partial
+ * file; a device that refuses the data (/dev/full) is not removed.
+ */
+static void write_failures(const struct pypto_run *r, const char *dir)
+{
+	struct rlimit old, lim;
+	char path[512];
+	struct stat sb;
+	int rt, rh;
+
+	snprintf(path, sizeof(path), "%s/cut.json", dir);
+	signal(SIGXFSZ, SIG_IGN);
+	getrlimit(RLIMIT_FSIZE, &old);
+	lim = old;
+	lim.rlim_cur = 512;
+	setrlimit(RLIMIT_FSIZE, &lim);
+	rt = pypto_run_write_trace(r, path);
+	ok(rt == -PYPTO_ERR_SYS && strstr(pypto_errmsg(), path) &&
+	   access(path, F_OK) != 0,
+	   "trace cut short by the file size limit: PYPTO_ERR_SYS, no partial file (%s)",
+	   pypto_errmsg());
+	snprintf(path, sizeof(path), "%s/cut.html", dir);
+	rh = pypto_run_write_html(r, path);
+	setrlimit(RLIMIT_FSIZE, &old);
+	signal(SIGXFSZ, SIG_DFL);
+	ok(rh == -PYPTO_ERR_SYS && access(path, F_OK) != 0,
+	   "html cut short: PYPTO_ERR_SYS, no partial file");
+	if (access("/dev/full", W_OK) != 0) {
+		ok(1, "writes to /dev/full # SKIP no /dev/full");
+		return;
+	}
+	rt = pypto_run_write_trace(r, "/dev/full");
+	ok(rt == -PYPTO_ERR_SYS && strstr(pypto_errmsg(), "No space"),
+	   "trace to /dev/full: PYPTO_ERR_SYS (%s)", pypto_errmsg());
+	rh = pypto_run_write_html(r, "/dev/full");
+	ok(rh == -PYPTO_ERR_SYS && stat("/dev/full", &sb) == 0 &&
+	   S_ISCHR(sb.st_mode),
+	   "html to /dev/full: PYPTO_ERR_SYS, the device left in place");
+}
+
+/*
  * Graph: h0 -> x1 -> c2 -> x3, x1 -> c4, plus tile 5 with a hostile name
  * (quote, backslash, newline, "</script>", a UTF-8 sequence cut short).
  * Events: h0 prefetch on worker 0, x1 on device 0 twice (attempt 0
@@ -805,6 +849,7 @@ static void test_outputs(const char *dir, int have_py)
 	free(html);
 	ok(pypto_run_write_html(r, "/nonexistent/dir/t.html") ==
 	   -PYPTO_ERR_SYS, "unwritable html path: PYPTO_ERR_SYS");
+	write_failures(r, dir);
 	freerun(r);
 
 	/* A run without a graph or events still gives valid files. */
