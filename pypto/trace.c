@@ -345,6 +345,25 @@ static int derive_stats(struct pypto_run *r)
 }
 
 /*
+ * Detaches r's recording buffers (returned) and drops its merged events;
+ * this thread's cache must not outlive the buffers.
+ */
+static struct pypto_evbuf *take_bufs(struct pypto_run *r)
+{
+	struct pypto_evbuf *bufs;
+
+	bufs = atomic_exchange_explicit(&r->bufs, NULL, memory_order_acquire);
+	if (t_ev.run == r) {
+		t_ev.run = NULL;
+		t_ev.buf = NULL;
+	}
+	free(r->ev);
+	r->ev = NULL;
+	r->nev = 0;
+	return bufs;
+}
+
+/*
  * After the workers (and any thread that records) stopped and were joined,
  * which orders their writes before these reads.
  */
@@ -357,16 +376,7 @@ PYPTO_EXPORT int pypto__run_finish_events(struct pypto_run *r)
 
 	if (!r)
 		return pypto__fail(PYPTO_ERR_INVAL, "finish events: NULL run");
-	bufs = atomic_exchange_explicit(&r->bufs, NULL, memory_order_acquire);
-	/* This thread's cache must not outlive the buffers. */
-	if (t_ev.run == r) {
-		t_ev.run = NULL;
-		t_ev.buf = NULL;
-	}
-	free(r->ev);
-	r->ev = NULL;
-	r->nev = 0;
-
+	bufs = take_bufs(r);
 	for (b = bufs; b; b = b->next) {
 		struct pypto_ev_chunk *c;
 
@@ -415,15 +425,7 @@ PYPTO_EXPORT void pypto__run_free_events(struct pypto_run *r)
 	if (!r)
 		return;
 	/* Buffers of a run that never got to finish_events. */
-	free_bufs(atomic_exchange_explicit(&r->bufs, NULL,
-					   memory_order_acquire));
-	if (t_ev.run == r) {
-		t_ev.run = NULL;
-		t_ev.buf = NULL;
-	}
-	free(r->ev);
-	r->ev = NULL;
-	r->nev = 0;
+	free_bufs(take_bufs(r));
 }
 
 PYPTO_EXPORT unsigned int pypto_run_events(const struct pypto_run *r,
