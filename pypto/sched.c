@@ -117,7 +117,6 @@ struct sched {
 	const struct pypto_config *cfg;
 	struct worker *w;
 	uint32_t nw, ndev;
-	uint32_t *dev_workers;		/* workers of device d: w[d + k*ndev] */
 	_Atomic uint32_t *dev_rr;	/* round-robin cursor per device */
 	struct evcount ec;
 	_Atomic uint32_t ndone;
@@ -162,10 +161,16 @@ static inline uint32_t tile_id(struct sched *s, struct pypto_tile *t)
 	return (uint32_t)(t - s->g->tiles);
 }
 
+/* Workers of device dev: w[dev], w[dev + ndev], w[dev + 2 * ndev], ... */
+static inline uint32_t dev_nworkers(const struct sched *s, int32_t dev)
+{
+	return (s->nw - (uint32_t)dev + s->ndev - 1) / s->ndev;
+}
+
 /* A worker of the tile's device, preferring one that is idle. */
 static struct worker *pick_worker(struct sched *s, int32_t dev)
 {
-	uint32_t per = (s->nw - (uint32_t)dev + s->ndev - 1) / s->ndev;
+	uint32_t per = dev_nworkers(s, dev);
 	uint32_t start = atomic_fetch_add_explicit(&s->dev_rr[dev], 1,
 						   memory_order_relaxed);
 	uint32_t k;
@@ -499,10 +504,8 @@ static bool steal(struct worker *w, uintptr_t *v)
 		int rc;
 
 		if (tries < s->nw / s->ndev) {
-			uint32_t per = (s->nw - (uint32_t)w->device +
-					s->ndev - 1) / s->ndev;
-
-			k = (uint32_t)(xorshift(&w->rng) % per);
+			k = (uint32_t)(xorshift(&w->rng) %
+				       dev_nworkers(s, w->device));
 			victim = &s->w[w->device + k * s->ndev];
 		} else {
 			victim = &s->w[xorshift(&w->rng) % s->nw];
