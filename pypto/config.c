@@ -105,45 +105,29 @@ PYPTO_EXPORT void pypto_config_default(struct pypto_config *cfg)
  */
 static int env_u64(const char *var, uint64_t lo, uint64_t hi, uint64_t *out)
 {
-	const char *s = getenv(var), *p;
-	uint64_t v = 0;
+	const char *s = getenv(var);
+	unsigned long long v;
+	const char *why;
 
 	if (!s)
 		return 0;
+	errno = 0;
+	v = strtoull(s, NULL, 10);
 	if (!*s)
-		return pypto__fail(PYPTO_ERR_INVAL, "%s=\"\": empty, expected "
-				   "%llu..%llu", var, (unsigned long long)lo,
-				   (unsigned long long)hi);
-	for (p = s; *p; p++) {
-		if (*p < '0' || *p > '9')
-			return pypto__fail(PYPTO_ERR_INVAL,
-					   "%s=\"%.64s\": not a decimal number "
-					   "(%llu..%llu)", var, s,
-					   (unsigned long long)lo,
-					   (unsigned long long)hi);
-		if (__builtin_mul_overflow(v, 10, &v) ||
-		    __builtin_add_overflow(v, (uint64_t)(*p - '0'), &v)) {
-			/* Keep scanning: junk after the digits says more. */
-			for (; *p; p++)
-				if (*p < '0' || *p > '9')
-					return pypto__fail(PYPTO_ERR_INVAL,
-						"%s=\"%.64s\": not a decimal "
-						"number (%llu..%llu)", var, s,
-						(unsigned long long)lo,
-						(unsigned long long)hi);
-			return pypto__fail(PYPTO_ERR_INVAL,
-					   "%s=\"%.64s\": overflows "
-					   "(%llu..%llu)", var, s, (unsigned long long)lo,
-					   (unsigned long long)hi);
-		}
+		why = "empty";
+	else if (s[strspn(s, "0123456789")])
+		why = "not a decimal number";
+	else if (errno == ERANGE)
+		why = "overflows";
+	else if (v < lo || v > hi)
+		why = "out of range";
+	else {
+		*out = v;
+		return 1;
 	}
-	if (v < lo || v > hi)
-		return pypto__fail(PYPTO_ERR_INVAL,
-				   "%s=\"%.64s\": out of range %llu..%llu", var,
-				   s, (unsigned long long)lo,
-				   (unsigned long long)hi);
-	*out = v;
-	return 1;
+	return pypto__fail(PYPTO_ERR_INVAL, "%s=\"%.64s\": %s (%llu..%llu)",
+			   var, s, why, (unsigned long long)lo,
+			   (unsigned long long)hi);
 }
 
 static int env_u32(const char *var, uint32_t lo, uint32_t hi, uint32_t *field)
