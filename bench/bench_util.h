@@ -440,6 +440,20 @@ static inline void json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+/* A JSON array of n numbers. */
+static inline void json_arr(FILE *f, const double *v, unsigned int n)
+{
+	unsigned int i;
+
+	fputc('[', f);
+	for (i = 0; i < n; i++) {
+		if (i)
+			fprintf(f, ", ");
+		json_num(f, v[i]);
+	}
+	fputc(']', f);
+}
+
 /*
  * One figure of a benchmark against its baseline, as every benchmark here
  * prints and writes it: ratio = value / base_value (NaN when either is

@@ -473,19 +473,6 @@ static void print_table(void)
 	       "max |C_ref| = %.3g))\n", tol, ref_max);
 }
 
-static void json_arr(FILE *f, const double *v, unsigned int n)
-{
-	unsigned int i;
-
-	fputc('[', f);
-	for (i = 0; i < n; i++) {
-		if (i)
-			fprintf(f, ", ");
-		json_num(f, v[i]);
-	}
-	fputc(']', f);
-}
-
 static int write_json(const char *path, double wall, int best,
 		      const char *diag, unsigned int diag_mask)
 {

@@ -1013,19 +1013,6 @@ static void print_curve(void)
 		       "DAG: what this machine allows)\n");
 }
 
-static void json_arr(FILE *f, const double *v, unsigned int n)
-{
-	unsigned int i;
-
-	fputc('[', f);
-	for (i = 0; i < n; i++) {
-		if (i)
-			fprintf(f, ", ");
-		json_num(f, v[i]);
-	}
-	fputc(']', f);
-}
-
 static int write_json(const char *path, double wall)
 {
 	FILE *f = fopen(path, "w");

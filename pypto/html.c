@@ -62,19 +62,6 @@ static void html_text(FILE *f, const char *s)
 	}
 }
 
-static const char *fmt_ns(char *buf, size_t len, double ns)
-{
-	if (ns >= 1e9)
-		snprintf(buf, len, "%.3f s", ns / 1e9);
-	else if (ns >= 1e6)
-		snprintf(buf, len, "%.3f ms", ns / 1e6);
-	else if (ns >= 1e3)
-		snprintf(buf, len, "%.3f us", ns / 1e3);
-	else
-		snprintf(buf, len, "%.0f ns", ns);
-	return buf;
-}
-
 /* The diagnosis text (pypto_run_diagnose into memory); NULL on failure. */
 static char *diagnosis_text(const struct pypto_run *r, unsigned int *mask)
 {
@@ -414,7 +401,7 @@ static void html_stats(FILE *f, const struct pypto_run *r, uint32_t workers,
 	stat_row(f, "result", "%s", r->status ? pypto_strerror(r->status) :
 		 "ok");
 	stat_row(f, "workers / devices", "%u / %u", workers, devices);
-	stat_row(f, "wall time", "%s", fmt_ns(b1, sizeof(b1),
+	stat_row(f, "wall time", "%s", pypto__fmt_ns(b1, sizeof(b1),
 						(double)st->wall_ns));
 	stat_row(f, "tiles", "%u (%" PRIu64 " compute, %" PRIu64 " transfer, %"
 		 PRIu64 " host)", st->tiles, st->tiles_compute,
@@ -423,7 +410,7 @@ static void html_stats(FILE *f, const struct pypto_run *r, uint32_t workers,
 	stat_row(f, "transfer engine busy", "%.1f %%", st->xfer_util * 100);
 	stat_row(f, "overlap efficiency", "%.1f %%", st->overlap_eff * 100);
 	stat_row(f, "compute tile time", "mean %s, cv %.3f",
-		 fmt_ns(b1, sizeof(b1), st->tile_mean_ns), st->tile_cv);
+		 pypto__fmt_ns(b1, sizeof(b1), st->tile_mean_ns), st->tile_cv);
 	stat_row(f, "steals", "%" PRIu64 " of %" PRIu64 " attempts",
 		 st->steals, st->steal_attempts);
 	stat_row(f, "transfer rounds", "%" PRIu64 " (%.1f descriptors each)",

@@ -33,6 +33,8 @@ void pypto__json_str(FILE *f, const char *s, bool html_safe);
 /* A finite JSON number; NaN and infinities (no JSON form) as 0. */
 void pypto__json_num(FILE *f, double v);
 const char *pypto__kind_name(int kind);	/* "compute", "transfer", ... */
+/* ns in s, ms, us or ns, 3 decimals ("1.234 ms"); returns buf. */
+const char *pypto__fmt_ns(char *buf, size_t len, double ns);
 /*
  * Creates path and writes it with fn(f, arg) (0 or -PYPTO_ERR_*, with its
  * message set); a failure of fn, of a write or of the close removes the

@@ -70,6 +70,19 @@ void pypto__json_num(FILE *f, double v)
 		fputs("0", f);
 }
 
+const char *pypto__fmt_ns(char *buf, size_t len, double ns)
+{
+	if (ns >= 1e9)
+		snprintf(buf, len, "%.3f s", ns / 1e9);
+	else if (ns >= 1e6)
+		snprintf(buf, len, "%.3f ms", ns / 1e6);
+	else if (ns >= 1e3)
+		snprintf(buf, len, "%.3f us", ns / 1e3);
+	else
+		snprintf(buf, len, "%.0f ns", ns);
+	return buf;
+}
+
 const char *pypto__kind_name(int kind)
 {
 	switch (kind) {

@@ -440,19 +440,6 @@ PYPTO_EXPORT unsigned int pypto_run_events(const struct pypto_run *r,
 /* Diagnosis                                                          */
 /* ------------------------------------------------------------------ */
 
-static const char *fmt_ns(char *buf, size_t len, double ns)
-{
-	if (ns >= 1e9)
-		snprintf(buf, len, "%.3f s", ns / 1e9);
-	else if (ns >= 1e6)
-		snprintf(buf, len, "%.3f ms", ns / 1e6);
-	else if (ns >= 1e3)
-		snprintf(buf, len, "%.3f us", ns / 1e3);
-	else
-		snprintf(buf, len, "%.0f ns", ns);
-	return buf;
-}
-
 static const char *fmt_bytes(char *buf, size_t len, uint64_t b)
 {
 	if (b >= (1ULL << 30))
@@ -564,7 +551,7 @@ PYPTO_EXPORT unsigned int pypto_run_diagnose(const struct pypto_run *r,
 		r->status ? ", run failed: " : "",
 		r->status ? pypto_strerror(r->status) : "");
 	fprintf(f, "  wall time           %s\n",
-		fmt_ns(b1, sizeof(b1), (double)st->wall_ns));
+		pypto__fmt_ns(b1, sizeof(b1), (double)st->wall_ns));
 	fprintf(f, "  tiles               %u: %" PRIu64 " compute, %" PRIu64
 		" transfer, %" PRIu64 " host\n", st->tiles, st->tiles_compute,
 		st->tiles_transfer, st->tiles_host);
@@ -581,7 +568,7 @@ PYPTO_EXPORT unsigned int pypto_run_diagnose(const struct pypto_run *r,
 		fprintf(f, "  overlap efficiency  %.1f %%\n",
 			st->overlap_eff * 100);
 		fprintf(f, "  compute tile time   mean %s, cv %.3f\n",
-			fmt_ns(b1, sizeof(b1), st->tile_mean_ns), st->tile_cv);
+			pypto__fmt_ns(b1, sizeof(b1), st->tile_mean_ns), st->tile_cv);
 	} else {
 		fprintf(f, "  events              none recorded (profile off?):"
 			" the transfer and imbalance rules need them\n");
@@ -620,7 +607,7 @@ PYPTO_EXPORT unsigned int pypto_run_diagnose(const struct pypto_run *r,
 			"the mean %s (> %.0f %%): uneven tiles: make tile "
 			"sizes divide the shape, or split the large tiles\n",
 			st->tile_cv * 100,
-			fmt_ns(b1, sizeof(b1), st->tile_mean_ns),
+			pypto__fmt_ns(b1, sizeof(b1), st->tile_mean_ns),
 			PYPTO_DIAG_TILE_CV_MAX * 100);
 	if (!mask)
 		fprintf(f, "no bottleneck found\n");
