@@ -274,13 +274,30 @@ struct pypto_stats {
 	/* Derived from the events (0 with profile off): */
 	double worker_util;		/* (compute+host busy) / (workers*wall) */
 	double xfer_util;		/* max over devices of the time with a
-					 * transfer in flight / wall */
-	double overlap_eff;		/* max(transfer busy, compute busy) /
-					 * wall, averaged over devices */
+					 * transfer in flight (issued, not
+					 * completed: queueing included) /
+					 * wall */
+	/*
+	 * The share of the transfer time hidden behind work:
+	 * 1 - xfer_exposed_ns / xfer_cover_ns, where xfer_cover_ns is
+	 * workers x the time with a transfer in flight and xfer_exposed_ns
+	 * the part of it in which workers sat idle while tiles waited only
+	 * for transfers (at each instant min(idle workers, such tiles); a
+	 * transfer without consumers holds up the run's end).  1: no worker
+	 * ever waited for a transfer; 0: transfer and compute alternate.
+	 * Idle time with no tile waiting for a transfer does not count.
+	 * 0 when the run had no transfer.
+	 */
+	double overlap_eff;
 	double tile_mean_ns;		/* compute tiles */
 	double tile_cv;			/* std-dev / mean of compute tiles */
 	uint64_t events;		/* recorded */
 	struct pypto_analysis analysis;
+	/* Overlap (from the events, see overlap_eff): worker-ns. */
+	uint64_t xfer_cover_ns;		/* workers x time with a transfer
+					 * in flight */
+	uint64_t xfer_exposed_ns;	/* of which a worker sat idle while
+					 * a tile waited only for transfers */
 };
 
 /*

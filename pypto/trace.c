@@ -214,10 +214,201 @@ static uint64_t iv_total(const struct ivunion *u)
 	return u->any ? u->sum + (u->e - u->s) : 0;
 }
 
+/* ---- overlap: a sweep over busy, in-flight and blocked intervals ---- */
+
+enum { SW_BUSY, SW_FLIGHT, SW_BLOCKED };
+
+struct swpt {
+	uint64_t t;
+	int8_t d;			/* +1 opens, -1 closes */
+	uint8_t what;			/* SW_* */
+};
+
+static int swpt_cmp(const void *pa, const void *pb)
+{
+	const struct swpt *a = pa, *b = pb;
+
+	if (a->t != b->t)
+		return a->t < b->t ? -1 : 1;
+	return 0;			/* order within one instant: no effect */
+}
+
+struct sweep {
+	struct swpt *p;
+	size_t n, cap;
+};
+
+static int sw_add(struct sweep *sw, uint64_t t0, uint64_t t1, uint8_t what)
+{
+	if (t1 <= t0)
+		return 0;
+	if (sw->n + 2 > sw->cap) {
+		size_t cap = sw->cap ? 2 * sw->cap : 1024;
+		struct swpt *p = realloc(sw->p, cap * sizeof(*p));
+
+		if (!p)
+			return -1;
+		sw->p = p;
+		sw->cap = cap;
+	}
+	sw->p[sw->n++] = (struct swpt){ t0, 1, what };
+	sw->p[sw->n++] = (struct swpt){ t1, -1, what };
+	return 0;
+}
+
+/*
+ * The intervals in which a tile waited only for transfers: a tile that is
+ * not a transfer, from the moment its other inputs had finished and its
+ * first transfer input was issued until its last transfer input landed
+ * (every attempt of a tile counts: a re-issue is still the same wait).  A
+ * transfer nothing runs after (no consumer) holds up the end of the run:
+ * it counts as a waiting tile of its own while in flight.  Without the
+ * graph (or for events of tiles it does not have), every transfer event
+ * counts that way.
+ */
+static int blocked_intervals(const struct pypto_run *r, struct sweep *sw)
+{
+	const struct pypto_graph *g = r->g;
+	uint64_t *first = NULL, *last = NULL, *nt_end = NULL, *x_first = NULL,
+		 *x_last = NULL;
+	uint32_t i, k, n = g ? g->n : 0;
+	int ret = -1;
+
+	if (n) {
+		first = malloc(n * sizeof(*first));
+		last = calloc(n, sizeof(*last));
+		nt_end = calloc(n, sizeof(*nt_end));
+		x_first = malloc(n * sizeof(*x_first));
+		x_last = calloc(n, sizeof(*x_last));
+		if (!first || !last || !nt_end || !x_first || !x_last)
+			goto out;
+		memset(first, 0xff, n * sizeof(*first));
+		memset(x_first, 0xff, n * sizeof(*x_first));
+	}
+	for (i = 0; i < r->nev; i++) {
+		const struct pypto_event *e = &r->ev[i];
+
+		if (e->tile < n) {
+			if (e->t0_ns < first[e->tile])
+				first[e->tile] = e->t0_ns;
+			if (e->t1_ns > last[e->tile])
+				last[e->tile] = e->t1_ns;
+		} else if (e->stage == PYPTO_STAGE_TRANSFER &&
+			   sw_add(sw, e->t0_ns, e->t1_ns, SW_BLOCKED)) {
+			goto out;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		const struct pypto_tile *p = &g->tiles[i];
+		bool xp = p->kind == PYPTO_TRANSFER;
+
+		if (first[i] == UINT64_MAX)
+			continue;		/* never ran */
+		if (xp && !p->nconsumers &&
+		    sw_add(sw, first[i], last[i], SW_BLOCKED))
+			goto out;
+		for (k = 0; k < p->nconsumers; k++) {
+			uint32_t c = p->consumers[k];
+
+			if (c >= n)
+				continue;
+			if (!xp) {
+				if (last[i] > nt_end[c])
+					nt_end[c] = last[i];
+				continue;
+			}
+			if (first[i] < x_first[c])
+				x_first[c] = first[i];
+			if (last[i] > x_last[c])
+				x_last[c] = last[i];
+		}
+	}
+	for (i = 0; i < n; i++) {
+		uint64_t b0;
+
+		if (g->tiles[i].kind == PYPTO_TRANSFER ||
+		    x_first[i] == UINT64_MAX)
+			continue;
+		b0 = nt_end[i] > x_first[i] ? nt_end[i] : x_first[i];
+		if (sw_add(sw, b0, x_last[i], SW_BLOCKED))
+			goto out;
+	}
+	ret = 0;
+out:
+	free(first);
+	free(last);
+	free(nt_end);
+	free(x_first);
+	free(x_last);
+	return ret;
+}
+
+/*
+ * overlap_eff = 1 - exposed / covered, the share of the transfer time
+ * the pipeline hid behind work:
+ *  covered  workers x the time in which at least one transfer was in
+ *           flight (the worker time transfers could hide behind),
+ *  exposed  the part of it in which workers sat idle while tiles waited
+ *           only for transfers: at each instant min(idle workers, such
+ *           tiles), since a waiting tile could have kept one worker busy.
+ * 1: no worker ever waited for a transfer; 0: every worker waited for
+ * transfers whenever one was in flight (transfer and compute alternate).
+ * Idle time with no tile waiting for a transfer (no work at all, or work
+ * waiting for compute) is not the transfers' fault and does not count.
+ * 0 when the run had no transfer.
+ */
+static int derive_overlap(struct pypto_run *r, uint32_t workers)
+{
+	struct pypto_stats *st = &r->st;
+	struct sweep sw = { 0 };
+	long busy = 0, flight = 0, blocked = 0;
+	uint64_t cover = 0, exposed = 0;
+	size_t i;
+
+	for (i = 0; i < r->nev; i++) {
+		const struct pypto_event *e = &r->ev[i];
+
+		if (sw_add(&sw, e->t0_ns, e->t1_ns,
+			   e->stage == PYPTO_STAGE_TRANSFER ? SW_FLIGHT :
+			   SW_BUSY))
+			goto nomem;
+	}
+	if (blocked_intervals(r, &sw))
+		goto nomem;
+	if (sw.n)
+		qsort(sw.p, sw.n, sizeof(*sw.p), swpt_cmp);
+	for (i = 0; i < sw.n; i++) {
+		const struct swpt *q = &sw.p[i];
+
+		if (i && q->t > sw.p[i - 1].t && flight > 0) {
+			uint64_t dt = q->t - sw.p[i - 1].t;
+			long idle = (long)workers - busy;
+			long lost = idle < blocked ? idle : blocked;
+
+			cover += (uint64_t)workers * dt;
+			if (lost > 0)
+				exposed += (uint64_t)lost * dt;
+		}
+		if (q->what == SW_BUSY)
+			busy += q->d;
+		else if (q->what == SW_FLIGHT)
+			flight += q->d;
+		else
+			blocked += q->d;
+	}
+	free(sw.p);
+	st->xfer_cover_ns = cover;
+	st->xfer_exposed_ns = exposed;
+	st->overlap_eff = cover ? 1.0 - (double)exposed / (double)cover : 0;
+	return 0;
+nomem:
+	free(sw.p);
+	return pypto__fail(PYPTO_ERR_NOMEM, "no memory for the overlap of %u "
+			   "events", r->nev);
+}
+
 struct devacc {
-	struct ivunion xfer, comp;
-	uint64_t first, last;		/* span of transfer+compute events */
-	bool seen;
+	struct ivunion xfer;
 };
 
 /*
@@ -237,6 +428,7 @@ static int derive_stats(struct pypto_run *r)
 
 	st->worker_util = st->xfer_util = st->overlap_eff = 0;
 	st->tile_mean_ns = st->tile_cv = 0;
+	st->xfer_cover_ns = st->xfer_exposed_ns = 0;
 	if (!r->nev)
 		return 0;
 
@@ -253,8 +445,7 @@ static int derive_stats(struct pypto_run *r)
 			sum += (double)d;
 			ncomp++;
 		}
-		if ((e->stage == PYPTO_STAGE_COMPUTE ||
-		     e->stage == PYPTO_STAGE_TRANSFER) &&
+		if (e->stage == PYPTO_STAGE_TRANSFER &&
 		    e->device >= 0 && e->device < PYPTO_DEV_STATS_MAX &&
 		    e->device > maxdev)
 			maxdev = e->device;
@@ -281,67 +472,38 @@ static int derive_stats(struct pypto_run *r)
 	}
 
 	if (maxdev < 0)
-		return 0;
+		return derive_overlap(r, workers);
 	dev = calloc((size_t)maxdev + 1, sizeof(*dev));
 	if (!dev)
 		return pypto__fail(PYPTO_ERR_NOMEM, "no memory for %d devices' "
 				   "statistics", maxdev + 1);
 	for (i = 0; i < r->nev; i++) {
 		const struct pypto_event *e = &r->ev[i];
-		struct devacc *a;
 
-		if ((e->stage != PYPTO_STAGE_COMPUTE &&
-		     e->stage != PYPTO_STAGE_TRANSFER) ||
-		    e->device < 0 || e->device > maxdev)
+		if (e->stage != PYPTO_STAGE_TRANSFER || e->device < 0 ||
+		    e->device > maxdev)
 			continue;
-		a = &dev[e->device];
 		/* Sorted by t0: a device's events come in order of start. */
-		iv_add(e->stage == PYPTO_STAGE_TRANSFER ? &a->xfer : &a->comp,
-		       e->t0_ns, e->t1_ns);
-		if (!a->seen) {
-			a->first = e->t0_ns;
-			a->last = e->t1_ns;
-			a->seen = true;
-		} else if (e->t1_ns > a->last) {
-			a->last = e->t1_ns;
-		}
+		iv_add(&dev[e->device].xfer, e->t0_ns, e->t1_ns);
 	}
 
 	/*
 	 * xfer_util: the busiest device's time with at least one transfer in
 	 * flight (measure of the union of its transfer intervals) / wall.
-	 *
-	 * overlap_eff: the seed's max(total transfer time, total compute
-	 * time) / wall, taken per device: max(union of the device's transfer
-	 * intervals, union of its compute intervals) / (last end - first
-	 * start of the device's transfer and compute events), averaged over
-	 * the devices that have both kinds.  1.0: transfers and compute fully
-	 * overlap (the pipeline hides the smaller of the two); 0.5: they
-	 * alternate with equal lengths (nothing hidden).
+	 * In flight is not busy: it includes the time a transfer queued.
 	 */
 	{
-		double eff = 0;
-		uint32_t neff = 0;
 		int32_t d;
 
 		for (d = 0; d <= maxdev; d++) {
-			struct devacc *a = &dev[d];
-			uint64_t xu = iv_total(&a->xfer);
-			uint64_t cu = iv_total(&a->comp);
-			uint64_t span = a->last - a->first;
+			uint64_t xu = iv_total(&dev[d].xfer);
 
 			if (wall && (double)xu / (double)wall > st->xfer_util)
 				st->xfer_util = (double)xu / (double)wall;
-			if (a->xfer.any && a->comp.any && span) {
-				eff += (double)(xu > cu ? xu : cu) /
-				       (double)span;
-				neff++;
-			}
 		}
-		st->overlap_eff = neff ? eff / neff : 0;
 	}
 	free(dev);
-	return 0;
+	return derive_overlap(r, workers);
 }
 
 /*

@@ -335,8 +335,14 @@ static void test_stats(struct pypto_graph *g)
 	   "(2 x 40) (%g)", r->st.worker_util);
 	ok(near(r->st.xfer_util, 20.0 / 40.0), "xfer_util = |[0,10) u [5,20)|"
 	   " / 40 (%g)", r->st.xfer_util);
-	ok(near(r->st.overlap_eff, 20.0 / 30.0), "overlap_eff = max(20, 20) /"
-	   " 30 (%g)", r->st.overlap_eff);
+	/*
+	 * No edges: each transfer holds up a tile of its own.  Exposed:
+	 * [0,4) 1 idle x 1, [4,5) 2 idle x 1, [5,10) 2 x 2, [10,20) 1 x 1 =
+	 * 25 of 2 workers x 20 in flight.
+	 */
+	ok(near(r->st.overlap_eff, 1 - 25.0 / 40.0) &&
+	   r->st.xfer_exposed_ns == 25 && r->st.xfer_cover_ns == 40,
+	   "overlap_eff = 1 - 25 / 40 (%g)", r->st.overlap_eff);
 	ok(near(r->st.tile_mean_ns, 20) && r->st.tile_cv == 0,
 	   "one compute tile: mean 20, cv 0 (%g, %g)", r->st.tile_mean_ns,
 	   r->st.tile_cv);
@@ -363,9 +369,14 @@ static void test_stats(struct pypto_graph *g)
 	pypto__run_finish_events(r);
 	ok(near(r->st.xfer_util, 0.45), "xfer_util: busiest device (%g)",
 	   r->st.xfer_util);
-	ok(near(r->st.overlap_eff, (10.0 / 20.0 + 40.0 / 60.0) / 2),
-	   "overlap_eff averaged over devices with both kinds (%g)",
-	   r->st.overlap_eff);
+	/*
+	 * A tile's attempts span its first start to its last end: tiles 1
+	 * [0,30), 2 [10,50), 4 [0,45) in flight; workers busy [10,20) and
+	 * [20,60).  Exposed 2x10 + 10 + 10 + 15 + 5 = 60 of 2 x 50.
+	 */
+	ok(near(r->st.overlap_eff, 1 - 60.0 / 100.0) &&
+	   r->st.xfer_exposed_ns == 60,
+	   "overlap_eff over all devices' workers (%g)", r->st.overlap_eff);
 	sd = 15;
 	ok(near(r->st.tile_mean_ns, 25) && near(r->st.tile_cv, sd / 25),
 	   "tile mean 25, cv 0.6 (%g, %g)", r->st.tile_mean_ns,
@@ -420,6 +431,114 @@ static void test_stats(struct pypto_graph *g)
 	   pypto_run_write_html(NULL, "/tmp/x") == -PYPTO_ERR_INVAL &&
 	   pypto__ev_thread_buf(NULL) == NULL, "NULL arguments");
 	pypto__run_free_events(NULL);
+}
+
+/* ---- overlap efficiency -------------------------------------------- */
+
+/*
+ * overlap_eff = 1 - exposed / covered: covered is workers x the time with
+ * a transfer in flight, exposed the part of it in which a worker was idle
+ * while a tile was waiting only for a transfer (at most one worker per
+ * such tile).  Three hand-made runs with known answers; the old
+ * definition (per device max(union of transfers, union of computes) /
+ * span) read 0.5, 1.0 and 0.89 for them: the starved run above the
+ * overlapped one.
+ */
+static void test_overlap(void)
+{
+	struct pypto_graph *g;
+	struct pypto_run *r;
+	double a, b, c;
+	int x[8], t[8], h, i, k;
+
+	/* A: one worker, transfer and compute alternate: nothing hidden. */
+	pypto_graph_create(&g);
+	x[0] = add_xfer(g, "x0", 0, 64);
+	t[0] = pypto_add_compute(g, "c0", nop, NULL, 0);
+	x[1] = add_xfer(g, "x1", 0, 64);
+	t[1] = pypto_add_compute(g, "c1", nop, NULL, 0);
+	pypto_add_dep(g, x[0], t[0]);
+	pypto_add_dep(g, t[0], x[1]);	/* one buffer: reused after c0 */
+	pypto_add_dep(g, x[1], t[1]);
+	r = mkrun(g, 1, 1, 40);
+	rec(r, PYPTO_STAGE_TRANSFER, x[0], 0, 0, 0, 10, 64, 0);
+	rec(r, PYPTO_STAGE_COMPUTE, t[0], 0, 0, 10, 20, 0, 0);
+	rec(r, PYPTO_STAGE_TRANSFER, x[1], 0, 0, 20, 30, 64, 0);
+	rec(r, PYPTO_STAGE_COMPUTE, t[1], 0, 0, 30, 40, 0, 0);
+	pypto__run_finish_events(r);
+	a = r->st.overlap_eff;
+	ok(near(a, 0) && r->st.xfer_exposed_ns == 20 &&
+	   r->st.xfer_cover_ns == 20,
+	   "alternating transfer and compute on one worker: overlap %g "
+	   "(exposed %llu of %llu worker-ns)", a,
+	   (unsigned long long)r->st.xfer_exposed_ns,
+	   (unsigned long long)r->st.xfer_cover_ns);
+	freerun(r);
+	pypto_graph_destroy(g);
+
+	/*
+	 * B: four workers, five transfers issued at 0 land one every 10 ns
+	 * (a deep prefetch queued on a slow engine); one worker at a time
+	 * computes, three starve.  Exposed: 3 + 3 + 3 + 2 + 1 tiles-worth
+	 * x 10 ns = 120 of 4 x 50.
+	 */
+	pypto_graph_create(&g);
+	h = pypto_add_compute(g, "h", nop, NULL, 0);
+	for (i = 0; i < 5; i++) {
+		x[i] = add_xfer(g, NULL, 0, 64);
+		t[i] = pypto_add_compute(g, NULL, nop, NULL, 0);
+		pypto_add_dep(g, x[i], t[i]);
+	}
+	r = mkrun(g, 4, 1, 60);
+	rec(r, PYPTO_STAGE_COMPUTE, h, 3, 0, 0, 10, 0, 0);
+	for (i = 0; i < 5; i++) {
+		rec(r, PYPTO_STAGE_TRANSFER, x[i], 0, 0, 0, 10 * (i + 1), 64, 0);
+		rec(r, PYPTO_STAGE_COMPUTE, t[i], i % 4, 0, 10 * (i + 1),
+		    10 * (i + 2), 0, 0);
+	}
+	pypto__run_finish_events(r);
+	b = r->st.overlap_eff;
+	ok(near(b, 1 - 120.0 / 200.0) && r->st.xfer_exposed_ns == 120 &&
+	   r->st.xfer_cover_ns == 200,
+	   "four workers, one fed at a time, deep prefetch: overlap %g (the "
+	   "union of computes covers the run: the old figure read 1.0)", b);
+	freerun(r);
+	pypto_graph_destroy(g);
+
+	/*
+	 * C: two workers, four stages of two tiles; stage s + 1's transfers
+	 * fly while stage s computes.  Only the first stage's 10 ns are
+	 * exposed, on both workers: 20 of 2 x 40.
+	 */
+	pypto_graph_create(&g);
+	for (i = 0; i < 4; i++)
+		for (k = 0; k < 2; k++) {
+			int xi = add_xfer(g, NULL, 0, 64);
+			int ci = pypto_add_compute(g, NULL, nop, NULL, 0);
+
+			pypto_add_dep(g, xi, ci);
+		}
+	r = mkrun(g, 2, 1, 90);
+	for (i = 0; i < 4; i++)
+		for (k = 0; k < 2; k++) {
+			uint32_t xi = (uint32_t)(4 * i + 2 * k);
+			uint64_t x0 = i ? 20 * i - 10 : 0;
+
+			rec(r, PYPTO_STAGE_TRANSFER, xi, k, 0, x0, x0 + 10, 64,
+			    0);
+			rec(r, PYPTO_STAGE_COMPUTE, xi + 1, k, 0, 10 + 20 * i,
+			    30 + 20 * i, 0, 0);
+		}
+	pypto__run_finish_events(r);
+	c = r->st.overlap_eff;
+	ok(near(c, 1 - 20.0 / 80.0) && r->st.xfer_exposed_ns == 20 &&
+	   r->st.xfer_cover_ns == 80,
+	   "two workers, next stage's transfers under this stage's compute: "
+	   "overlap %g", c);
+	ok(a < b && b < c, "starved < partly fed < overlapped (%g < %g < %g)",
+	   a, b, c);
+	freerun(r);
+	pypto_graph_destroy(g);
 }
 
 /* ---- diagnosis ----------------------------------------------------- */
@@ -1001,6 +1120,7 @@ int main(int argc, char **argv)
 	test_threads(g, dir, have_py);
 	test_persistent_thread(g);
 	test_stats(g);
+	test_overlap();
 	test_diagnosis(g);
 	test_tile_size(g);
 	test_outputs(dir, have_py);
