@@ -317,7 +317,10 @@ uint32_t hcomm_signal_count(const struct hcomm_comm *comm);
 int hcomm_fence(struct hcomm_comm *comm);
 /*
  * Wait until every operation issued so far by this rank has completed and
- * its callback returned.  Errors are reported through the requests.
+ * its callback returned.  Errors are reported through the requests.  From
+ * inside a callback it waits for every operation to complete and runs the
+ * callbacks queued on this thread, but cannot wait for the callbacks that
+ * are running (its own, the ones it is nested in, other threads').
  */
 int hcomm_flush(struct hcomm_comm *comm);
 
@@ -326,18 +329,31 @@ int hcomm_flush(struct hcomm_comm *comm);
 /* ------------------------------------------------------------------ */
 
 struct hcomm_request;
-/* Completion callback: req->status is 0 or a negated hcomm_err. */
+/*
+ * Completion callback: req->status, bytes and t_complete_ns are valid
+ * (status 0 or a negated hcomm_err); req->done still reads 0.
+ */
 typedef void (*hcomm_cb_fn)(struct hcomm_request *req, void *arg);
 
 /*
  * Caller-owned request: no allocation on the fast path.  Set cb/cb_arg
  * (or leave cb NULL) before issuing; read status/bytes after completion.
- * The request must stay valid until it completed.
+ *
+ * Lifetime: from a successful issue the request belongs to the library
+ * until done reads 1 (acquire load), which is after its callback has
+ * returned; hcomm_test() and hcomm_wait() report completion only then.
+ * Until then it must stay valid and must not be issued again, freed or
+ * reused - also not by its own callback (issuing it from there fails with
+ * HCOMM_ERR_BUSY).  A callback may issue, test and wait for other
+ * requests; waiting for or testing its own request returns at once (it
+ * has completed as far as the callback can tell).
  */
 struct hcomm_request {
-	int status;		/* out: 0 or -HCOMM_ERR_x, valid when done */
-	int done;		/* out: 1 once complete (acquire load); set
-				 * before the callback runs */
+	int status;		/* out: 0 or -HCOMM_ERR_x, valid when done
+				 * and in the callback */
+	int done;		/* out: 1 once complete and the callback
+				 * returned (acquire load); the request is
+				 * the caller's again from then on */
 	uint64_t bytes;		/* out: bytes moved */
 	hcomm_cb_fn cb;		/* in: called once on completion, or NULL */
 	void *cb_arg;		/* in */
@@ -383,16 +399,24 @@ int hcomm_batch(struct hcomm_win *win, const struct hcomm_xfer_desc *d,
 		unsigned int n, struct hcomm_request *reqs);
 
 /*
- * Reap completions: marks requests done and runs their callbacks in this
- * thread (HCOMM_CB_INLINE) or hands them to the callback thread
- * (HCOMM_CB_THREAD).  Returns the number of completions reaped.
+ * Reap completions: completes every request it took off a ring first,
+ * then runs their callbacks in this thread (HCOMM_CB_INLINE) or hands them
+ * to the callback thread (HCOMM_CB_THREAD*); a request is done once its
+ * callback returned.  Returns the number of completions reaped.
  */
 int hcomm_progress(struct hcomm_comm *comm);
-/* 1 if req completed (after progressing once), 0 if not. */
+/* 1 if req is done (after progressing once), 0 if not. */
 int hcomm_test(struct hcomm_request *req);
-/* Progress until req completed; returns req->status. */
+/* Progress until req is done (its callback returned); returns status. */
 int hcomm_wait(struct hcomm_request *req);
 
+/*
+ * In every mode the callbacks of the completions one reap (or one issuing
+ * call through ioctl()) found run after all of them completed, from a
+ * per-thread list that nested hcomm_progress/test/wait/flush drain too: a
+ * callback may wait for, test or flush a request completed in the same
+ * reap or batch.
+ */
 enum hcomm_cb_mode {
 	HCOMM_CB_INLINE = 0,	/* callbacks run in the thread that progresses */
 	HCOMM_CB_THREAD,	/* a library thread progresses; callbacks are

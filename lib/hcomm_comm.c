@@ -7,15 +7,22 @@
  *
  *  - a request without callback is marked done (release store) by the
  *    thread that reaps its completion;
- *  - HCOMM_CB_INLINE: a request with a callback is marked done and its
- *    callback runs in the reaping thread (hcomm_progress, hcomm_wait,
- *    hcomm_flush, or a submitter making room on a full ring), never with
- *    a library lock held;
+ *  - a request with a callback belongs to the library until its callback
+ *    has returned: done is stored (release) only then, so hcomm_wait,
+ *    hcomm_test and a poll of done report completion after the callback;
+ *  - a reaper completes everything it took (status, bytes) before any
+ *    callback runs.  HCOMM_CB_INLINE: the completed requests go on the
+ *    reaping thread's pending list, run after the reap (hcomm_progress,
+ *    hcomm_wait, hcomm_test, hcomm_flush, or an issuing call once it has
+ *    issued everything), never with a library lock held.  A callback that
+ *    waits for, tests or flushes requests of the same reap drains the
+ *    list further (nested), so it cannot wait on a callback queued behind
+ *    itself;
  *  - HCOMM_CB_THREAD / _LOCKED: a library progress thread reaps; requests
  *    with a callback go to a dispatcher thread through the lock-free MPSC
- *    queue (or a mutex+condvar list), which marks each done and runs its
- *    callback.  Threads calling hcomm_progress/hcomm_wait reap too and
- *    feed the same queue.
+ *    queue (or a mutex+condvar list); the dispatcher moves them to its
+ *    own pending list and runs them the same way.  Threads calling
+ *    hcomm_progress/hcomm_wait reap too and feed the same queue.
  *
  * c->inflight counts operations issued and not completed; c->cb_pending
  * completed ones whose callback has not returned.  Collectives (init,
@@ -53,6 +60,16 @@ static const struct hcomm_xport_ops *const xports[] = {
 
 static __thread int t_cb_depth;			/* > 0 inside a callback */
 static __thread struct hcomm_comm *t_dispatcher; /* this thread's comm */
+/* Completed requests whose callback this thread runs (oldest first). */
+static __thread struct hcomm_request *t_pend_head, *t_pend_tail;
+static __thread int t_issuing;			/* > 0 inside issue() */
+
+/* The callbacks running on this thread, innermost first. */
+struct cb_frame {
+	struct hcomm_request *req;
+	struct cb_frame *up;
+};
+static __thread struct cb_frame *t_cb_top;
 
 static uint64_t now_ns(void)
 {
@@ -84,17 +101,57 @@ static struct hcomm_request *node_req(struct hcomm_mpsc_node *n)
 		offsetof(struct hcomm_req_priv, q));
 }
 
-/* Mark done and run the callback; req belongs to the user afterwards. */
+/* Run the callback, then mark done; req belongs to the user afterwards. */
 static void run_cb(struct hcomm_comm *c, struct hcomm_request *req)
 {
-	hcomm_cb_fn cb = req->cb;
-	void *arg = req->cb_arg;
+	struct cb_frame f = { req, t_cb_top };
 
-	__atomic_store_n(&req->done, 1, __ATOMIC_RELEASE);
+	t_cb_top = &f;
 	t_cb_depth++;
-	cb(req, arg);
+	req->cb(req, req->cb_arg);
 	t_cb_depth--;
+	t_cb_top = f.up;
+	/* After this store the request is the user's: no more access. */
+	__atomic_store_n(&req->done, 1, __ATOMIC_RELEASE);
 	__atomic_sub_fetch(&c->cb_pending, 1, __ATOMIC_RELEASE);
+}
+
+/* 1 when req's callback is running on this thread (at any depth). */
+static int in_own_cb(const struct hcomm_request *req)
+{
+	const struct cb_frame *f;
+
+	for (f = t_cb_top; f; f = f->up)
+		if (f->req == req)
+			return 1;
+	return 0;
+}
+
+static void pend_push(struct hcomm_request *req)
+{
+	hcomm__req_priv(req)->pend = NULL;
+	if (t_pend_tail)
+		hcomm__req_priv(t_pend_tail)->pend = req;
+	else
+		t_pend_head = req;
+	t_pend_tail = req;
+}
+
+int hcomm__run_pending(void)
+{
+	struct hcomm_request *req;
+	int n = 0;
+
+	if (t_issuing)
+		return 0;
+	while ((req = t_pend_head)) {
+		t_pend_head = hcomm__req_priv(req)->pend;
+		if (!t_pend_head)
+			t_pend_tail = NULL;
+		run_cb(hcomm__req_priv(req)->comm, req);
+		n++;
+	}
+	return n;
 }
 
 void hcomm__complete(struct hcomm_comm *c, struct hcomm_request *req,
@@ -130,11 +187,14 @@ void hcomm__complete(struct hcomm_comm *c, struct hcomm_request *req,
 		pthread_cond_signal(&c->lq_cond);
 		pthread_mutex_unlock(&c->lq_lock);
 	} else {
-		run_cb(c, req);
+		pend_push(req);
 	}
 }
 
-/* Dispatcher thread only: run up to max queued callbacks. */
+/*
+ * Dispatcher thread only: move up to max queued requests (all, in
+ * THREAD_LOCKED mode) to this thread's pending list, then run it.
+ */
 static int dispatch_some(struct hcomm_comm *c, int max)
 {
 	struct hcomm_mpsc_node *node;
@@ -143,20 +203,20 @@ static int dispatch_some(struct hcomm_comm *c, int max)
 
 	if (__atomic_load_n(&c->cb_mode, __ATOMIC_ACQUIRE) == HCOMM_CB_THREAD) {
 		while (n < max && (node = hcomm_mpsc_pop(&c->q))) {
-			run_cb(c, node_req(node));
+			pend_push(node_req(node));
 			n++;
 		}
-		return n;
+	} else {
+		pthread_mutex_lock(&c->lq_lock);
+		req = c->lq_head;
+		c->lq_head = c->lq_tail = NULL;
+		pthread_mutex_unlock(&c->lq_lock);
+		for (; req; req = next) {
+			next = hcomm__req_priv(req)->q.next;
+			pend_push(req);
+		}
 	}
-	pthread_mutex_lock(&c->lq_lock);
-	req = c->lq_head;
-	c->lq_head = c->lq_tail = NULL;
-	pthread_mutex_unlock(&c->lq_lock);
-	for (; req; req = next, n++) {
-		next = hcomm__req_priv(req)->q.next;
-		run_cb(c, req);
-	}
-	return n;
+	return hcomm__run_pending();
 }
 
 static void *dispatcher_main(void *arg)
@@ -306,12 +366,13 @@ static void idle_step(struct hcomm_comm *c, struct hcomm_request *req,
 	cpu_relax();
 }
 
+/* Callbacks this thread owes first, then the transport's completions. */
 static int progress_once(struct hcomm_comm *c)
 {
-	int n = 0;
+	int n = hcomm__run_pending();
 
 	if (t_dispatcher == c)
-		n = dispatch_some(c, DISPATCH_MAX);
+		n += dispatch_some(c, DISPATCH_MAX);
 	return n + c->xops->progress(c);
 }
 
@@ -319,6 +380,7 @@ HCOMM_EXPORT int hcomm_progress(struct hcomm_comm *c)
 {
 	if (!c)
 		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "hcomm_progress");
+	hcomm__run_pending();
 	if (t_dispatcher == c)
 		dispatch_some(c, DISPATCH_MAX);
 	return c->xops->progress(c);
@@ -331,6 +393,9 @@ HCOMM_EXPORT int hcomm_test(struct hcomm_request *req)
 	if (!req)
 		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "hcomm_test");
 	if (__atomic_load_n(&req->done, __ATOMIC_ACQUIRE))
+		return 1;
+	/* From its own callback: complete, as far as the callback can tell. */
+	if (in_own_cb(req))
 		return 1;
 	c = hcomm__req_priv(req)->comm;
 	if (c)
@@ -349,6 +414,9 @@ HCOMM_EXPORT int hcomm_wait(struct hcomm_request *req)
 	rp = hcomm__req_priv(req);
 	c = rp->comm;
 	while (!__atomic_load_n(&req->done, __ATOMIC_ACQUIRE)) {
+		/* Waiting for itself from its own callback: it completed. */
+		if (in_own_cb(req))
+			break;
 		if (!c)
 			return hcomm__fail(HCOMM_ERR_INVAL, EINVAL,
 					   "hcomm_wait: request never issued");
@@ -371,24 +439,32 @@ int hcomm__drain(struct hcomm_comm *c)
 	 * its cb_pending decrement (release), so once cb_pending reads 0 a
 	 * re-read of inflight sees them.
 	 */
-	do {
+	for (;;) {
 		while (__atomic_load_n(&c->inflight, __ATOMIC_ACQUIRE)) {
 			if (progress_once(c) > 0)
 				st.t0 = 0;
 			else
 				idle_step(c, NULL, &st);
 		}
-		/* Inside a callback the callback itself is pending. */
-		if (t_cb_depth)
+		if (t_cb_depth) {
+			/*
+			 * Inside a callback: the callbacks running on this
+			 * thread (and maybe on others, waiting for this one)
+			 * cannot return before it does.  Run the ones queued
+			 * here; they may issue more.
+			 */
+			if (hcomm__run_pending() ||
+			    (t_dispatcher == c && dispatch_some(c, DISPATCH_MAX)))
+				continue;
 			return 0;
+		}
 		while (__atomic_load_n(&c->cb_pending, __ATOMIC_ACQUIRE)) {
-			if (t_dispatcher == c)
-				dispatch_some(c, DISPATCH_MAX);
-			else if (!progress_once(c))
+			if (!progress_once(c))
 				sched_yield();
 		}
-	} while (__atomic_load_n(&c->inflight, __ATOMIC_ACQUIRE));
-	return 0;
+		if (!__atomic_load_n(&c->inflight, __ATOMIC_ACQUIRE))
+			return 0;
+	}
 }
 
 HCOMM_EXPORT int hcomm_flush(struct hcomm_comm *c)
@@ -462,6 +538,25 @@ static int check_desc(const struct hcomm_win *w,
 	return 0;
 }
 
+/*
+ * A request whose callback is running on this thread is still the
+ * library's: issuing it again would be overwritten when the callback
+ * returns.  (Another thread's running callback cannot be seen; the rule
+ * is the same.)
+ */
+static int check_reqs_free(const struct hcomm_request *reqs, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; t_cb_top && i < n; i++)
+		if (in_own_cb(&reqs[i]))
+			return hcomm__fail(HCOMM_ERR_BUSY, EBUSY, "request %u is "
+					   "still the library's: its callback "
+					   "is running (issue another request)",
+					   i);
+	return 0;
+}
+
 /* Issue n checked descriptors; on failure every request reads done. */
 static int issue(struct hcomm_win *w, const struct hcomm_xfer_desc *d,
 		 unsigned int n, struct hcomm_request *reqs)
@@ -469,6 +564,10 @@ static int issue(struct hcomm_win *w, const struct hcomm_xfer_desc *d,
 	struct hcomm_comm *c = w->comm;
 	unsigned int i;
 	int ret;
+
+	ret = check_reqs_free(reqs, n);
+	if (ret)
+		return ret;
 
 	for (i = 0; i < n; i++) {
 		struct hcomm_req_priv *rp = hcomm__req_priv(&reqs[i]);
@@ -481,7 +580,13 @@ static int issue(struct hcomm_win *w, const struct hcomm_xfer_desc *d,
 		rp->comm = c;
 	}
 	__atomic_add_fetch(&c->inflight, n, __ATOMIC_RELAXED);
+	/*
+	 * Callbacks of what completes meanwhile (a full ring reaped, the
+	 * ioctl path completing inside post) run once all n are issued.
+	 */
+	t_issuing++;
 	ret = c->xops->post(c, w, d, n, reqs);
+	t_issuing--;
 	if (ret) {
 		__atomic_sub_fetch(&c->inflight, n, __ATOMIC_RELEASE);
 		for (i = 0; i < n; i++) {
@@ -489,6 +594,7 @@ static int issue(struct hcomm_win *w, const struct hcomm_xfer_desc *d,
 			__atomic_store_n(&reqs[i].done, 1, __ATOMIC_RELEASE);
 		}
 	}
+	hcomm__run_pending();
 	return ret;
 }
 

@@ -83,13 +83,18 @@ struct hcomm_win {
  * The library's view of struct hcomm_request.priv.
  * @comm: the communicator that issued it (set at issue, kept after).
  * @xp:   the transport's while the request is being issued or in flight.
+ * @pend: once completed: link in the pending-callback list of the thread
+ *        that will run its callback (hcomm_comm.c).
  * @err:  errno behind a failed status (0 otherwise), set at completion.
  * @ring: the transport's queue the request went to (a hint for waiters).
  * @q:    link while queued for the callback dispatcher.
  */
 struct hcomm_req_priv {
 	struct hcomm_comm *comm;
-	uintptr_t xp;
+	union {
+		uintptr_t xp;
+		struct hcomm_request *pend;
+	};
 	int32_t err;
 	uint32_t ring;
 	union {

@@ -109,14 +109,25 @@ HCOMM_HIDDEN extern const struct hcomm_xport_ops hcomm__xport_kernel;
 
 /*
  * Transports call this once per issued request when it finished: err is
- * 0 or a positive errno, bytes what was moved.  It marks the request done
- * and runs or queues its callback (per the communicator's callback mode).
- * Call it without holding any transport lock: the callback may issue new
- * operations.
+ * 0 or a positive errno, bytes what was moved.  It fills status and bytes;
+ * a request without callback is then done.  A request with a callback is
+ * queued: on the calling thread's pending list (HCOMM_CB_INLINE) or for
+ * the dispatcher thread; it reads done only after its callback returned.
+ * No callback runs inside this call.  A transport completes everything it
+ * took off its queue in one go, then calls hcomm__run_pending() without
+ * holding any of its locks (the callbacks may issue, wait, test, flush).
  */
 HCOMM_HIDDEN void hcomm__complete(struct hcomm_comm *c,
 				  struct hcomm_request *req, int err,
 				  uint64_t bytes);
+
+/*
+ * Run the callbacks on this thread's pending list, oldest first, until it
+ * is empty (callbacks that wait, test or flush drain it further, nested).
+ * Does nothing while this thread is issuing operations (hcomm_comm.c runs
+ * them once the issue call is done).  Returns how many callbacks ran.
+ */
+HCOMM_HIDDEN int hcomm__run_pending(void);
 
 /*
  * Progress (and block when idle) until c->inflight is 0, then, unless

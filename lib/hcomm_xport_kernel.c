@@ -13,7 +13,7 @@
  *    prepared and io_uring_submit() runs, never while completing;
  *  - a reap lock (CQ side), taken with trylock: one thread reaps a ring at
  *    a time, others skip it.  CQEs are copied out under it; requests are
- *    completed (callbacks run) after it is dropped;
+ *    completed after it is dropped, all of them before any callback runs;
  *  - slots[nslots]: the XFER/FENCE argument structs the kernel reads until
  *    the CQE (io-wq may reissue a command), each with its request and the
  *    registration-cache entry it holds.  At most nslots operations are in
@@ -27,7 +27,8 @@
  *
  * Without io_uring (HCOMM_NO_URING=1, or the module or kernel cannot do
  * uring_cmd) every operation is a blocking ioctl() and completes inside
- * the call that issued it.
+ * the call that issued it; the callbacks of a batch run once every
+ * descriptor of it has been executed.
  *
  * Signals are the context's doorbells, mapped; the generation page is
  * mapped for the registration cache.
@@ -151,7 +152,10 @@ struct kx_cqe {
 /*
  * Reap up to KX_REAP_BATCH CQEs of @r; wait up to wait_us for the first
  * when there is none (only where the kernel takes a timeout without an
- * SQE).  Completes the requests after the reap lock is dropped.
+ * SQE).  Completes every request of the grab after the reap lock is
+ * dropped, and only then runs their callbacks (hcomm__run_pending), so a
+ * callback that waits for another request of the same grab finds it
+ * complete.
  */
 static int kx_reap(struct hcomm_comm *c, struct kx_ring *r, int64_t wait_us)
 {
@@ -203,6 +207,7 @@ static int kx_reap(struct hcomm_comm *c, struct kx_ring *r, int64_t wait_us)
 		hcomm__complete(c, req, res < 0 ? -res : 0, bytes);
 		done++;
 	}
+	hcomm__run_pending();
 	return done;
 }
 
@@ -523,7 +528,10 @@ static int kx_post(struct hcomm_comm *c, struct hcomm_win *w,
 		}
 		kx_submit(r);
 		pthread_mutex_unlock(&r->submit_lock);
-		/* Full: make room, completing (and running callbacks) unlocked. */
+		/*
+		 * Full: make room, unlocked.  The callbacks of what completes
+		 * run when the issuing call is done (hcomm_comm.c).
+		 */
 		if (i < n && !kx_reap_all(c, r))
 			kx_block_ring(c, r, 200);
 	}

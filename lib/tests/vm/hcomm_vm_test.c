@@ -23,6 +23,9 @@
  *             from one thread, from four threads at once, reusing one
  *             request, after switching the mode, and left in flight for
  *             hcomm_comm_destroy
+ *   cbnest    --mode: callbacks that wait for, test and flush later
+ *             requests of their own batch (one reap, or one ioctl issue);
+ *             done never reads 1 while the callback still runs
  *   fence     put A (large), fence, put B (small, same place): B wins;
  *             put, fence, get sees the put; put, fence, put_signal: the
  *             data is there when the signal is; flush; win_free with
@@ -1007,7 +1010,8 @@ static void count_cb(struct hcomm_request *req, void *arg)
 		c->tid = gettid_();
 		c->t_start = t;
 	}
-	if (__atomic_load_n(&req->done, __ATOMIC_ACQUIRE) != 1)
+	/* The request is the library's until the callback returned. */
+	if (__atomic_load_n(&req->done, __ATOMIC_ACQUIRE) != 0)
 		atomic_fetch_add(&c->bad_done, 1);
 	if (req->status != 0)
 		atomic_fetch_add(&c->bad_status, 1);
@@ -1062,7 +1066,7 @@ static void cb_check(struct cbrec *c, int n, const char *what, int mode,
 
 		if (!ok && bad++ < 5)
 			FAIL("%s: request %d: callback ran %d times; saw done "
-			     "!= 1 %d times, a wrong status %d, wrong bytes "
+			     "!= 0 %d times, a wrong status %d, wrong bytes "
 			     "%d (want %" PRIu64 ", req says %" PRIu64 "), "
 			     "t_complete_ns unset or later than the callback "
 			     "%d, another request %d", what, i,
@@ -1846,6 +1850,290 @@ static int case_threads(void)
 }
 
 /* ------------------------------------------------------------------ */
+/* cbnest: callbacks that wait, test, flush; the request's lifetime    */
+/* ------------------------------------------------------------------ */
+
+#define NEST_N		48		/* requests of one batch (one reap) */
+#define NEST_LEN	200		/* bytes each: inline, done at submit */
+#define NEST_SLOT	256
+#define NEST_POLL_NS	5000000000ULL
+
+/*
+ * Per request: calls of its callback, whether it returned, and what went
+ * wrong inside (a bit per check; printed by the main thread).
+ */
+struct nest_rec {
+	atomic_int calls;
+	atomic_int returned;
+	atomic_int bad;
+};
+
+enum {
+	NB_REQ = 1, NB_STATUS = 2, NB_DONE_EARLY = 4, NB_WAIT = 8,
+	NB_WAIT_EARLY = 16, NB_TEST = 32, NB_TEST_EARLY = 64, NB_FLUSH = 128,
+	NB_FLUSH_EARLY = 256, NB_REISSUE = 512,
+};
+
+static struct hcomm_request nest_reqs[NEST_N];
+static struct hcomm_win *nest_win;
+static struct nest_rec nest_rec[NEST_N];
+
+/*
+ * Callback i (i < NEST_N - 1) looks at request i + 1 of the same batch:
+ * i % 3 == 0 waits for it, 1 polls hcomm_test on it, 2 flushes.  Whatever
+ * it waited for must report complete only after its callback returned.
+ */
+static void nest_cb(struct hcomm_request *req, void *arg)
+{
+	int i = (int)(intptr_t)arg, j = i + 1, k, bad = 0;
+	uint64_t t0;
+
+	atomic_fetch_add(&nest_rec[i].calls, 1);
+	if (req != &nest_reqs[i])
+		bad |= NB_REQ;
+	if (req->status || req->bytes != NEST_LEN || !req->t_complete_ns)
+		bad |= NB_STATUS;
+	if (__atomic_load_n(&req->done, __ATOMIC_ACQUIRE))
+		bad |= NB_DONE_EARLY;
+	/* Its own request is the library's until it returns: refused. */
+	if (j == NEST_N &&
+	    hcomm_put_nb(nest_win, me, 0, pat(me), NEST_LEN, req) !=
+	    -HCOMM_ERR_BUSY)
+		bad |= NB_REISSUE;
+	if (j < NEST_N) {
+		switch (i % 3) {
+		case 0:
+			if (hcomm_wait(&nest_reqs[j]) ||
+			    !__atomic_load_n(&nest_reqs[j].done,
+					     __ATOMIC_ACQUIRE))
+				bad |= NB_WAIT;
+			else if (!atomic_load(&nest_rec[j].returned))
+				bad |= NB_WAIT_EARLY;
+			break;
+		case 1:
+			t0 = now_ns();
+			while (hcomm_test(&nest_reqs[j]) != 1 &&
+			       now_ns() - t0 < NEST_POLL_NS)
+				;
+			if (!__atomic_load_n(&nest_reqs[j].done,
+					     __ATOMIC_ACQUIRE))
+				bad |= NB_TEST;
+			else if (!atomic_load(&nest_rec[j].returned))
+				bad |= NB_TEST_EARLY;
+			break;
+		default:
+			if (hcomm_flush(comm))
+				bad |= NB_FLUSH;
+			for (k = 0; k < NEST_N; k++)
+				if (!nest_reqs[k].t_complete_ns)
+					bad |= NB_FLUSH;
+			/* Later callbacks are not on this thread's stack. */
+			for (k = j; k < NEST_N; k++)
+				if (!atomic_load(&nest_rec[k].returned))
+					bad |= NB_FLUSH_EARLY;
+			break;
+		}
+	}
+	atomic_fetch_or(&nest_rec[i].bad, bad);
+	atomic_store(&nest_rec[i].returned, 1);
+}
+
+static void nest_check(const unsigned char *win, const char *what)
+{
+	int i, shown = 0;
+
+	for (i = 0; i < NEST_N; i++) {
+		int bad = atomic_load(&nest_rec[i].bad);
+
+		if ((atomic_load(&nest_rec[i].calls) != 1 || bad ||
+		     nest_reqs[i].status || nest_reqs[i].done != 1) &&
+		    shown++ < 6)
+			FAIL("%s: request %d: callback ran %d times, done %d, "
+			     "status %d; inside the callback: %s%s%s%s%s%s%s"
+			     "%s%s%s", what, i, atomic_load(&nest_rec[i].calls),
+			     nest_reqs[i].done, nest_reqs[i].status,
+			     bad & NB_REQ ? "wrong request; " : "",
+			     bad & NB_STATUS ? "status/bytes/time wrong; " : "",
+			     bad & NB_DONE_EARLY ? "done already 1; " : "",
+			     bad & NB_WAIT ? "hcomm_wait of the next failed; "
+					   : "",
+			     bad & NB_WAIT_EARLY ? "hcomm_wait returned before "
+				"the next one's callback did; " : "",
+			     bad & NB_TEST ? "hcomm_test of the next never 1; "
+					   : "",
+			     bad & NB_TEST_EARLY ? "hcomm_test said 1 before "
+				"the next one's callback returned; " : "",
+			     bad & NB_FLUSH ? "hcomm_flush failed or left "
+				"requests incomplete; " : "",
+			     bad & NB_FLUSH_EARLY ? "hcomm_flush returned "
+				"before later callbacks did; " : "",
+			     bad & NB_REISSUE ? "re-issuing its own request "
+				"was not refused with HCOMM_ERR_BUSY; " : "");
+	}
+	for (i = 0; i < NEST_N; i++)
+		SAME(win + (size_t)i * NEST_SLOT, pat(me) + i, NEST_LEN,
+		     "%s: request %d's data", what, i);
+}
+
+/* The request's lifetime: done never reads 1 under a running callback. */
+struct life {
+	struct hcomm_request req;
+	atomic_int in_cb;
+	atomic_int returned;
+	atomic_int done_inside;
+};
+
+static void life_cb(struct hcomm_request *req, void *arg)
+{
+	struct life *l = arg;
+
+	(void)req;
+	atomic_store(&l->in_cb, 1);
+	usleep(200000);
+	if (__atomic_load_n(&l->req.done, __ATOMIC_ACQUIRE))
+		atomic_store(&l->done_inside, 1);
+	atomic_store(&l->returned, 1);
+}
+
+static atomic_int life_stop;
+
+static void *life_progress(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&life_stop)) {
+		hcomm_progress(comm);
+		usleep(100);
+	}
+	return NULL;
+}
+
+static int case_cbnest(const char *mode_s)
+{
+	struct hcomm_xfer_desc d[NEST_N];
+	unsigned char *win;
+	struct hcomm_win *w;
+	struct life *life;
+	pthread_t thr;
+	int mode, i, round, rounds, ret;
+	char what[96];
+	uint64_t t0;
+
+	if (!mode_s || !strcmp(mode_s, "inline"))
+		mode = HCOMM_CB_INLINE;
+	else if (!strcmp(mode_s, "thread"))
+		mode = HCOMM_CB_THREAD;
+	else if (!strcmp(mode_s, "locked"))
+		mode = HCOMM_CB_THREAD_LOCKED;
+	else
+		return FAIL("--mode %s: inline, thread or locked", mode_s), 1;
+	/* A deadlock fails the case quickly instead of using up the run. */
+	alarm(30);
+	comm_up();
+	phase = "set_cb_mode";
+	OK(hcomm_comm_set_cb_mode(comm, (enum hcomm_cb_mode)mode));
+	pats_init(NEST_N + NEST_LEN);
+	win = xmap(NEST_N * NEST_SLOT);
+	w = win_make(win, NEST_N * NEST_SLOT);
+	nest_win = w;
+
+	/*
+	 * Round 0: one hcomm_batch; round 1: NEST_N hcomm_put_nb.  With
+	 * io_uring the small puts complete at submission, so the first
+	 * progress takes every completion off the ring in one grab; through
+	 * ioctl() they complete inside the issuing call.  Round 1 only where
+	 * no callback can run before the main thread progresses (INLINE with
+	 * io_uring): elsewhere a callback could look at a request not issued
+	 * yet.
+	 */
+	rounds = mode == HCOMM_CB_INLINE &&
+		 hcomm_uses_uring(hcomm_comm_ctx(comm)) ? 2 : 1;
+	for (round = 0; round < rounds; round++) {
+		snprintf(what, sizeof(what), "%s, %s", mode_s ? mode_s :
+			 "inline", round ? "put_nb one by one" : "one batch");
+		phase = round ? "nest-put_nb" : "nest-batch";
+		memset(win, POISON, NEST_N * NEST_SLOT);
+		memset(nest_rec, 0, sizeof(nest_rec));
+		memset(nest_reqs, 0, sizeof(nest_reqs));
+		for (i = 0; i < NEST_N; i++) {
+			d[i] = (struct hcomm_xfer_desc) {
+				.op = HCOMM_OP_PUT, .target = me,
+				.target_off = (uint64_t)i * NEST_SLOT,
+				.local = (uintptr_t)(pat(me) + i),
+				.len = NEST_LEN,
+			};
+			nest_reqs[i].cb = nest_cb;
+			nest_reqs[i].cb_arg = (void *)(intptr_t)i;
+		}
+		if (!round) {
+			ret = hcomm_batch(w, d, NEST_N, nest_reqs);
+			OK(ret);
+		} else {
+			for (i = 0; i < NEST_N; i++)
+				OK(hcomm_put_nb(w, me, d[i].target_off,
+						(const void *)(uintptr_t)
+						d[i].local, NEST_LEN,
+						&nest_reqs[i]));
+		}
+		usleep(20000);		/* every completion posted */
+		OK(hcomm_wait(&nest_reqs[0]));
+		for (i = 0; i < NEST_N; i++)
+			OK(hcomm_wait(&nest_reqs[i]));
+		OK(hcomm_flush(comm));
+		nest_check(win, what);
+	}
+
+	/*
+	 * Lifetime: one thread progresses (and, INLINE, runs the callback),
+	 * the main thread polls done without progressing: it must not read 1
+	 * while the callback still runs.  Then hcomm_wait from the main
+	 * thread while the callback runs elsewhere.
+	 */
+	phase = "lifetime";
+	life = calloc(2, sizeof(*life));
+	atomic_store(&life_stop, 0);
+	if (pthread_create(&thr, NULL, life_progress, NULL)) {
+		FAIL("pthread_create");
+		return 1;
+	}
+	for (i = 0; i < 2; i++) {
+		struct life *l = &life[i];
+
+		l->req.cb = life_cb;
+		l->req.cb_arg = l;
+		OK(hcomm_put_nb(w, me, 0, pat(me), NEST_LEN, &l->req));
+		if (i == 0) {
+			t0 = now_ns();
+			while (!__atomic_load_n(&l->req.done, __ATOMIC_ACQUIRE) &&
+			       now_ns() - t0 < NEST_POLL_NS)
+				;
+		} else {
+			/* Let the other thread start the callback first. */
+			t0 = now_ns();
+			while (!atomic_load(&l->in_cb) &&
+			       now_ns() - t0 < NEST_POLL_NS)
+				usleep(100);
+			OK(hcomm_wait(&l->req));
+		}
+		CHECK(__atomic_load_n(&l->req.done, __ATOMIC_ACQUIRE) == 1,
+		      "lifetime %d: the request never read done", i);
+		CHECK(atomic_load(&l->returned) == 1, "lifetime %d: %s "
+		      "reported the request done while its callback still ran",
+		      i, i ? "hcomm_wait" : "a load of done");
+		CHECK(!atomic_load(&l->done_inside), "lifetime %d: done read "
+		      "1 inside the callback", i);
+	}
+	atomic_store(&life_stop, 1);
+	pthread_join(thr, NULL);
+	OK(hcomm_flush(comm));
+	free(life);
+
+	phase = "win_free";
+	OK(hcomm_win_free(w));
+	comm_down();
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
 /* timeout: a rank never arrives                                       */
 /* ------------------------------------------------------------------ */
 
@@ -2017,6 +2305,8 @@ int main(int argc, char **argv)
 		ret = case_batch();
 	else if (!strcmp(case_name, "cb"))
 		ret = case_cb(mode);
+	else if (!strcmp(case_name, "cbnest"))
+		ret = case_cbnest(mode);
 	else if (!strcmp(case_name, "fence"))
 		ret = case_fence();
 	else if (!strcmp(case_name, "errors"))

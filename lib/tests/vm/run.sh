@@ -76,6 +76,12 @@ cb-inline-2|-n 2|cb --mode inline
 cb-thread-2|-n 2|cb --mode thread
 cb-locked-2|-n 2|cb --mode locked
 cb-thread-4|-n 4|cb --mode thread
+cbnest-inline-1|-n 1|cbnest --mode inline
+cbnest-thread-1|-n 1|cbnest --mode thread
+cbnest-locked-1|-n 1|cbnest --mode locked
+cbnest-inline-nouring-1|-n 1 -e HCOMM_NO_URING=1|cbnest --mode inline
+cbnest-thread-nouring-1|-n 1 -e HCOMM_NO_URING=1|cbnest --mode thread
+cbnest-locked-nouring-1|-n 1 -e HCOMM_NO_URING=1|cbnest --mode locked
 fence-2|-n 2|fence
 errors-2|-n 2|errors
 threads-2|-n 2|threads
