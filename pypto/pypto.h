@@ -298,6 +298,19 @@ struct pypto_stats {
 					 * in flight */
 	uint64_t xfer_exposed_ns;	/* of which a worker sat idle while
 					 * a tile waited only for transfers */
+	/*
+	 * The transport's own busy time over the run (hcomm: the module's
+	 * engine_busy_ns in debugfs, root only; the memcpy double: its
+	 * copying time), over lanes parallel engines.  engine_known = 0
+	 * when the transport could not measure it: the COMM_BOUND rule is
+	 * then not evaluated.
+	 */
+	int engine_known;
+	uint32_t engine_lanes;
+	uint64_t engine_busy_ns;
+	double engine_util;		/* busy / (lanes x wall) */
+	/* std-dev / mean of the workers' busy time (compute + host). */
+	double worker_cv;
 };
 
 /*
@@ -339,11 +352,18 @@ unsigned int pypto_run_events(const struct pypto_run *r,
 			      const struct pypto_event **ev);
 
 /*
- * Print the diagnosis: the seed's rules (communication-bound when the
- * transfer engine is busy > 90 % of the run, compute units under-used when
- * worker utilisation < 60 %, load imbalance when the std-dev of compute
- * tile time > 15 % of the mean) with the suggested fix and tile-size
- * guidance for the graph's workload.  Returns a mask of PYPTO_DIAG_*.
+ * Print the diagnosis: the seed's rules with the suggested fix and
+ * tile-size guidance for the graph's workload.  Returns a mask of
+ * PYPTO_DIAG_*:
+ *  COMM_BOUND  the transport's measured busy time (st.engine_util) is
+ *              above 90 % of the run; when the transport cannot measure
+ *              it (hcomm: debugfs is root only) the rule is not evaluated
+ *              and the text says so (transfers in flight, xfer_util, are
+ *              listed: in flight includes queueing, it is not busy),
+ *  UNDERUSED   worker utilisation below 60 %,
+ *  IMBALANCE   the std-dev of the workers' busy times above 15 % of their
+ *              mean (st.worker_cv); the compute tile time cv (tile_cv) is
+ *              listed as an observation of its own.
  */
 #define PYPTO_DIAG_COMM_BOUND		(1U << 0)
 #define PYPTO_DIAG_UNDERUSED		(1U << 1)

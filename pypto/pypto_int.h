@@ -108,6 +108,13 @@ struct pypto_xport_ops {
 	int (*submit)(struct pypto_xport *x, const struct hcomm_xfer_desc *d,
 		      unsigned int n, struct hcomm_request *reqs);
 	void (*destroy)(struct pypto_xport *x);
+	/*
+	 * Optional: the transport's cumulative busy time (ns spent moving
+	 * data, summed over its lanes) and its number of parallel lanes;
+	 * 0, or a negative value when it cannot be measured now.  Sampled
+	 * at the start and the end of a run.
+	 */
+	int (*busy)(struct pypto_xport *x, uint64_t *busy_ns, uint32_t *lanes);
 };
 
 struct pypto_xport {
@@ -126,6 +133,9 @@ struct pypto_xport {
  * the destination).
  */
 bool pypto__xport_inject(struct pypto_xport *x, const struct hcomm_xfer_desc *d);
+/* Tests: the memcpy double takes ns more per descriptor (a slow engine,
+ * one descriptor at a time). */
+void pypto__xport_memcpy_delay(struct pypto_xport *x, uint64_t ns);
 
 /* ---- events (trace.c) --------------------------------------------- */
 

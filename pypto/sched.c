@@ -677,7 +677,9 @@ PYPTO_EXPORT int pypto_run(struct pypto_graph *g, const struct pypto_config *ucf
 	struct pypto_run *r;
 	struct sched s;
 	const char *trace;
-	bool ran = false;
+	uint64_t busy0 = 0, busy1 = 0;
+	uint32_t lanes = 0;
+	bool ran = false, have_busy;
 	uint32_t i, rr = 0;
 	int rc;
 
@@ -774,9 +776,18 @@ PYPTO_EXPORT int pypto_run(struct pypto_graph *g, const struct pypto_config *ucf
 	if (!g->n)
 		atomic_store(&s.finished, true);
 	ran = true;
+	have_busy = x && x->ops->busy && !x->ops->busy(x, &busy0, &lanes);
 	rc = run_workers(&s);
 	wait_inflight(&s);
 	r->st.wall_ns = pypto__now_ns() - r->t0_ns;
+	if (have_busy && !x->ops->busy(x, &busy1, &lanes) && lanes &&
+	    busy1 >= busy0 && r->st.wall_ns) {
+		r->st.engine_known = 1;
+		r->st.engine_lanes = lanes;
+		r->st.engine_busy_ns = busy1 - busy0;
+		r->st.engine_util = (double)(busy1 - busy0) /
+				    ((double)lanes * (double)r->st.wall_ns);
+	}
 	if (!rc && atomic_load(&s.status))
 		rc = pypto__fail(-atomic_load(&s.status), "%s", s.errmsg);
 	if (!rc && atomic_load(&s.ndone) != g->n)

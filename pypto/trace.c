@@ -27,12 +27,15 @@
 
 /*
  * The diagnosis' rules (the seed's numbers):
- *  - communication-bound: the busiest device has a transfer in flight more
- *    than 90 % of the run,
+ *  - communication-bound: the transfer engine is busy more than 90 % of
+ *    the run, by the transport's own busy time (st.engine_util); not
+ *    evaluated when the transport could not measure it (a transfer in
+ *    flight is not the engine busy: it may be queued),
  *  - compute units under-used: the workers are busy (compute + host
  *    preprocessing) less than 60 % of workers x wall time,
- *  - load imbalance: the population std-dev of the compute tile times is
- *    more than 15 % of their mean.
+ *  - load imbalance: the population std-dev of the workers' busy times is
+ *    more than 15 % of their mean (the spread of the compute tile times
+ *    is listed as an observation of its own).
  */
 #define PYPTO_DIAG_XFER_UTIL_MAX	0.90
 #define PYPTO_DIAG_WORKER_UTIL_MIN	0.60
@@ -429,6 +432,7 @@ static int derive_stats(struct pypto_run *r)
 	st->worker_util = st->xfer_util = st->overlap_eff = 0;
 	st->tile_mean_ns = st->tile_cv = 0;
 	st->xfer_cover_ns = st->xfer_exposed_ns = 0;
+	st->worker_cv = 0;
 	if (!r->nev)
 		return 0;
 
@@ -469,6 +473,35 @@ static int derive_stats(struct pypto_run *r)
 		var /= (double)ncomp;
 		st->tile_mean_ns = mean;
 		st->tile_cv = mean > 0 ? sqrt(var) / mean : 0;
+	}
+
+	{
+		uint64_t *wb = workers <= 65536 ?
+			       calloc(workers ? workers : 1, sizeof(*wb)) : NULL;
+		double wm = 0, wv = 0;
+
+		if (!wb)
+			return pypto__fail(PYPTO_ERR_NOMEM, "no memory for %u "
+					   "workers' statistics", workers);
+		for (i = 0; i < workers; i++)
+			if (r->worker_busy_ns)
+				wb[i] = r->worker_busy_ns[i];
+		for (i = 0; !r->worker_busy_ns && i < r->nev; i++) {
+			const struct pypto_event *e = &r->ev[i];
+
+			if ((e->stage == PYPTO_STAGE_COMPUTE ||
+			     e->stage == PYPTO_STAGE_PREFETCH) &&
+			    e->worker < workers)
+				wb[e->worker] += e->t1_ns - e->t0_ns;
+		}
+		for (i = 0; i < workers; i++)
+			wm += (double)wb[i];
+		wm = workers ? wm / workers : 0;
+		for (i = 0; i < workers; i++)
+			wv += ((double)wb[i] - wm) * ((double)wb[i] - wm);
+		wv = workers ? wv / workers : 0;
+		st->worker_cv = wm > 0 ? sqrt(wv) / wm : 0;
+		free(wb);
 	}
 
 	if (maxdev < 0)
@@ -681,7 +714,7 @@ PYPTO_EXPORT unsigned int pypto_run_diagnose(const struct pypto_run *r,
 	char b1[32], b2[32];
 	bool have_ev;
 	double util;
-	uint64_t lo, hi;
+	uint64_t lo = 0, hi = 0;
 
 	if (!r)
 		return 0;
@@ -699,9 +732,10 @@ PYPTO_EXPORT unsigned int pypto_run_diagnose(const struct pypto_run *r,
 	if (st->wall_ns || have_ev) {
 		if (util < PYPTO_DIAG_WORKER_UTIL_MIN)
 			mask |= PYPTO_DIAG_UNDERUSED;
-		if (have_ev && st->xfer_util > PYPTO_DIAG_XFER_UTIL_MAX)
+		if (st->engine_known &&
+		    st->engine_util > PYPTO_DIAG_XFER_UTIL_MAX)
 			mask |= PYPTO_DIAG_COMM_BOUND;
-		if (have_ev && st->tile_cv > PYPTO_DIAG_TILE_CV_MAX)
+		if (have_ev && st->worker_cv > PYPTO_DIAG_TILE_CV_MAX)
 			mask |= PYPTO_DIAG_IMBALANCE;
 	}
 	if (!f)
@@ -724,13 +758,35 @@ PYPTO_EXPORT unsigned int pypto_run_diagnose(const struct pypto_run *r,
 			100.0 * (double)lo / (double)st->wall_ns,
 			100.0 * (double)hi / (double)st->wall_ns);
 	fputc('\n', f);
+	if (have_ev)
+		fprintf(f, "  worker load         cv %.3f (std-dev / mean of "
+			"the workers' busy time)\n", st->worker_cv);
+	if (st->engine_known)
+		fprintf(f, "  transfer engine     %.1f %% busy (%s over %u "
+			"lane%s, the transport's measure)\n",
+			st->engine_util * 100,
+			pypto__fmt_ns(b1, sizeof(b1),
+				      (double)st->engine_busy_ns),
+			st->engine_lanes, st->engine_lanes == 1 ? "" : "s");
+	else
+		fprintf(f, "  transfer engine     busy time not measured by "
+			"the transport (hcomm: %s needs root): COMM_BOUND not "
+			"evaluated\n", "/sys/kernel/debug/hcomm/stats");
 	if (have_ev) {
-		fprintf(f, "  transfer engine     %.1f %% busy (busiest "
-			"device)\n", st->xfer_util * 100);
-		fprintf(f, "  overlap efficiency  %.1f %%\n",
-			st->overlap_eff * 100);
-		fprintf(f, "  compute tile time   mean %s, cv %.3f\n",
-			pypto__fmt_ns(b1, sizeof(b1), st->tile_mean_ns), st->tile_cv);
+		fprintf(f, "  transfers in flight %.1f %% of the run (busiest "
+			"device; queueing included)\n", st->xfer_util * 100);
+		fprintf(f, "  overlap efficiency  %.1f %% (%s of %s worker "
+			"time under transfers exposed)\n",
+			st->overlap_eff * 100,
+			pypto__fmt_ns(b1, sizeof(b1),
+				      (double)st->xfer_exposed_ns),
+			pypto__fmt_ns(b2, sizeof(b2),
+				      (double)st->xfer_cover_ns));
+		fprintf(f, "  compute tile time   mean %s, cv %.3f%s\n",
+			pypto__fmt_ns(b1, sizeof(b1), st->tile_mean_ns),
+			st->tile_cv, st->tile_cv > PYPTO_DIAG_TILE_CV_MAX ?
+			" (uneven tiles: an observation, not the imbalance "
+			"rule)" : "");
 	} else {
 		fprintf(f, "  events              none recorded (profile off?):"
 			" the transfer and imbalance rules need them\n");
@@ -753,7 +809,7 @@ PYPTO_EXPORT unsigned int pypto_run_diagnose(const struct pypto_run *r,
 		fprintf(f, "COMM_BOUND: the transfer engine is busy %.1f %% of "
 			"the run (> %.0f %%): use larger tiles / fewer "
 			"transfers, raise prefetch_depth only if compute is "
-			"idle, check the QoS share\n", st->xfer_util * 100,
+			"idle, check the QoS share\n", st->engine_util * 100,
 			PYPTO_DIAG_XFER_UTIL_MAX * 100);
 	if (mask & PYPTO_DIAG_UNDERUSED)
 		fprintf(f, "UNDERUSED: worker utilisation %.1f %% (< %.0f %%): "
@@ -765,12 +821,16 @@ PYPTO_EXPORT unsigned int pypto_run_diagnose(const struct pypto_run *r,
 			"double_buffering (already on)" :
 			"enable double_buffering");
 	if (mask & PYPTO_DIAG_IMBALANCE)
-		fprintf(f, "IMBALANCE: compute tile time std-dev is %.1f %% of "
-			"the mean %s (> %.0f %%): uneven tiles: make tile "
-			"sizes divide the shape, or split the large tiles\n",
-			st->tile_cv * 100,
-			pypto__fmt_ns(b1, sizeof(b1), st->tile_mean_ns),
-			PYPTO_DIAG_TILE_CV_MAX * 100);
+		fprintf(f, "IMBALANCE: the workers' busy time varies by %.1f "
+			"%% of its mean (> %.0f %%, per worker %s .. %s): "
+			"uneven load: more, smaller tiles (tile_size), spread "
+			"the affinities over the devices; if the tiles are "
+			"uneven too (cv %.3f), make tile sizes divide the shape "
+			"or split the large tiles\n", st->worker_cv * 100,
+			PYPTO_DIAG_TILE_CV_MAX * 100,
+			pypto__fmt_ns(b1, sizeof(b1), (double)lo),
+			pypto__fmt_ns(b2, sizeof(b2), (double)hi),
+			st->tile_cv);
 	if (!mask)
 		fprintf(f, "no bottleneck found\n");
 
@@ -1054,6 +1114,14 @@ static void trace_stats(FILE *f, const struct pypto_run *r, uint64_t nflows)
 	pypto__json_num(f, st->tile_mean_ns);
 	fputs(",\"tile_cv\":", f);
 	pypto__json_num(f, st->tile_cv);
+	fputs(",\"worker_cv\":", f);
+	pypto__json_num(f, st->worker_cv);
+	fprintf(f, ",\"xfer_cover_ns\":%" PRIu64 ",\"xfer_exposed_ns\":%"
+		PRIu64 ",\"engine_known\":%d,\"engine_busy_ns\":%" PRIu64
+		",\"engine_lanes\":%u,\"engine_util\":", st->xfer_cover_ns,
+		st->xfer_exposed_ns, st->engine_known, st->engine_busy_ns,
+		st->engine_lanes);
+	pypto__json_num(f, st->engine_util);
 	fprintf(f, ",\"diagnosis\":%u}", pypto_run_diagnose(r, NULL));
 }
 

@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "pypto_int.h"
 
@@ -116,10 +117,52 @@ static void hx_destroy(struct pypto_xport *x)
 	free(x);
 }
 
+/*
+ * The module's engine: engine_busy_ns of /sys/kernel/debug/hcomm/stats
+ * (debugfs: root only; module-wide, so other contexts' copies count too:
+ * the engine is shared) over its workers (the module parameter).  A
+ * transfer the module completes inline in the submitter is not engine
+ * time.
+ */
+#define HCOMM_STATS_PATH	"/sys/kernel/debug/hcomm/stats"
+#define HCOMM_WORKERS_PATH	"/sys/module/hcomm/parameters/workers"
+
+static int hx_busy(struct pypto_xport *x, uint64_t *busy_ns, uint32_t *lanes)
+{
+	unsigned long long v, busy = 0;
+	unsigned int w = 0;
+	bool found = false;
+	char key[64];
+	FILE *f;
+
+	(void)x;
+	f = fopen(HCOMM_STATS_PATH, "r");
+	if (!f)
+		return -1;
+	while (fscanf(f, "%63s %llu", key, &v) == 2)
+		if (!strcmp(key, "engine_busy_ns")) {
+			busy = v;
+			found = true;
+		}
+	fclose(f);
+	f = fopen(HCOMM_WORKERS_PATH, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%u", &w) != 1)
+		w = 0;
+	fclose(f);
+	if (!found || !w)
+		return -1;
+	*busy_ns = busy;
+	*lanes = w;
+	return 0;
+}
+
 static const struct pypto_xport_ops hcomm_ops = {
 	.name = "hcomm",
 	.submit = hx_submit,
 	.destroy = hx_destroy,
+	.busy = hx_busy,
 };
 
 PYPTO_EXPORT int pypto_xport_hcomm(struct pypto_xport **out,
@@ -176,11 +219,30 @@ struct mc_batch {
 struct xport_memcpy {
 	struct pypto_xport base;
 	char *mem;
+	_Atomic uint64_t busy_ns;	/* time spent copying */
+	_Atomic uint64_t delay_ns;	/* tests: a slow engine */
 	struct hcomm_mpsc q;
 	struct hcomm_ec ec;
 	atomic_bool stop;
 	pthread_t thread;
 };
+
+static void mc_delay(uint64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000ULL),
+			       (long)(ns % 1000000000ULL) };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+/* Tests: every descriptor takes at least ns more (one slow engine). */
+void pypto__xport_memcpy_delay(struct pypto_xport *x, uint64_t ns)
+{
+	struct xport_memcpy *mx = (struct xport_memcpy *)x;
+
+	atomic_store(&mx->delay_ns, ns);
+}
 
 static void mc_run(struct xport_memcpy *mx, struct mc_batch *b)
 {
@@ -189,7 +251,7 @@ static void mc_run(struct xport_memcpy *mx, struct mc_batch *b)
 	for (i = 0; i < b->n; i++) {
 		const struct hcomm_xfer_desc *d = &b->d[i];
 		struct hcomm_request *req = &b->reqs[i];
-		uint64_t end;
+		uint64_t end, t0 = pypto__now_ns();
 		int st = 0;
 
 		if (__builtin_add_overflow(d->target_off, d->len, &end) ||
@@ -204,9 +266,14 @@ static void mc_run(struct xport_memcpy *mx, struct mc_batch *b)
 		} else {
 			st = -HCOMM_ERR_INVAL;
 		}
+		if (atomic_load(&mx->delay_ns))
+			mc_delay(atomic_load(&mx->delay_ns));
 		req->status = st;
 		req->bytes = st ? 0 : d->len;
 		req->t_complete_ns = pypto__now_ns();
+		atomic_fetch_add_explicit(&mx->busy_ns,
+					  req->t_complete_ns - t0,
+					  memory_order_relaxed);
 		__atomic_store_n(&req->done, 1, __ATOMIC_RELEASE);
 		/* The request is the caller's once its callback runs. */
 		if (req->cb)
@@ -267,10 +334,20 @@ static void mc_destroy(struct pypto_xport *x)
 	free(mx);
 }
 
+static int mc_busy(struct pypto_xport *x, uint64_t *busy_ns, uint32_t *lanes)
+{
+	struct xport_memcpy *mx = (struct xport_memcpy *)x;
+
+	*busy_ns = atomic_load_explicit(&mx->busy_ns, memory_order_relaxed);
+	*lanes = 1;			/* one copying thread */
+	return 0;
+}
+
 static const struct pypto_xport_ops memcpy_ops = {
 	.name = "memcpy (test double)",
 	.submit = mc_submit,
 	.destroy = mc_destroy,
+	.busy = mc_busy,
 };
 
 PYPTO_EXPORT int pypto_xport_memcpy(struct pypto_xport **out, void *base,

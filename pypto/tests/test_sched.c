@@ -327,6 +327,78 @@ static void test_transfers(uint64_t inject)
 	free(win);
 }
 
+/*
+ * A live run against a slow engine (the memcpy double with a delay per
+ * descriptor: one descriptor at a time) and sleeping compute tiles: 8
+ * independent transfer -> compute pairs on 2 workers.  Starved: transfers
+ * of 4 ms, compute 0.1 ms: the workers wait for the engine most of the
+ * run.  Overlapped: transfers of 0.1 ms, compute 4 ms: only the first
+ * transfer is waited for.  The figures are compared with each other,
+ * never with a time.
+ */
+struct pair_run {
+	double overlap, engine;
+	unsigned int mask;
+	int rc, known;
+};
+
+static struct pair_run run_pairs(uint64_t xfer_ns, uint32_t comp_us)
+{
+	enum { PAIRS = 8 };
+	static uint8_t src[PAIRS][64], win[PAIRS * 64];
+	struct node nodes[PAIRS];
+	struct pypto_config c = cfg_of(2, 1);
+	struct pypto_xport *x = NULL;
+	struct pypto_graph *g;
+	struct pypto_run *r = NULL;
+	struct pair_run out = { 0 };
+	uint32_t i;
+
+	memset(nodes, 0, sizeof(nodes));
+	pypto_xport_memcpy(&x, win, sizeof(win));
+	pypto__xport_memcpy_delay(x, xfer_ns);
+	pypto_graph_create(&g);
+	for (i = 0; i < PAIRS; i++) {
+		struct pypto_xfer xf = { .op = PYPTO_PUT, .rows = 1,
+					 .row_bytes = 64, .local = src[i],
+					 .win_off = 64 * i };
+		int t = pypto_add_transfer(g, NULL, &xf, 1, 0);
+		int u;
+
+		nodes[i].nap_us = comp_us;
+		u = pypto_add_compute(g, NULL, node_fn, &nodes[i], 0);
+		pypto_add_dep(g, (uint32_t)t, (uint32_t)u);
+	}
+	out.rc = pypto_run(g, &c, x, &r);
+	if (r) {
+		out.overlap = r->st.overlap_eff;
+		out.engine = r->st.engine_util;
+		out.known = r->st.engine_known;
+		out.mask = pypto_run_diagnose(r, NULL);
+	}
+	pypto_run_free(r);
+	pypto_graph_destroy(g);
+	pypto_xport_destroy(x);
+	return out;
+}
+
+static void test_starved_vs_overlapped(void)
+{
+	struct pair_run st = run_pairs(4000000, 100);
+	struct pair_run ov = run_pairs(100000, 4000);
+
+	ok(st.rc == 0 && ov.rc == 0 && st.known && ov.known,
+	   "slow-engine runs: rc %d, %d; the double measures its busy time",
+	   st.rc, ov.rc);
+	ok(st.overlap < ov.overlap,
+	   "starved run's overlap %.3f below the overlapped run's %.3f",
+	   st.overlap, ov.overlap);
+	ok(st.engine > ov.engine,
+	   "engine busy %.3f of the starved run above the overlapped run's "
+	   "%.3f (diagnosis masks %#x, %#x)", st.engine, ov.engine, st.mask,
+	   ov.mask);
+}
+
 static void fill(float *p, size_t n)
 {
 	size_t i;
@@ -458,6 +530,7 @@ int main(void)
 	test_errors();
 	test_transfers(0);
 	test_transfers(5);
+	test_starved_vs_overlapped();
 	test_gemm(256, 256, 256, 64, 1, 1, 2, 0.0f, 0);
 	test_gemm(200, 130, 170, 64, 2, 1, 2, 1.0f, 0);
 	test_gemm(200, 130, 170, 64, 2, 0, 2, 1.0f, 0);

@@ -543,27 +543,55 @@ static void test_overlap(void)
 
 /* ---- diagnosis ----------------------------------------------------- */
 
+/* The transport's measured busy time, as pypto_run() would set it. */
+static void engine(struct pypto_run *r, uint64_t busy, uint32_t lanes)
+{
+	r->st.engine_known = 1;
+	r->st.engine_busy_ns = busy;
+	r->st.engine_lanes = lanes;
+	r->st.engine_util = (double)busy / ((double)lanes *
+					    (double)r->st.wall_ns);
+}
+
 static void test_diagnosis(struct pypto_graph *g)
 {
 	struct pypto_run *r;
 	unsigned int m;
 	char *t;
 
-	/* Transfer engine busy 95 %, workers fully busy, even tiles. */
+	/*
+	 * Transfers in flight 95 % of the run, workers fully busy, even
+	 * tiles.  In flight is not busy (queueing counts): without the
+	 * transport's busy time the rule cannot be evaluated, and says so.
+	 */
 	r = mkrun(g, 1, 1, 100);
 	rec(r, PYPTO_STAGE_TRANSFER, 1, 0, 0, 0, 95, 0, 0);
 	rec(r, PYPTO_STAGE_COMPUTE, 3, 0, 0, 0, 50, 0, 0);
 	rec(r, PYPTO_STAGE_COMPUTE, 3, 0, 0, 50, 100, 0, 0);
 	pypto__run_finish_events(r);
 	m = diag(r, &t);
+	ok(m == 0 && strstr(t, "COMM_BOUND not evaluated") &&
+	   strstr(t, "95.0 %"),
+	   "transfers in flight 95 %%, engine busy unknown: no COMM_BOUND, "
+	   "the rule is reported as not evaluated: mask %#x", m);
+	if (m)
+		fputs(t, stdout);
+	free(t);
+	/* The engine's own busy time: 2 lanes busy 190 of 2 x 100. */
+	engine(r, 190, 2);
+	m = diag(r, &t);
 	ok(m == PYPTO_DIAG_COMM_BOUND && strstr(t, "COMM_BOUND") &&
 	   strstr(t, "95.0 %") && strstr(t, "larger tiles / fewer transfers")
 	   && strstr(t, "QoS") && !strstr(t, "no bottleneck"),
-	   "comm-bound run: mask %#x", m);
+	   "engine busy 95 %% (measured): comm-bound: mask %#x", m);
 	if (m != PYPTO_DIAG_COMM_BOUND)
 		fputs(t, stdout);
 	free(t);
 	ok(pypto_run_diagnose(r, NULL) == m, "mask without a stream");
+	/* Busy 50 % with transfers in flight 95 %: queued, not bound. */
+	engine(r, 100, 2);
+	ok(pypto_run_diagnose(r, NULL) == 0, "engine busy 50 %%, in flight "
+	   "95 %%: not comm-bound");
 	freerun(r);
 
 	/* Exactly 90 % is not over the threshold. */
@@ -571,8 +599,9 @@ static void test_diagnosis(struct pypto_graph *g)
 	rec(r, PYPTO_STAGE_TRANSFER, 1, 0, 0, 0, 90, 0, 0);
 	rec(r, PYPTO_STAGE_COMPUTE, 3, 0, 0, 0, 100, 0, 0);
 	pypto__run_finish_events(r);
-	ok(pypto_run_diagnose(r, NULL) == 0, "transfer busy 90 %%: not "
-	   "comm-bound");
+	engine(r, 90, 1);
+	ok(pypto_run_diagnose(r, NULL) == 0, "transfer engine busy 90 %%: "
+	   "not comm-bound");
 	freerun(r);
 
 	/* Two workers each busy half the run. */
@@ -596,15 +625,43 @@ static void test_diagnosis(struct pypto_graph *g)
 	   "worker utilisation 60 %%: not under-used");
 	freerun(r);
 
-	/* Tiles of 10 and 30: cv 0.5. */
-	r = mkrun(g, 1, 1, 40);
+	/*
+	 * Load imbalance is per worker: worker 0 runs three even tiles,
+	 * worker 1 one (busy 30 and 10: mean 20, std-dev 10, cv 0.5), though
+	 * every tile takes 10 (tile cv 0).
+	 */
+	r = mkrun(g, 2, 1, 40);
 	rec(r, PYPTO_STAGE_COMPUTE, 3, 0, 0, 0, 10, 0, 0);
-	rec(r, PYPTO_STAGE_COMPUTE, 3, 0, 0, 10, 40, 0, 0);
+	rec(r, PYPTO_STAGE_COMPUTE, 3, 0, 0, 10, 20, 0, 0);
+	rec(r, PYPTO_STAGE_COMPUTE, 3, 0, 0, 20, 30, 0, 0);
+	rec(r, PYPTO_STAGE_COMPUTE, 3, 1, 0, 0, 10, 0, 0);
 	pypto__run_finish_events(r);
 	m = diag(r, &t);
-	ok(m == PYPTO_DIAG_IMBALANCE && strstr(t, "IMBALANCE") &&
-	   strstr(t, "50.0 %") && strstr(t, "split the large tiles"),
-	   "imbalanced run: mask %#x", m);
+	ok((m & PYPTO_DIAG_IMBALANCE) && strstr(t, "IMBALANCE") &&
+	   strstr(t, "50.0 %") && near(r->st.worker_cv, 0.5) &&
+	   r->st.tile_cv == 0,
+	   "even tiles, uneven workers: imbalanced (worker cv %g): mask %#x",
+	   r->st.worker_cv, m);
+	free(t);
+	freerun(r);
+
+	/*
+	 * Tiles of 10 and 30 on two workers, 40 each: balanced; the tile
+	 * time spread is an observation, not the rule.
+	 */
+	r = mkrun(g, 2, 1, 40);
+	rec(r, PYPTO_STAGE_COMPUTE, 3, 0, 0, 0, 10, 0, 0);
+	rec(r, PYPTO_STAGE_COMPUTE, 3, 0, 0, 10, 40, 0, 0);
+	rec(r, PYPTO_STAGE_COMPUTE, 3, 1, 0, 0, 30, 0, 0);
+	rec(r, PYPTO_STAGE_COMPUTE, 3, 1, 0, 30, 40, 0, 0);
+	pypto__run_finish_events(r);
+	m = diag(r, &t);
+	ok(m == 0 && r->st.worker_cv == 0 && near(r->st.tile_cv, 0.5) &&
+	   strstr(t, "cv 0.500") && strstr(t, "no bottleneck"),
+	   "uneven tiles, even workers: not imbalanced, tile cv %g listed: "
+	   "mask %#x", r->st.tile_cv, m);
+	if (m)
+		fputs(t, stdout);
 	free(t);
 	freerun(r);
 
@@ -636,6 +693,7 @@ static void test_diagnosis(struct pypto_graph *g)
 	rec(r, PYPTO_STAGE_COMPUTE, 3, 0, 0, 0, 10, 0, 0);
 	rec(r, PYPTO_STAGE_COMPUTE, 3, 1, 0, 0, 40, 0, 0);
 	pypto__run_finish_events(r);
+	engine(r, 99, 1);
 	m = diag(r, &t);
 	ok(m == (PYPTO_DIAG_COMM_BOUND | PYPTO_DIAG_UNDERUSED |
 		 PYPTO_DIAG_IMBALANCE) && strstr(t, "COMM_BOUND") &&
