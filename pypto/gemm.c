@@ -221,6 +221,21 @@ PYPTO_EXPORT void pypto_gemm_free(struct pypto_gemm *gm)
 	free(gm);
 }
 
+/*
+ * The tiles call single-threaded BLAS: the workers are the parallelism.
+ * OpenBLAS' thread count is process-wide, so it is set for the run only
+ * and the caller's count comes back when the run ends.
+ */
+static void gemm_run_hook(struct pypto_graph *g, bool begin)
+{
+	if (begin) {
+		g->hook_state = openblas_get_num_threads();
+		openblas_set_num_threads(1);
+	} else if (g->hook_state > 0) {
+		openblas_set_num_threads(g->hook_state);
+	}
+}
+
 #define TRY(expr)					\
 	do {						\
 		rc = (expr);				\
@@ -296,8 +311,8 @@ PYPTO_EXPORT int pypto_gemm_build(struct pypto_graph *g,
 		}
 		memset(set_user[d], 0xff, gm->nsets * sizeof(uint32_t));
 	}
-	/* Tiles run single-threaded BLAS: the workers are the parallelism. */
-	openblas_set_num_threads(1);
+	/* Tiles run single-threaded BLAS during the run (gemm_run_hook). */
+	g->run_hook = gemm_run_hook;
 	pypto_graph_set_workload(g, PYPTO_WL_FC, gm->ts);
 
 	/* Prefetch stage: pack every A and B block once. */

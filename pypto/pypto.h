@@ -392,6 +392,11 @@ int pypto_run_write_html(const struct pypto_run *r, const char *path);
  * transfer waits for the compute that last used its set.  The device
  * memory is one buffer (pypto_gemm_device_bytes() long) that the caller
  * allocates and exposes through the transport (an hcomm window).
+ * OpenBLAS: the tiles call single-threaded BLAS.  OpenBLAS' thread count
+ * is process-wide: pypto_run() of the graph sets it to 1 when the run
+ * starts and back to the caller's count when it ends (BLAS calls of other
+ * threads during the run are single-threaded too); building the graph
+ * changes nothing.
  */
 struct pypto_gemm;
 

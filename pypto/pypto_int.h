@@ -86,6 +86,15 @@ struct pypto_graph {
 	uint32_t ncycle;
 	enum pypto_workload workload;
 	uint32_t wl_tile_size;
+	/*
+	 * A partition helper's setting scoped to a run: pypto_run() calls
+	 * run_hook(g, true) before the workers start and run_hook(g, false)
+	 * after they stopped (the GEMM: OpenBLAS single-threaded for the
+	 * run, then the caller's thread count again).  hook_state is the
+	 * hook's.
+	 */
+	void (*run_hook)(struct pypto_graph *g, bool begin);
+	int hook_state;
 };
 
 /*

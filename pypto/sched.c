@@ -777,8 +777,12 @@ PYPTO_EXPORT int pypto_run(struct pypto_graph *g, const struct pypto_config *ucf
 		atomic_store(&s.finished, true);
 	ran = true;
 	have_busy = x && x->ops->busy && !x->ops->busy(x, &busy0, &lanes);
+	if (g->run_hook)
+		g->run_hook(g, true);
 	rc = run_workers(&s);
 	wait_inflight(&s);
+	if (g->run_hook)
+		g->run_hook(g, false);
 	r->st.wall_ns = pypto__now_ns() - r->t0_ns;
 	if (have_busy && !x->ops->busy(x, &busy1, &lanes) && lanes &&
 	    busy1 >= busy0 && r->st.wall_ns) {

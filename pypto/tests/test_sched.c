@@ -517,6 +517,59 @@ static void test_gemm(uint32_t m, uint32_t n, uint32_t k, uint32_t ts,
 	free(bound);
 }
 
+/*
+ * OpenBLAS' thread count is the process's: the GEMM graph runs its tiles
+ * single-threaded only while it runs, and building it changes nothing.
+ */
+static int blas_threads_seen = -1;
+
+static int blas_probe(void *arg, const struct pypto_exec *ex)
+{
+	(void)arg;
+	(void)ex;
+	blas_threads_seen = openblas_get_num_threads();
+	return 0;
+}
+
+static void test_blas_scope(void)
+{
+	enum { N = 64 };
+	static float a[N * N], b[N * N], cc[N * N];
+	struct pypto_config c = cfg_of(2, 1);
+	struct pypto_gemm_args ga = {
+		.m = N, .n = N, .k = N, .alpha = 1, .beta = 0, .a = a,
+		.lda = N, .b = b, .ldb = N, .c = cc, .ldc = N,
+	};
+	struct pypto_gemm *gm = NULL;
+	struct pypto_xport *x = NULL;
+	struct pypto_graph *g;
+	uint64_t bytes = 0;
+	void *dev = NULL;
+	int after_build, after_run, rc;
+
+	c.tile_size = 32;
+	openblas_set_num_threads(2);
+	pypto_gemm_device_bytes(&ga, &c, &bytes);
+	if (posix_memalign(&dev, 4096, bytes))
+		abort();
+	pypto_xport_memcpy(&x, dev, bytes);
+	pypto_graph_create(&g);
+	rc = pypto_gemm_build(g, &ga, &c, dev, &gm);
+	after_build = openblas_get_num_threads();
+	pypto_add_compute(g, "probe", blas_probe, NULL, 0);
+	if (!rc)
+		rc = pypto_run(g, &c, x, NULL);
+	after_run = openblas_get_num_threads();
+	ok(rc == 0 && after_build == 2 && blas_threads_seen == 1 &&
+	   after_run == 2,
+	   "OpenBLAS threads: 2 before, %d after the build, %d during the run, %d after it",
+	   after_build, blas_threads_seen, after_run);
+	pypto_gemm_free(gm);
+	pypto_graph_destroy(g);
+	pypto_xport_destroy(x);
+	free(dev);
+}
+
 int main(void)
 {
 	uint32_t d;
@@ -531,6 +584,7 @@ int main(void)
 	test_transfers(0);
 	test_transfers(5);
 	test_starved_vs_overlapped();
+	test_blas_scope();
 	test_gemm(256, 256, 256, 64, 1, 1, 2, 0.0f, 0);
 	test_gemm(200, 130, 170, 64, 2, 1, 2, 1.0f, 0);
 	test_gemm(200, 130, 170, 64, 2, 0, 2, 1.0f, 0);
