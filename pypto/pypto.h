@@ -193,8 +193,12 @@ struct pypto_xport;
 /*
  * libhcomm: transfers move between local memory and rank target's part of
  * win (the target may be this rank: "device" buffers of this process).
- * Sets comm's callback mode to HCOMM_CB_THREAD (completions come through
- * libhcomm's lock-free queue).  local_base, when not NULL, is where this
+ * Leaves comm's callback mode alone: pypto_run() switches it to
+ * HCOMM_CB_THREAD when a run starts (completions through libhcomm's
+ * lock-free queue; the run fails with PYPTO_ERR_IO if comm has operations
+ * in flight then) and to HCOMM_CB_INLINE, libhcomm's default, when the run
+ * ends.  libhcomm cannot report the mode, so a caller that uses a threaded
+ * mode itself sets it again after each run.  local_base, when not NULL, is where this
  * process sees the target's window memory (only for failure injection,
  * which poisons the destination of a failed PUT); NULL otherwise.
  */

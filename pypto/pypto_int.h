@@ -124,6 +124,13 @@ struct pypto_xport_ops {
 	 * at the start and the end of a run.
 	 */
 	int (*busy)(struct pypto_xport *x, uint64_t *busy_ns, uint32_t *lanes);
+	/*
+	 * Optional: called by pypto_run() before the first submit (0 or
+	 * -PYPTO_ERR_*: the run does not start) and after the last
+	 * completion callback of the run returned.
+	 */
+	int (*run_begin)(struct pypto_xport *x);
+	void (*run_end)(struct pypto_xport *x);
 };
 
 struct pypto_xport {

@@ -679,7 +679,7 @@ PYPTO_EXPORT int pypto_run(struct pypto_graph *g, const struct pypto_config *ucf
 	const char *trace;
 	uint64_t busy0 = 0, busy1 = 0;
 	uint32_t lanes = 0;
-	bool ran = false, have_busy;
+	bool ran = false, began = false, have_busy;
 	uint32_t i, rr = 0;
 	int rc;
 
@@ -759,6 +759,12 @@ PYPTO_EXPORT int pypto_run(struct pypto_graph *g, const struct pypto_config *ucf
 		t->attempt = 0;
 		t->t_issue_ns = 0;
 	}
+	if (x && x->ops->run_begin) {
+		rc = x->ops->run_begin(x);
+		if (rc)
+			goto out;
+		began = true;
+	}
 	r->t0_ns = pypto__now_ns();
 	for (i = 0; i < g->n; i++) {
 		struct pypto_tile *t = &g->tiles[i];
@@ -807,6 +813,8 @@ PYPTO_EXPORT int pypto_run(struct pypto_graph *g, const struct pypto_config *ucf
 	if (trace && *trace)
 		pypto_run_write_trace(r, trace);
 out:
+	if (began && x->ops->run_end)
+		x->ops->run_end(x);
 	sched_free(&s);
 	if (!ran) {
 		/* Failed before starting: no record to hand out. */

@@ -158,11 +158,46 @@ static int hx_busy(struct pypto_xport *x, uint64_t *busy_ns, uint32_t *lanes)
 	return 0;
 }
 
+/*
+ * The scheduler needs completions delivered by libhcomm's threads (the
+ * workers never progress the communicator): the mode is switched for the
+ * run only.  libhcomm has no call that reads the mode, so the run ends in
+ * HCOMM_CB_INLINE, libhcomm's default, whatever the caller had set.
+ */
+static int hx_run_begin(struct pypto_xport *x)
+{
+	struct xport_hcomm *hx = (struct xport_hcomm *)x;
+	int rc = hcomm_comm_set_cb_mode(hx->comm, HCOMM_CB_THREAD);
+
+	if (rc < 0)
+		return pypto__fail(PYPTO_ERR_IO, "hcomm_comm_set_cb_mode(THREAD)"
+				   " for the run: %s (%s)", hcomm_strerror(rc),
+				   hcomm_errmsg());
+	return 0;
+}
+
+static void hx_run_end(struct pypto_xport *x)
+{
+	struct xport_hcomm *hx = (struct xport_hcomm *)x;
+	struct timespec ts = { 0, 100000 };
+	int i;
+
+	/* The last callback returned; libhcomm may still be accounting it. */
+	for (i = 0; i < 10000; i++) {
+		if (hcomm_comm_set_cb_mode(hx->comm, HCOMM_CB_INLINE) !=
+		    -HCOMM_ERR_BUSY)
+			return;
+		nanosleep(&ts, NULL);
+	}
+}
+
 static const struct pypto_xport_ops hcomm_ops = {
 	.name = "hcomm",
 	.submit = hx_submit,
 	.destroy = hx_destroy,
 	.busy = hx_busy,
+	.run_begin = hx_run_begin,
+	.run_end = hx_run_end,
 };
 
 PYPTO_EXPORT int pypto_xport_hcomm(struct pypto_xport **out,
@@ -193,13 +228,6 @@ PYPTO_EXPORT int pypto_xport_hcomm(struct pypto_xport **out,
 	rc = parse_inject(&hx->base);
 	if (rc)
 		goto fail;
-	/* Completions through libhcomm's lock-free queue and its thread. */
-	rc = hcomm_comm_set_cb_mode(comm, HCOMM_CB_THREAD);
-	if (rc < 0) {
-		rc = pypto__fail(PYPTO_ERR_IO, "hcomm_comm_set_cb_mode: %s",
-				 hcomm_strerror(rc));
-		goto fail;
-	}
 	*out = &hx->base;
 	return 0;
 fail:

@@ -16,6 +16,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <pthread.h>
 #include <string.h>
 
 #include <cblas.h>
@@ -59,9 +60,40 @@ struct gcase {
 	int db;
 	float beta;
 	uint64_t inject, inject_max;
+	int mode_check;
 };
 
 static struct hcomm_comm *comm;
+
+/*
+ * Where does a callback of comm run?  1: in this thread (HCOMM_CB_INLINE,
+ * libhcomm's default: hcomm_wait runs it), 0: in another one (a threaded
+ * mode), -1: the put failed.
+ */
+static void cb_where(struct hcomm_request *req, void *arg)
+{
+	(void)req;
+	*(pthread_t *)arg = pthread_self();
+}
+
+static int callbacks_here(struct hcomm_win *win, void *dev)
+{
+	struct hcomm_request req;
+	pthread_t who;
+	int rc;
+
+	memset(&req, 0, sizeof(req));
+	memset(&who, 0, sizeof(who));
+	req.cb = cb_where;
+	req.cb_arg = &who;
+	rc = hcomm_put_nb(win, 0, 0, dev, 8, &req);
+	if (!rc)
+		rc = hcomm_wait(&req);
+	if (rc)
+		return -1;
+	hcomm_flush(comm);
+	return pthread_equal(who, pthread_self()) ? 1 : 0;
+}
 
 static void run_case(const struct gcase *gc)
 {
@@ -116,6 +148,12 @@ static void run_case(const struct gcase *gc)
 	}
 	if (!rc)
 		rc = pypto_xport_hcomm(&x, comm, win, 0, dev);
+	if (!rc && gc->mode_check) {
+		int here = callbacks_here(win, dev);
+
+		ok(here == 1, "  after pypto_xport_hcomm the communicator "
+		   "still runs callbacks in the caller (INLINE): %d", here);
+	}
 	if (!rc && gc->inject)
 		rc = pypto_xport_inject_failure(x, gc->inject,
 						 gc->inject_max);
@@ -131,6 +169,12 @@ static void run_case(const struct gcase *gc)
 	x1 = stat_read("cmd_xfer");
 	u1 = stat_read("uring_cmds");
 	b1 = stat_read("xfer_bytes");
+	if (rc == 0 && gc->mode_check) {
+		int here = callbacks_here(win, dev);
+
+		ok(here == 1, "  after pypto_run the communicator is back in "
+		   "INLINE mode: %d", here);
+	}
 	for (i = 0; i < gc->m; i++)
 		for (j = 0; j < ldc; j++) {
 			double d = fabs((double)c[i * ldc + j] - ref[i * ldc + j]);
@@ -212,28 +256,28 @@ int main(int argc, char **argv)
 	for (d = 1; d <= 8; d++) {
 		if (quick && d != 1 && d != 2 && d != 8)
 			continue;
-		gc = (struct gcase){ n, n, n, 64, 1, d, 1, 1.0f, 0, 0 };
+		gc = (struct gcase){ n, n, n, 64, 1, d, 1, 1.0f, 0, 0, d == 1 };
 		run_case(&gc);
 	}
 	/* One buffer set: transfer and compute alternate. */
-	gc = (struct gcase){ n, n, n, 64, 1, 1, 0, 0.0f, 0, 0 };
+	gc = (struct gcase){ n, n, n, 64, 1, 1, 0, 0.0f, 0, 0, 0 };
 	run_case(&gc);
 	/* Two devices, ragged edges, beta != 0. */
-	gc = (struct gcase){ n + 37, n - 21, n + 5, 64, 2, 2, 1, 0.5f, 0, 0 };
+	gc = (struct gcase){ n + 37, n - 21, n + 5, 64, 2, 2, 1, 0.5f, 0, 0, 0 };
 	run_case(&gc);
-	gc = (struct gcase){ n + 37, n - 21, n + 5, 64, 2, 2, 0, 1.0f, 0, 0 };
+	gc = (struct gcase){ n + 37, n - 21, n + 5, 64, 2, 2, 0, 1.0f, 0, 0, 0 };
 	run_case(&gc);
 	/* Larger tiles: C loads/stores above max_inline go asynchronous. */
-	gc = (struct gcase){ n, n, n, 128, 1, 2, 1, 1.0f, 0, 0 };
+	gc = (struct gcase){ n, n, n, 128, 1, 2, 1, 1.0f, 0, 0, 0 };
 	run_case(&gc);
 	/*
 	 * Injected transfer failures (every n-th descriptor, a bounded
 	 * number: a C tile's 64 rows would otherwise fail every attempt):
 	 * re-issued, result still right.
 	 */
-	gc = (struct gcase){ n, n, n, 64, 2, 2, 1, 1.0f, 7, 12 };
+	gc = (struct gcase){ n, n, n, 64, 2, 2, 1, 1.0f, 7, 12, 0 };
 	run_case(&gc);
-	gc = (struct gcase){ n, n, n, 64, 1, 3, 0, 0.0f, 3, 30 };
+	gc = (struct gcase){ n, n, n, 64, 1, 3, 0, 0.0f, 3, 30, 0 };
 	run_case(&gc);
 	hcomm_comm_destroy(comm);
 out:
