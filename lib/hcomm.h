@@ -186,7 +186,12 @@ const char *hcomm_errmsg(void);
  *  enable_fp16_compress  HCOMM_FP16_COMPRESS   0        0 or 1
  *  comp_threshold        HCOMM_COMP_THRESHOLD  64K      0 .. 1G
  *  rank_table            HCOMM_RANK_TABLE      NULL     a file path
- *  timeout_ms            HCOMM_TIMEOUT_MS      30000    1 .. 3600000
+ *  timeout_ms            HCOMM_TIMEOUT_MS      30000    1 .. 3600000 (ms;
+ *                                                       init, and the
+ *                                                       collectives unless
+ *                                                       HCOMM_COLL_TIMEOUT_MS
+ *                                                       or hcomm_comm_set_
+ *                                                       coll_timeout())
  *
  * Profiles (HCOMM_PROFILE=latency|bandwidth|default) set several fields at
  * once before the individual variables apply; see Documentation/tuning.rst.
@@ -253,11 +258,36 @@ enum hcomm_launcher hcomm_comm_launcher(const struct hcomm_comm *comm);
 struct hcomm_ctx *hcomm_comm_ctx(struct hcomm_comm *comm);
 /* The transport in use: "kernel" (intra-node /dev/hcomm). */
 const char *hcomm_comm_transport(const struct hcomm_comm *comm);
-/* Collective barrier over the bootstrap channel. */
+/*
+ * Collective barrier over the bootstrap channel.
+ *
+ * Collective timeout: every collective after hcomm_comm_init (barrier,
+ * allgather, win_create, win_free, destroy) waits at most the collective
+ * timeout for the other ranks: cfg->timeout_ms, unless
+ * HCOMM_COLL_TIMEOUT_MS (read when cfg is NULL: 1 .. 3600000 ms, or
+ * "inf") or hcomm_comm_set_coll_timeout() says otherwise.  A rank that
+ * exits or crashes is noticed at once, with or without a limit.
+ *
+ * After a collective failed (HCOMM_ERR_TIMEOUT, a rank gone, a mismatch)
+ * the bootstrap channel is out of step for good: every later collective
+ * (barrier, allgather, win_create) fails at once with HCOMM_ERR_IO.  The
+ * rest keeps working: put, get, put_signal and their _nb forms, batches,
+ * progress, test, wait, fence, flush and the signals, on the windows
+ * created before; hcomm_win_free() and hcomm_comm_destroy() still release
+ * everything of this rank (deregistering its windows: later transfers of
+ * other ranks into them fail) and return the collective's error.
+ */
 int hcomm_barrier(struct hcomm_comm *comm);
 /* Collective: every rank's len bytes at send, gathered into recv[size*len]. */
 int hcomm_allgather(struct hcomm_comm *comm, const void *send, void *recv,
 		    size_t len);
+/*
+ * Limit of each later collective of comm, in ms: 1 .. 3600000, or < 0 to
+ * wait without limit (0 or more than an hour: HCOMM_ERR_INVAL).  Not
+ * collective, but every rank should use the same value: a rank that gives
+ * up leaves the others waiting up to their own limit.
+ */
+int hcomm_comm_set_coll_timeout(struct hcomm_comm *comm, int timeout_ms);
 
 /*
  * Windows: memory each rank exposes to the others (collective; every rank

@@ -452,7 +452,8 @@ enum {
 
 struct hcomm_boot {
 	int rank, size;
-	uint32_t timeout_ms;
+	int64_t timeout_ms;	/* the current phase's: init, then collectives;
+				 * < 0: no limit */
 	uint32_t seq;		/* collectives so far */
 	int broken;		/* an error left the channel out of step */
 	int fd;			/* rank > 0: the connection to rank 0 */
@@ -561,8 +562,8 @@ static int io_fail(const struct hcomm_boot *b, int err, const char *what,
 	if (err == ETIMEDOUT)
 		return hcomm__fail(HCOMM_ERR_TIMEOUT, 0,
 				   "bootstrap %s at @%s: rank %d did not answer "
-				   "within %u ms", what, b->addr, peer,
-				   b->timeout_ms);
+				   "within %lld ms", what, b->addr, peer,
+				   (long long)b->timeout_ms);
 	if (err == EPIPE)
 		return hcomm__fail(HCOMM_ERR_IO, 0,
 				   "bootstrap %s at @%s: rank %d closed the "
@@ -753,8 +754,9 @@ static int root_init(struct hcomm_boot *b, int64_t deadline)
 					 others);
 			ret = hcomm__fail(HCOMM_ERR_TIMEOUT, 0,
 					  "bootstrap at @%s: %d of %d ranks "
-					  "arrived within %u ms (%s)", b->addr,
-					  joined + 1, b->size, b->timeout_ms,
+					  "arrived within %lld ms (%s)", b->addr,
+					  joined + 1, b->size,
+					  (long long)b->timeout_ms,
 					  missing);
 			st = ST_TIMEOUT;
 			goto out;
@@ -919,8 +921,8 @@ static int peer_init(struct hcomm_boot *b, int64_t deadline)
 		if (left <= 0)
 			return hcomm__fail(HCOMM_ERR_TIMEOUT, 0,
 					   "bootstrap: rank 0 did not come up "
-					   "at @%s within %u ms", b->addr,
-					   b->timeout_ms);
+					   "at @%s within %lld ms", b->addr,
+					   (long long)b->timeout_ms);
 		if (pause_ms > left)
 			pause_ms = left;
 		ts.tv_sec = pause_ms / 1000;
@@ -942,7 +944,8 @@ static int peer_init(struct hcomm_boot *b, int64_t deadline)
 	if (ret == -ETIMEDOUT)
 		return hcomm__fail(HCOMM_ERR_TIMEOUT, 0,
 				   "bootstrap at @%s: not every rank arrived "
-				   "within %u ms", b->addr, b->timeout_ms);
+				   "within %lld ms", b->addr,
+				   (long long)b->timeout_ms);
 	if (ret)
 		return io_fail(b, ret, "init", 0);
 	if (h.magic != BOOT_MAGIC || h.type != MSG_GO || h.len)
@@ -1031,6 +1034,16 @@ int hcomm__boot_init(const struct hcomm_rankinfo *ri, uint32_t timeout_ms,
 	return 0;
 }
 
+int hcomm__boot_set_timeout(struct hcomm_boot *b, int64_t timeout_ms)
+{
+	if (!b || timeout_ms == 0 || timeout_ms > HCOMM_COLL_TIMEOUT_MAX)
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "collective timeout "
+				   "%lld ms: use 1 .. %d, or < 0 for none",
+				   (long long)timeout_ms, HCOMM_COLL_TIMEOUT_MAX);
+	b->timeout_ms = timeout_ms < 0 ? -1 : timeout_ms;
+	return 0;
+}
+
 /* Rank 0, a collective failed at rank bad: tell ranks from .. on why. */
 static void root_coll_abort(struct hcomm_boot *b, int from, int bad,
 			    uint32_t seq, int err)
@@ -1070,8 +1083,8 @@ static int peer_allgather(struct hcomm_boot *b, const void *send, void *recv,
 			return hcomm__fail(HCOMM_ERR_TIMEOUT, 0,
 					   "bootstrap allgather at @%s: rank "
 					   "0 gave up, rank %u did not answer "
-					   "within %u ms", b->addr, h.arg,
-					   b->timeout_ms);
+					   "within %lld ms", b->addr, h.arg,
+					   (long long)b->timeout_ms);
 		if (h.status == ST_SIZE)
 			return hcomm__fail(HCOMM_ERR_INVAL, 0,
 					   "bootstrap allgather at @%s: rank "
@@ -1158,7 +1171,7 @@ int hcomm__boot_allgather(struct hcomm_boot *b, const void *send, void *recv,
 				   "bootstrap at @%s: the channel failed "
 				   "earlier", b->addr);
 	seq = ++b->seq;
-	deadline = now_ms() + b->timeout_ms;
+	deadline = b->timeout_ms < 0 ? INT64_MAX : now_ms() + b->timeout_ms;
 	if (len)
 		memmove((char *)recv + (size_t)b->rank * len, send, len);
 	if (b->size == 1)

@@ -67,7 +67,22 @@ struct hcomm_boot;
  */
 HCOMM_HIDDEN int hcomm__boot_init(const struct hcomm_rankinfo *ri,
 				  uint32_t timeout_ms, struct hcomm_boot **out);
-/* recv[r * len .. ] = rank r's send, for every rank (collective). */
+/* The largest finite collective timeout (one hour, as timeout_ms). */
+#define HCOMM_COLL_TIMEOUT_MAX	3600000
+/*
+ * Limit of each later collective (allgather, barrier): 1 ..
+ * HCOMM_COLL_TIMEOUT_MAX ms, or < 0 for none (hcomm__boot_init sets it to
+ * its own timeout_ms).  A rank that dies is seen at once (EOF) either
+ * way.  0 or above the maximum: -HCOMM_ERR_INVAL, unchanged.
+ */
+HCOMM_HIDDEN int hcomm__boot_set_timeout(struct hcomm_boot *b,
+					 int64_t timeout_ms);
+/*
+ * recv[r * len .. ] = rank r's send, for every rank (collective).  After
+ * any failure (timeout, a rank gone, a mismatch) the channel is out of
+ * step for good: every later collective fails at once with
+ * -HCOMM_ERR_IO.
+ */
 HCOMM_HIDDEN int hcomm__boot_allgather(struct hcomm_boot *b, const void *send,
 				       void *recv, size_t len);
 HCOMM_HIDDEN int hcomm__boot_barrier(struct hcomm_boot *b);

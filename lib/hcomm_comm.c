@@ -948,6 +948,7 @@ HCOMM_EXPORT int hcomm_comm_init(struct hcomm_comm **out,
 {
 	struct hcomm_comm *c;
 	int32_t *st = NULL, mine;
+	int64_t coll_ms;
 	unsigned int i;
 	int ret, local;
 
@@ -971,6 +972,12 @@ HCOMM_EXPORT int hcomm_comm_init(struct hcomm_comm **out,
 	ret = check_cfg(&c->cfg);
 	if (ret)
 		goto err;
+	coll_ms = c->cfg.timeout_ms;
+	if (!cfg) {
+		ret = hcomm__coll_timeout_from_env(&coll_ms);
+		if (ret)
+			goto err;
+	}
 	ret = hcomm__rankinfo_detect(&c->cfg, &c->ri);
 	if (ret)
 		goto err;
@@ -997,6 +1004,7 @@ HCOMM_EXPORT int hcomm_comm_init(struct hcomm_comm **out,
 	ret = hcomm__boot_init(&c->ri, c->cfg.timeout_ms, &c->boot);
 	if (ret)
 		goto err;
+	(void)hcomm__boot_set_timeout(c->boot, coll_ms);	/* in range */
 	/* Every rank learns whether every other one got its transport up. */
 	local = c->xops->init(c);
 	mine = -local;
@@ -1072,6 +1080,15 @@ HCOMM_EXPORT struct hcomm_ctx *hcomm_comm_ctx(struct hcomm_comm *c)
 HCOMM_EXPORT const char *hcomm_comm_transport(const struct hcomm_comm *c)
 {
 	return c && c->xops ? c->xops->name : "none";
+}
+
+HCOMM_EXPORT int hcomm_comm_set_coll_timeout(struct hcomm_comm *c,
+					    int timeout_ms)
+{
+	if (!c)
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL,
+				   "hcomm_comm_set_coll_timeout");
+	return hcomm__boot_set_timeout(c->boot, timeout_ms);
 }
 
 HCOMM_EXPORT int hcomm_barrier(struct hcomm_comm *c)

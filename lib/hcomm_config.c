@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "hcomm_int.h"
+#include "hcomm_boot.h"
 
 #define KiB	(1ULL << 10)
 #define MiB	(1ULL << 20)
@@ -320,5 +321,49 @@ HCOMM_EXPORT int hcomm_config_from_env(struct hcomm_config *cfg)
 		c.rank_table = s;
 	}
 	*cfg = c;
+	return 0;
+}
+
+int hcomm__config_env(const char *name, uint64_t *out)
+{
+	const char *s = getenv(name);
+	unsigned i;
+	int ret;
+
+	for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+		if (strcmp(vars[i].name, name))
+			continue;
+		if (!s)
+			return 0;
+		ret = parse_var(&vars[i], s, out);
+		return ret ? ret : 1;
+	}
+	return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "no variable %s", name);
+}
+
+int hcomm__coll_timeout_from_env(int64_t *out)
+{
+	static const struct var v = {
+		"HCOMM_COLL_TIMEOUT_MS", UINT, 1, HCOMM_COLL_TIMEOUT_MAX, 0, 0
+	};
+	const char *s = getenv(v.name);
+	uint64_t x;
+	int ret;
+
+	if (!s)
+		return 0;
+	if (!strcmp(s, "inf")) {
+		*out = -1;
+		return 0;
+	}
+	ret = parse_var(&v, s, &x);
+	if (ret) {
+		char why[256];
+
+		snprintf(why, sizeof(why), "%s", hcomm_errmsg());
+		return hcomm__fail(HCOMM_ERR_INVAL, 0, "%s (or \"inf\": no "
+				   "limit)", why);
+	}
+	*out = (int64_t)x;
 	return 0;
 }

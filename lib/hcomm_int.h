@@ -24,4 +24,17 @@ HCOMM_HIDDEN int hcomm__err_code(uint32_t cmd_op, int err);
 HCOMM_HIDDEN __attribute__((format(printf, 3, 4)))
 int hcomm__fail(int code, int err, const char *fmt, ...);
 
+/*
+ * One variable of hcomm_config_from_env (e.g. "HCOMM_CACHE_LIMIT"),
+ * checked the same way: 1 and *out set, 0 when unset (*out unchanged), or
+ * -HCOMM_ERR_INVAL with hcomm_errmsg() naming the variable.
+ */
+HCOMM_HIDDEN int hcomm__config_env(const char *name, uint64_t *out);
+/*
+ * HCOMM_COLL_TIMEOUT_MS into *out when set: 1 .. 3600000 ms, or "inf"
+ * (-1: no limit); unset: *out unchanged.  0, or -HCOMM_ERR_INVAL with
+ * hcomm_errmsg() naming the variable.
+ */
+HCOMM_HIDDEN int hcomm__coll_timeout_from_env(int64_t *out);
+
 #endif /* LIBHCOMM_INT_H */

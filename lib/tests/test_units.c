@@ -65,7 +65,7 @@ static const char *const env_vars[] = {
 	"HCOMM_SEND_BUF_SIZE", "HCOMM_RECV_BUF_SIZE", "HCOMM_MAX_INLINE",
 	"HCOMM_NUM_QPS", "HCOMM_QUEUE_DEPTH", "HCOMM_CACHE_LIMIT",
 	"HCOMM_FP16_COMPRESS", "HCOMM_COMP_THRESHOLD", "HCOMM_RANK_TABLE",
-	"HCOMM_TIMEOUT_MS", "HCOMM_PROFILE", "HCOMM_RANK", "HCOMM_WORLD_SIZE",
+	"HCOMM_TIMEOUT_MS", "HCOMM_COLL_TIMEOUT_MS", "HCOMM_PROFILE", "HCOMM_RANK", "HCOMM_WORLD_SIZE",
 	"HCOMM_ROOT_ADDR", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
 	"OMPI_MCA_ess_base_jobid", "OMPI_MCA_orte_ess_jobid", "SLURM_PROCID",
 	"SLURM_NTASKS", "SLURM_JOB_ID", "SLURM_STEP_ID", "PMI_RANK",
@@ -388,6 +388,52 @@ static void test_config_vars(void)
 	   c.recv_buf_size == 3 * MiB && c.enable_fp16_compress == 1 &&
 	   c.comp_threshold == 8 * KiB && c.timeout_ms == 1500 &&
 	   c.num_qps == 1, "config: several variables at once");
+	clean_env();
+}
+
+/* HCOMM_COLL_TIMEOUT_MS: milliseconds, or "inf"; garbage named. */
+static void test_coll_timeout_env(void)
+{
+	static const struct { const char *s; int64_t v; } good[] = {
+		{ "1", 1 }, { "250", 250 }, { "3600000", 3600000 },
+		{ "inf", -1 },
+	};
+	static const char *const bad[] = {
+		"", "0", "-1", "abc", "10ms", "3600001", "99999999999999999999",
+		" 5", "INF",
+	};
+	int64_t v;
+	unsigned i;
+	int okc = 1;
+
+	clean_env();
+	v = 42;
+	ok(!hcomm__coll_timeout_from_env(&v) && v == 42,
+	   "coll timeout: unset leaves the value");
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		setenv("HCOMM_COLL_TIMEOUT_MS", good[i].s, 1);
+		v = 42;
+		if (hcomm__coll_timeout_from_env(&v) || v != good[i].v) {
+			okc = 0;
+			printf("# HCOMM_COLL_TIMEOUT_MS=%s gave %lld\n", good[i].s,
+			     (long long)v);
+		}
+	}
+	ok(okc, "coll timeout: 1, 250, 3600000 ms and inf (-1) accepted");
+	okc = 1;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		setenv("HCOMM_COLL_TIMEOUT_MS", bad[i], 1);
+		v = 42;
+		if (hcomm__coll_timeout_from_env(&v) != -HCOMM_ERR_INVAL ||
+		    v != 42 ||
+		    !strstr(hcomm_errmsg(), "HCOMM_COLL_TIMEOUT_MS")) {
+			okc = 0;
+			printf("# HCOMM_COLL_TIMEOUT_MS=\"%s\": v %lld, %s\n", bad[i],
+			     (long long)v, hcomm_errmsg());
+		}
+	}
+	ok(okc, "coll timeout: 0, negative, garbage, units, overflow "
+	   "rejected naming the variable, value unchanged");
 	clean_env();
 }
 
@@ -1275,7 +1321,7 @@ static void rankinfo(struct hcomm_rankinfo *ri, int rank, int size,
 }
 
 /* Exit codes of a forked rank: 0, an hcomm_err, or one of these. */
-enum { X_DATA = 50, X_FD = 51 };
+enum { X_DATA = 50, X_FD = 51, X_SLOW = 52, X_FAST = 53 };
 
 #define BLOCK		1000
 #define BIG_BLOCK	(256 * 1024)
@@ -1346,6 +1392,8 @@ struct rank_spec {
 	uint32_t timeout_ms;
 	int stall_ms;		/* after init, before a barrier */
 	int foreign;		/* drop to uid 65534 first */
+	int64_t coll_ms;	/* 0: keep; else hcomm__boot_set_timeout */
+	int64_t min_ms, max_ms;	/* 0: any; else the barrier's bounds */
 };
 
 /* Init, then (if that worked) one barrier after stall_ms; the result. */
@@ -1354,6 +1402,7 @@ static int rank_generic(const struct rank_spec *s)
 	struct hcomm_rankinfo ri;
 	struct hcomm_boot *b;
 	int fds = count_fds(), ret;
+	int64_t t;
 
 	if (s->foreign && (setgid(65534) || setuid(65534)))
 		return 60;
@@ -1361,12 +1410,20 @@ static int rank_generic(const struct rank_spec *s)
 	ret = hcomm__boot_init(&ri, s->timeout_ms, &b);
 	if (ret)
 		return count_fds() == fds ? -ret : X_FD;
+	if (s->coll_ms && hcomm__boot_set_timeout(b, s->coll_ms))
+		return 61;
 	if (s->stall_ms)
 		sleep_ms(s->stall_ms);
+	t = now_ms();
 	ret = hcomm__boot_barrier(b);
+	t = now_ms() - t;
 	hcomm__boot_fini(b);
 	if (count_fds() != fds)
 		return X_FD;
+	if (s->max_ms && t > s->max_ms)
+		return X_SLOW;
+	if (s->min_ms && t < s->min_ms)
+		return X_FAST;
 	return -ret;
 }
 
@@ -1724,6 +1781,67 @@ static void test_boot(void)
 		   "%lld ms)", st[0], st[1], st[2], (long long)t0);
 	}
 
+	/*
+	 * The collectives' own limit: init may take 5 s, a barrier 300 ms
+	 * (it gives up after 300 .. 1300 ms, not after 5 s) ...
+	 */
+	new_name();
+	{
+		struct rank_spec s[3] = {
+			{ .rank = 0, .size = 3, .timeout_ms = 5000,
+			  .coll_ms = 300, .min_ms = 250, .max_ms = 1300 },
+			{ .rank = 1, .size = 3, .timeout_ms = 5000,
+			  .coll_ms = 300, .min_ms = 250, .max_ms = 1300 },
+			{ .rank = 2, .size = 3, .timeout_ms = 5000,
+			  .coll_ms = 300, .stall_ms = 2500 },
+		};
+
+		for (r = 0; r < 3; r++)
+			pid[r] = spawn(&s[r]);
+		for (r = 0; r < 3; r++)
+			st[r] = reap(pid[r]);
+		ok(st[0] == HCOMM_ERR_TIMEOUT && st[1] == HCOMM_ERR_TIMEOUT &&
+		   st[2] != 0 && st[2] != X_FD,
+		   "boot: a collective timeout of 300 ms with init's 5 s: the "
+		   "barrier gives up after 300 ms (exit %d %d %d)", st[0],
+		   st[1], st[2]);
+	}
+
+	/* ... or without limit: a rank 1.5 s late past init's 500 ms. */
+	new_name();
+	{
+		struct rank_spec s[3] = {
+			{ .rank = 0, .size = 3, .timeout_ms = 500,
+			  .coll_ms = -1, .min_ms = 1200 },
+			{ .rank = 1, .size = 3, .timeout_ms = 500,
+			  .coll_ms = -1, .min_ms = 1200 },
+			{ .rank = 2, .size = 3, .timeout_ms = 500,
+			  .coll_ms = -1, .stall_ms = 1500 },
+		};
+
+		for (r = 0; r < 3; r++)
+			pid[r] = spawn(&s[r]);
+		for (r = 0; r < 3; r++)
+			st[r] = reap(pid[r]);
+		ok(!st[0] && !st[1] && !st[2],
+		   "boot: collective timeout < 0: a barrier waits for a rank "
+		   "1.5 s late although init's limit is 500 ms (exit %d %d %d)",
+		   st[0], st[1], st[2]);
+	}
+
+	/* bad limits are refused and change nothing */
+	new_name();
+	rankinfo(&ri, 0, 1, "units");
+	ret = hcomm__boot_init(&ri, 100, &b);
+	ok(!ret && hcomm__boot_set_timeout(b, 0) == -HCOMM_ERR_INVAL &&
+	   hcomm__boot_set_timeout(b, 3600001) == -HCOMM_ERR_INVAL &&
+	   hcomm__boot_set_timeout(NULL, 5) == -HCOMM_ERR_INVAL &&
+	   !hcomm__boot_set_timeout(b, 3600000) &&
+	   !hcomm__boot_set_timeout(b, INT64_MIN) && !hcomm__boot_barrier(b),
+	   "boot: collective timeout 0 or above an hour: INVAL; < 0 and "
+	   "3600000 taken");
+	hcomm__boot_fini(b);
+
 	/* a rank that leaves: the others see it */
 	new_name();
 	{
@@ -1835,6 +1953,7 @@ int main(void)
 	test_config_default();
 	test_config_vars();
 	test_config_profiles();
+	test_coll_timeout_env();
 	test_rank_table();
 	test_detect();
 	test_mpsc_basic();

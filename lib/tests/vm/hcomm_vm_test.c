@@ -26,6 +26,9 @@
  *   cbnest    --mode: callbacks that wait for, test and flush later
  *             requests of their own batch (one reap, or one ioctl issue);
  *             done never reads 1 while the callback still runs
+ *   colltimeout  a barrier without limit waits for a late rank; with
+ *             300 ms it times out; afterwards collectives fail at once
+ *             (IO) while one-sided operations and signals work
  *   fence     put A (large), fence, put B (small, same place): B wins;
  *             put, fence, get sees the put; put, fence, put_signal: the
  *             data is there when the signal is; flush; win_free with
@@ -2134,6 +2137,98 @@ static int case_cbnest(const char *mode_s)
 }
 
 /* ------------------------------------------------------------------ */
+/* colltimeout: the collectives' own limit, and life after a timeout   */
+/* ------------------------------------------------------------------ */
+
+/*
+ * 2 ranks, HCOMM_TIMEOUT_MS=500.  First, without limit
+ * (hcomm_comm_set_coll_timeout -1): rank 1 comes to a barrier 1.5 s late,
+ * past init's 500 ms, and the barrier works.  Then with 300 ms: rank 1 is
+ * 1.5 s late again and both see HCOMM_ERR_TIMEOUT.  Afterwards the
+ * bootstrap collectives fail at once with HCOMM_ERR_IO while put, get,
+ * put_signal, signal_wait, flush and fence on the window made before keep
+ * working; destroy still frees everything.
+ */
+static int case_colltimeout(void)
+{
+	const size_t len = 4096;
+	unsigned char *win, *buf;
+	struct hcomm_win *w;
+	uint64_t t0, el;
+	int peer, rc, x = 1, all[2];
+
+	comm_up();
+	if (np != 2)
+		return FAIL("colltimeout needs 2 ranks, got %d", np), 1;
+	peer = 1 - me;
+	pats_init(len);
+	win = xmap(len);
+	buf = xmap(len);
+	memset(win, POISON, len);
+	w = win_make(win, len);
+
+	phase = "forever";
+	INVAL(hcomm_comm_set_coll_timeout(comm, 0));
+	INVAL(hcomm_comm_set_coll_timeout(NULL, 5));
+	OK(hcomm_comm_set_coll_timeout(comm, -1));
+	if (me == 1)
+		usleep(1500000);
+	t0 = now_ns();
+	OK(hcomm_barrier(comm));
+	el = (now_ns() - t0) / 1000000;
+	if (me == 0)
+		CHECK(el >= 1000, "the barrier returned after %" PRIu64 " ms, "
+		      "before rank 1 came", el);
+
+	phase = "timeout";
+	OK(hcomm_comm_set_coll_timeout(comm, 300));
+	if (me == 1)
+		usleep(1500000);
+	t0 = now_ns();
+	rc = hcomm_barrier(comm);
+	el = (now_ns() - t0) / 1000000;
+	EXPECT(rc, -HCOMM_ERR_TIMEOUT);
+	if (me == 0)
+		CHECK(el >= 250 && el < 1400, "rank 0 gave up after %" PRIu64
+		      " ms with a 300 ms limit", el);
+
+	phase = "after";
+	t0 = now_ns();
+	EXPECT(hcomm_barrier(comm), -HCOMM_ERR_IO);
+	EXPECT(hcomm_allgather(comm, &x, all, sizeof(x)), -HCOMM_ERR_IO);
+	CHECK(strstr(hcomm_errmsg(), "failed earlier"), "errmsg: %s",
+	      hcomm_errmsg());
+	CHECK((now_ns() - t0) / 1000000 < 200, "failing collectives took "
+	      "%" PRIu64 " ms", (now_ns() - t0) / 1000000);
+	/* One-sided operations and signals still work: a ping-pong. */
+	if (me == 0) {
+		OK(hcomm_put_signal(w, peer, 0, pat(0), len, 0, 1));
+		CHECK(hcomm_signal_wait(comm, 0, 1, 20000) >= 1,
+		      "the pong: %s", hcomm_errmsg());
+		SAME(win, pat(1), len, "rank 1's put after the timeout");
+	} else {
+		CHECK(hcomm_signal_wait(comm, 0, 1, 20000) >= 1,
+		      "the ping: %s", hcomm_errmsg());
+		SAME(win, pat(0), len, "rank 0's put after the timeout");
+		/* Rank 0's window is untouched so far: a get reads poison. */
+		memset(buf, 0, len);
+		OK(hcomm_get(w, peer, 0, buf, len));
+		poisoned(buf, len, "a get of rank 0's window", 0);
+		OK(hcomm_put_signal(w, peer, 0, pat(1), len, 0, 1));
+	}
+	OK(hcomm_fence(comm));
+	OK(hcomm_flush(comm));
+
+	phase = "destroy";
+	rc = hcomm_comm_destroy(comm);
+	CHECK(rc == -HCOMM_ERR_IO, "hcomm_comm_destroy = %s, expected the "
+	      "channel's HCOMM_ERR_IO", errname(rc));
+	comm = NULL;
+	(void)w;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
 /* timeout: a rank never arrives                                       */
 /* ------------------------------------------------------------------ */
 
@@ -2307,6 +2402,8 @@ int main(int argc, char **argv)
 		ret = case_cb(mode);
 	else if (!strcmp(case_name, "cbnest"))
 		ret = case_cbnest(mode);
+	else if (!strcmp(case_name, "colltimeout"))
+		ret = case_colltimeout();
 	else if (!strcmp(case_name, "fence"))
 		ret = case_fence();
 	else if (!strcmp(case_name, "errors"))
