@@ -276,14 +276,10 @@ static void setup_ring(struct hcomm_ctx *ctx)
 }
 
 /* The hot-buffer cache, when the module has a generation page. */
-static void setup_park(struct hcomm_ctx *ctx)
+static void setup_park(struct hcomm_ctx *ctx, uint64_t limit)
 {
-	const char *v = getenv("HCOMM_CACHE_LIMIT");
-	uint64_t limit = 64ULL << 20;
 	void *p;
 
-	if (v && hcomm_parse_size(v, &limit))
-		limit = 0;	/* garbage: the communicator reports it */
 	if (!limit || !(ctx->info.features & HCOMM_FEAT_REG_CACHE))
 		return;
 	p = mmap(NULL, HCOMM_GEN_SLOTS * sizeof(uint64_t), PROT_READ,
@@ -326,6 +322,7 @@ static int env_set(const char *name)
 
 HCOMM_EXPORT int hcomm_open(struct hcomm_ctx **ctxp, unsigned flags)
 {
+	uint64_t park_limit = 64ULL << 20;
 	struct hcomm_ctx *ctx;
 	const char *path;
 	int ret;
@@ -336,6 +333,10 @@ HCOMM_EXPORT int hcomm_open(struct hcomm_ctx **ctxp, unsigned flags)
 	if (flags & ~HCOMM_OPEN_NO_URING)
 		return fail(HCOMM_ERR_INVAL, EINVAL, "hcomm_open: flags %#x",
 			    flags);
+	/* The hot-buffer cache's budget: garbage is an error, not 0. */
+	ret = hcomm__config_env("HCOMM_CACHE_LIMIT", &park_limit);
+	if (ret < 0)
+		return ret;
 	path = getenv("HCOMM_DEVICE");
 	if (!path || !*path)
 		path = HCOMM_DEVICE_PATH;
@@ -365,7 +366,7 @@ HCOMM_EXPORT int hcomm_open(struct hcomm_ctx **ctxp, unsigned flags)
 	if (!(flags & HCOMM_OPEN_NO_URING) && !env_set("HCOMM_NO_URING") &&
 	    (ctx->info.features & HCOMM_FEAT_URING_CMD))
 		setup_ring(ctx);
-	setup_park(ctx);
+	setup_park(ctx, park_limit);
 	*ctxp = ctx;
 	return 0;
 err:

@@ -139,8 +139,10 @@ int hcomm_reg_dmabuf(struct hcomm_ctx *ctx, int fd, uint64_t offset,
  *
  * Hot-buffer cache: a host registration may stay registered after
  * hcomm_dereg() (parked, up to HCOMM_CACHE_LIMIT bytes, default 64M, and
- * 64 entries; 0 turns it off) while the kernel's generation page says its
- * address still maps the same pages; hcomm_reg_mem() of exactly the same
+ * 64 entries; 0 turns it off; a value that is not a size of 0 .. 64G
+ * makes hcomm_open() fail with HCOMM_ERR_INVAL naming the variable)
+ * while the kernel's generation page says its address still maps the
+ * same pages; hcomm_reg_mem() of exactly the same
  * address, length and access then returns it without a system call (same
  * region id and key).  A registration that would exceed RLIMIT_MEMLOCK
  * first gives parked ones back.  Set HCOMM_CACHE_LIMIT=0 when a key must

@@ -350,6 +350,39 @@ static void test_fake(void)
 	   strstr(hcomm_errmsg(), "ABI version"),
 	   "fake: ABI mismatch refused, no fd leaked (%s)", hcomm_errmsg());
 
+	/* A garbage HCOMM_CACHE_LIMIT fails the open, naming it. */
+	{
+		static const char *const bad[] = { "lots", "64Q", "-1", "",
+						   "65G", "1e6" };
+		unsigned i;
+		int good = 1;
+
+		for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			fake_reset(0);
+			setenv("HCOMM_CACHE_LIMIT", bad[i], 1);
+			ctx = (struct hcomm_ctx *)1;
+			ret = hcomm_open(&ctx, 0);
+			if (ret != -HCOMM_ERR_INVAL || ctx ||
+			    count_fds() != before ||
+			    !strstr(hcomm_errmsg(), "HCOMM_CACHE_LIMIT")) {
+				good = 0;
+				printf("# HCOMM_CACHE_LIMIT=\"%s\": open %d (%s)\n",
+				       bad[i], ret, hcomm_errmsg());
+				if (!ret)
+					hcomm_close(ctx);
+			}
+		}
+		ok(good, "fake: a garbage or out-of-range HCOMM_CACHE_LIMIT "
+		   "fails hcomm_open with -INVAL naming it, no fd leaked");
+		fake_reset(0);
+		setenv("HCOMM_CACHE_LIMIT", "0", 1);
+		ret = hcomm_open(&ctx, 0);
+		ok(!ret, "fake: HCOMM_CACHE_LIMIT=0 (cache off) is fine");
+		if (!ret)
+			hcomm_close(ctx);
+		unsetenv("HCOMM_CACHE_LIMIT");
+	}
+
 	fake.on = 0;
 	unsetenv("HCOMM_DEVICE");
 }
