@@ -26,6 +26,8 @@
 #include <linux/interval_tree.h>
 #include <linux/iosys-map.h>
 #include <linux/sched.h>
+#include <linux/sizes.h>
+#include <linux/minmax.h>
 
 #include "hcomm_qos.h"
 
@@ -135,7 +137,7 @@ extern struct hcomm_stats hcomm_stats;
  * @closed:  the file was released; nothing new may be cached.
  * @mn:      notifier on @mm: its release ends every pending operation
  *           when the process exits (kernels without IO_URING_F_CANCEL).
- * @mn_registered: @mn is registered.
+ * @mn_registered: @mn is registered (set in open, read in release).
  * @cache_lock:  protects @cache_tree, @lru, @cache_bytes and umem users.
  * @cache_tree:  pinned ranges (struct hcomm_umem) by user address.
  * @lru:         unused pinned ranges, oldest first.
@@ -145,7 +147,8 @@ extern struct hcomm_stats hcomm_stats;
  *           generation bumps of a umem's regions.
  * @gen:     generation page (HCOMM_GEN_SLOTS counters).
  * @db_lock: protects @waiters.
- * @db_mutex: serialises allocating @db.
+ * @db_mutex: serialises allocating @db.  Taken under mmap_lock (->mmap):
+ *           nothing that takes mmap_lock or faults may run under it.
  * @db:      doorbell array (a vmap of @db_pages), NULL until first needed.
  * @db_pages: the pages of @db, mapped into userspace by mmap.
  * @db_npages: pages in @db_pages.
@@ -260,9 +263,9 @@ struct hcomm_umem {
  * @base:     host regions: byte offset of the region's first byte from
  *            the first page of @umem.
  * @nr_pages: pages spanned.
- * @grant_scope:  HCOMM_GRANT_*.
- * @grant_access: HCOMM_ACCESS_REMOTE_* granted.
- * @grant_uid:    uid for HCOMM_GRANT_UID / SAME_UID.
+ * @grant:    who besides the owner may use the key, as one word
+ *            (hcomm_grant_word()): scope, access and uid are published and
+ *            read together with WRITE_ONCE/READ_ONCE, never torn.
  * @undone:   the registration was undone before userspace saw it: its
  *            range is not kept in the cache.
  * @vat:      dma-buf regions: the table.
@@ -288,9 +291,7 @@ struct hcomm_region {
 	u64 len;
 	u32 offset;
 	u64 nr_pages;
-	u32 grant_scope;
-	u32 grant_access;
-	kuid_t grant_uid;
+	u64 grant;
 	bool undone;
 	struct hcomm_vat vat;
 	struct dma_buf *dmabuf;
@@ -299,6 +300,31 @@ struct hcomm_region {
 	struct iosys_map vmap;
 	bool vmapped;
 };
+
+/*
+ * A grant as one word: bits 0-7 the HCOMM_GRANT_* scope, 8-15 the
+ * HCOMM_ACCESS_REMOTE_* bits, 32-63 the kuid (init_user_ns value).
+ */
+static inline u64 hcomm_grant_word(u32 scope, u32 access, kuid_t uid)
+{
+	return (u64)(scope & 0xff) | (u64)(access & 0xff) << 8 |
+	       (u64)__kuid_val(uid) << 32;
+}
+
+static inline u32 hcomm_grant_scope(u64 g)
+{
+	return g & 0xff;
+}
+
+static inline u32 hcomm_grant_access(u64 g)
+{
+	return (g >> 8) & 0xff;
+}
+
+static inline kuid_t hcomm_grant_uid(u64 g)
+{
+	return KUIDT_INIT((uid_t)(g >> 32));
+}
 
 /* Where a region's bytes live: its VAT->PAT table and the byte offset. */
 static inline const struct hcomm_vat *
@@ -329,7 +355,7 @@ void hcomm_gen_bump(struct hcomm_ctx *ctx, u32 id);
 
 /* hcomm_main.c */
 void hcomm_ctx_put(struct hcomm_ctx *ctx);
-int hcomm_ctx_watch_exit(struct hcomm_ctx *ctx);
+void hcomm_sweep_kick(void);
 static inline void hcomm_ctx_get(struct hcomm_ctx *ctx)
 {
 	kref_get(&ctx->ref);
@@ -361,6 +387,7 @@ void hcomm_engine_exit(void);
 void hcomm_ctx_engine_init(struct hcomm_ctx *ctx);
 void hcomm_ctx_engine_release(struct hcomm_ctx *ctx);
 void hcomm_ctx_cancel_all(struct hcomm_ctx *ctx);
+unsigned int hcomm_ctx_cancel_orphans(struct hcomm_ctx *ctx);
 int hcomm_xfer(struct hcomm_ctx *ctx, struct hcomm_xfer *arg,
 	       const struct hcomm_cmd_io *io, void __user *uarg);
 int hcomm_fence(struct hcomm_ctx *ctx, struct hcomm_fence *arg,
@@ -395,5 +422,25 @@ extern unsigned int hcomm_chunk_size;
 extern unsigned int hcomm_nr_doorbells;
 extern unsigned long hcomm_cache_limit;
 extern unsigned int hcomm_workers;
+extern unsigned int hcomm_qos_user_min_rate;
+extern unsigned int hcomm_qos_user_priority;
+
+/*
+ * Module parameters are writable at run time (0644): clamp them where
+ * they are used, not only at load.
+ */
+#define HCOMM_MAX_INLINE_CAP	SZ_64K
+#define HCOMM_MAX_CHUNK		SZ_16M
+
+static inline u32 hcomm_max_inline_now(void)
+{
+	return min_t(u32, READ_ONCE(hcomm_max_inline), HCOMM_MAX_INLINE_CAP);
+}
+
+static inline u64 hcomm_chunk_now(void)
+{
+	return clamp_t(u32, READ_ONCE(hcomm_chunk_size), PAGE_SIZE,
+		       HCOMM_MAX_CHUNK);
+}
 
 #endif /* _HCOMM_H */

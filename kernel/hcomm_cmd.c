@@ -6,12 +6,16 @@
  * Both fronts resolve the command number to one descriptor and call the same
  * handler with a user pointer to the same argument struct, so the two paths
  * cannot drift apart.  Handlers copy the argument in once, validate it
- * completely, act, and copy the result out.  Commands that may sleep
- * (pinning, dma-buf mapping, unpinning) answer -EAGAIN when io_uring issues
- * them with IO_URING_F_NONBLOCK where that is safe (see
- * hcomm_uring_can_punt()); io_uring then reissues them from a worker that
- * may block, and they complete synchronously there.  Elsewhere they block
- * in the submitting task, which ->uring_cmd() may do.
+ * completely, act, and copy the result out.
+ *
+ * The rule of io_uring's non-blocking issue (IO_URING_F_NONBLOCK, under the
+ * ring's uring_lock): nothing sleeps there.  Commands that may sleep
+ * (pinning, dma-buf import and mapping, unpinning, long extent copies,
+ * SET_CTX's cache trim) answer -EAGAIN before reading their payload;
+ * io_uring copies the SQE and reissues them from an io-wq worker, which may
+ * block, and they complete synchronously there.  XFER answers -EAGAIN only
+ * for a dma-buf not yet mapped or still fenced.  XFER, FENCE and DB_WAIT
+ * otherwise park (-EIOCBQUEUED) and never wait inline.
  */
 #include <linux/fs.h>
 #include <linux/mm.h>
@@ -75,7 +79,7 @@ static int hcomm_cmd_get_info(struct hcomm_ctx *ctx, void __user *uarg,
 	info.memlock_limit = hcomm_memlock_limit();
 	info.pinned_bytes = atomic64_read(&ctx->pinned_pages) << PAGE_SHIFT;
 	info.max_inline = READ_ONCE(ctx->max_inline);
-	info.chunk_size = max_t(u32, READ_ONCE(hcomm_chunk_size), PAGE_SIZE);
+	info.chunk_size = hcomm_chunk_now();
 	info.nr_doorbells = ctx->db ? ctx->nr_db :
 			    clamp_t(u32, READ_ONCE(hcomm_nr_doorbells), 1, SZ_1M);
 	mutex_lock(&ctx->cache_lock);
@@ -321,7 +325,7 @@ static int hcomm_cmd_set_ctx(struct hcomm_ctx *ctx, void __user *uarg,
 	if ((arg.mask & ~known) || arg.reserved[0] || arg.reserved[1])
 		return -EINVAL;
 	if ((arg.mask & HCOMM_CTX_MAX_INLINE) &&
-	    arg.max_inline > READ_ONCE(hcomm_max_inline))
+	    arg.max_inline > hcomm_max_inline_now())
 		return -EINVAL;
 	if (arg.mask & HCOMM_CTX_MAX_INLINE)
 		WRITE_ONCE(ctx->max_inline, arg.max_inline);
@@ -373,11 +377,17 @@ static const struct hcomm_cmd_desc *hcomm_cmd_find(unsigned int cmd)
 	return &hcomm_cmds[nr];
 }
 
+/*
+ * A context belongs to the process that opened it: only threads sharing
+ * the opener's address space may issue its commands (or mmap it).  A
+ * fork() child, a process that received the fd over SCM_RIGHTS, or the
+ * opener after exec() gets EPERM for every command, GET_INFO included.
+ */
 static int hcomm_cmd_run(struct hcomm_ctx *ctx,
 			 const struct hcomm_cmd_desc *desc, void __user *uarg,
 			 const struct hcomm_cmd_io *io)
 {
-	int ret = desc->fn(ctx, uarg, io);
+	int ret = current->mm == ctx->mm ? desc->fn(ctx, uarg, io) : -EPERM;
 
 	/* -EAGAIN: io_uring reissues it from a worker; counted then. */
 	if (ret == -EAGAIN && io->ioucmd &&
@@ -427,7 +437,7 @@ long hcomm_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
  */
 int hcomm_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 {
-	const struct hcomm_uring_cmd *pl = hcomm_uring_payload(ioucmd);
+	const struct hcomm_uring_cmd *pl;
 	const struct hcomm_cmd_desc *desc;
 	struct hcomm_cmd_io io = { ioucmd, issue_flags };
 	u64 addr;
@@ -442,8 +452,9 @@ int hcomm_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 
 	/* Counted once per command: not on the -EAGAIN that io-wq reissues. */
 	if (!IS_ERR(desc) && desc->may_sleep &&
-	    (issue_flags & IO_URING_F_NONBLOCK) && hcomm_uring_can_punt())
+	    (issue_flags & IO_URING_F_NONBLOCK))
 		return -EAGAIN;
+	pl = hcomm_uring_payload(ioucmd, issue_flags);
 	atomic64_inc(&hcomm_stats.uring_cmds);
 	if (IS_ERR(desc)) {
 		atomic64_inc(&hcomm_stats.cmd_errors);
@@ -460,7 +471,7 @@ int hcomm_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 	}
 	ret = hcomm_cmd_run(ioucmd->file->private_data, desc,
 			    u64_to_user_ptr(addr), &io);
-	/* punted after all (see hcomm_op_queued()): counted on reissue */
+	/* punted after all (a fenced dma-buf XFER): counted on reissue */
 	if (ret == -EAGAIN && (issue_flags & IO_URING_F_NONBLOCK))
 		atomic64_dec(&hcomm_stats.uring_cmds);
 	return ret;

@@ -15,34 +15,65 @@
 #include <linux/io_uring.h>
 #endif
 
+#include <linux/io_uring_types.h>
+#include <linux/percpu-refcount.h>
+
 /*
- * The SQE payload of a passthrough command: 6.1 points at it directly
- * (ioucmd->cmd); later kernels keep the SQE and provide io_uring_sqe_cmd().
+ * The SQE payload of a passthrough command.  6.1 points ioucmd->cmd at it
+ * and, before a command that answered -EAGAIN is reissued from io-wq, at a
+ * private copy.  Kernels with io_uring_sqe_cmd() keep ioucmd->sqe instead;
+ * up to at least 6.12.118 a reissue after -EAGAIN copies the SQE into the
+ * request's async_data (struct uring_cache: the SQE comes first) but
+ * leaves ioucmd->sqe on the ring slot, which userspace may have refilled.
+ * So an issue without IO_URING_F_NONBLOCK (io-wq: a reissue, or a request
+ * whose SQE was copied at prep because it was forced async) reads the
+ * copy; an issue with it (the submitting call, SQPOLL, task work) reads
+ * the slot, still valid then, except for a request linked behind another
+ * (IOSQE_IO_LINK) on 6.8 .. 6.14, which those kernels issue after the
+ * slot may have been reused: Documentation/uapi.rst forbids that.
  */
-static inline const void *hcomm_uring_payload(const struct io_uring_cmd *c)
+static inline const void *hcomm_uring_payload(const struct io_uring_cmd *c,
+					      unsigned int issue_flags)
 {
 #ifdef HCOMM_HAVE_IO_URING_SQE_CMD
+	const struct io_kiocb *req = cmd_to_io_kiocb((struct io_uring_cmd *)c);
+
+	if (!(issue_flags & IO_URING_F_NONBLOCK) && req->async_data)
+		return io_uring_sqe_cmd(req->async_data);
 	return io_uring_sqe_cmd(c->sqe);
 #else
 	return c->cmd;
 #endif
 }
 
-/*
- * May a command that would sleep answer -EAGAIN to IO_URING_F_NONBLOCK?
- * io_uring then reissues it from io-wq and the payload is read again.
- * 6.1 points ioucmd->cmd at a private copy of the SQE before the reissue.
- * Kernels with io_uring_sqe_cmd() up to at least 6.12.118 copy the SQE on
- * -EAGAIN but leave ioucmd->sqe on the ring slot, which userspace may
- * already have refilled: there the command runs inline (it may block; the
- * submitter is in process context) rather than read a reused slot.
- */
-static inline bool hcomm_uring_can_punt(void)
+/* io_uring_cmd_done() without issue_flags: before 6.3 (and its backports). */
+static inline void hcomm_uring_cmd_done(struct io_uring_cmd *c, ssize_t ret,
+					u64 res2, unsigned int issue_flags)
 {
-#ifdef HCOMM_HAVE_IO_URING_SQE_CMD
-	return false;
+#ifdef HCOMM_HAVE_URING_CMD_DONE_FLAGS
+	io_uring_cmd_done(c, ret, res2, issue_flags);
 #else
-	return true;
+	io_uring_cmd_done(c, ret, res2);
+#endif
+}
+
+/*
+ * Is the ring of a pending command going away, or its task cancelling all
+ * its requests (exit, exec)?  Kernels without IO_URING_F_CANCEL never tell
+ * the driver: hcomm looks (hcomm_main.c's sweep) and ends such commands,
+ * which io_uring is waiting for.
+ */
+static inline bool hcomm_uring_orphaned(struct io_uring_cmd *c)
+{
+	const struct io_kiocb *req = cmd_to_io_kiocb(c);
+	const struct io_uring_task *tctx = req->task->io_uring;
+
+	if (percpu_ref_is_dying(&req->ctx->refs))
+		return true;
+#ifdef HCOMM_HAVE_TCTX_IN_CANCEL
+	return tctx && atomic_read(&tctx->in_cancel);
+#else
+	return tctx && atomic_read(&tctx->in_idle);
 #endif
 }
 
@@ -50,9 +81,13 @@ static inline bool hcomm_uring_can_punt(void)
  * IO_URING_F_CANCEL (6.7+): a pending command marked cancelable is handed
  * back to ->uring_cmd() with this flag when its ring or task goes away.
  * Without it a pending command keeps the ring alive, and hcomm ends its
- * commands itself when the owning process exits (hcomm_main.c).
+ * commands itself: when the owning process exits (an mmu notifier on its
+ * mm, registered at open) and when the ring dies or the task cancels its
+ * requests (a sweep, hcomm_uring_orphaned()).  HCOMM_COMPAT_61=1 at build
+ * time takes that path on a newer kernel too, so that the debug kernel's
+ * lockdep and KASAN see it.
  */
-#ifdef HCOMM_HAVE_URING_CANCEL
+#if defined(HCOMM_HAVE_URING_CANCEL) && !defined(HCOMM_COMPAT_61)
 static inline bool hcomm_uring_can_cancel(void)
 {
 	return true;

@@ -85,7 +85,7 @@ static int hcomm_key_allowed(const struct hcomm_region *r,
 {
 	u32 remote = need == HCOMM_ACCESS_LOCAL_WRITE ?
 		     HCOMM_ACCESS_REMOTE_WRITE : HCOMM_ACCESS_REMOTE_READ;
-	u32 scope = READ_ONCE(r->grant_scope);
+	u64 grant = READ_ONCE(r->grant);	/* one word: never torn */
 
 	if (r->ctx == ctx) {
 		if (need == HCOMM_ACCESS_LOCAL_WRITE &&
@@ -93,14 +93,15 @@ static int hcomm_key_allowed(const struct hcomm_region *r,
 			return -EACCES;
 		return 0;
 	}
-	if (!(r->access & remote) || !(READ_ONCE(r->grant_access) & remote))
+	if (!(r->access & remote) || !(hcomm_grant_access(grant) & remote))
 		return -EACCES;
-	switch (scope) {
+	switch (hcomm_grant_scope(grant)) {
 	case HCOMM_GRANT_ANY:
 		return 0;
 	case HCOMM_GRANT_SAME_UID:
 	case HCOMM_GRANT_UID:
-		return uid_eq(current_euid(), r->grant_uid) ? 0 : -EACCES;
+		return uid_eq(current_euid(), hcomm_grant_uid(grant)) ?
+		       0 : -EACCES;
 	default:
 		return -EACCES;
 	}
@@ -146,8 +147,9 @@ struct hcomm_region *hcomm_key_lookup(struct hcomm_ctx *ctx, u64 key,
  * @ctx: the owner's context.
  * @arg: validated copy of the user's argument.
  *
- * The grant is published with WRITE_ONCE; a transfer already past its
- * lookup keeps the access it was given.
+ * The grant is published as one word, so a lookup sees the old grant or
+ * the new one, never a mix.  A transfer already past its lookup keeps the
+ * access it was given (see Documentation/datapath.rst, revocation).
  *
  * Return: 0 or -errno (see uapi/linux/hcomm.h).
  */
@@ -178,9 +180,8 @@ int hcomm_grant(struct hcomm_ctx *ctx, struct hcomm_grant *arg)
 		hcomm_region_put(r);
 		return -EINVAL;
 	}
-	WRITE_ONCE(r->grant_uid, uid);
-	WRITE_ONCE(r->grant_access, arg->access);
-	WRITE_ONCE(r->grant_scope, arg->scope);
+	/* scope, access and uid in one store: a reader sees old or new */
+	WRITE_ONCE(r->grant, hcomm_grant_word(arg->scope, arg->access, uid));
 	hcomm_region_put(r);
 	return 0;
 }

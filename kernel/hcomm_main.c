@@ -56,6 +56,16 @@ module_param_named(workers, hcomm_workers, uint, 0444);
 MODULE_PARM_DESC(workers,
 		 "Transfer engine workers (default: one per online CPU)");
 
+unsigned int hcomm_qos_user_min_rate;
+module_param_named(qos_user_min_rate, hcomm_qos_user_min_rate, uint, 0644);
+MODULE_PARM_DESC(qos_user_min_rate,
+		 "Largest SET_QOS min_rate (percent) a context may set without CAP_SYS_NICE (default 0)");
+
+unsigned int hcomm_qos_user_priority;
+module_param_named(qos_user_priority, hcomm_qos_user_priority, uint, 0644);
+MODULE_PARM_DESC(qos_user_priority,
+		 "Highest SET_QOS priority a context may set without CAP_SYS_NICE (default 0)");
+
 struct hcomm_stats hcomm_stats;
 
 LIST_HEAD(hcomm_ctx_list);
@@ -103,37 +113,67 @@ static const struct mmu_notifier_ops hcomm_mm_ops = {
 	.release = hcomm_mm_release,
 };
 
-/**
- * hcomm_ctx_watch_exit() - make sure @ctx learns of its process's exit.
- * @ctx: context about to park an io_uring command; called by its owner.
- *
- * Only needed where io_uring cannot cancel a parked command itself
- * (no IO_URING_F_CANCEL); registered once, on the first parked command.
- *
- * Return: 0 or -errno of mmu_notifier_register().
+/*
+ * Kernels without IO_URING_F_CANCEL: learn of the opener's exit from an mmu
+ * notifier on its mm, registered here, in open(), where no hcomm lock is
+ * held (mmu_notifier_register() takes mmap_lock, which ->mmap holds while
+ * it takes ctx->db_mutex).  mm_take_all_locks() fails with -EINTR while
+ * a signal or io_uring task work is pending: the open is restarted.
  */
-int hcomm_ctx_watch_exit(struct hcomm_ctx *ctx)
+static int hcomm_ctx_watch_exit(struct hcomm_ctx *ctx)
 {
-	int ret = 0;
+	int ret;
 
 	if (hcomm_uring_can_cancel())
 		return 0;
-	/* Pairs with the release below. */
-	if (smp_load_acquire(&ctx->mn_registered))
-		return 0;
-	mutex_lock(&ctx->db_mutex);
-	if (!ctx->mn_registered) {
-		ret = mmu_notifier_register(&ctx->mn, ctx->mm);
-		if (!ret) /* registered before the flag lets others skip */
-			smp_store_release(&ctx->mn_registered, true);
-	}
-	mutex_unlock(&ctx->db_mutex);
+	ret = mmu_notifier_register(&ctx->mn, ctx->mm);
+	if (ret == -EINTR)
+		return -ERESTARTSYS;
+	if (!ret)
+		ctx->mn_registered = true;
 	return ret;
+}
+
+/*
+ * Kernels without IO_URING_F_CANCEL: io_uring waits, when a ring is closed
+ * or a task cancels its requests (exit, exec), for commands it cannot
+ * cancel.  While hcomm has io_uring commands parked, this sweep looks for
+ * such commands every HCOMM_SWEEP_MS and ends them (-ECANCELED).
+ */
+#define HCOMM_SWEEP_MS	50
+
+static void hcomm_sweep_fn(struct work_struct *work);
+static DECLARE_DELAYED_WORK(hcomm_sweep_work, hcomm_sweep_fn);
+static struct workqueue_struct *hcomm_sweep_wq;
+
+static void hcomm_sweep_fn(struct work_struct *work)
+{
+	struct hcomm_ctx *ctx;
+	unsigned int left = 0;
+
+	mutex_lock(&hcomm_ctx_list_lock);
+	list_for_each_entry(ctx, &hcomm_ctx_list, node)
+		left += hcomm_ctx_cancel_orphans(ctx);
+	mutex_unlock(&hcomm_ctx_list_lock);
+	if (left)
+		hcomm_sweep_kick();
+}
+
+/**
+ * hcomm_sweep_kick() - make sure the sweep for orphaned io_uring commands
+ * runs soon; called when an io_uring command is parked.
+ */
+void hcomm_sweep_kick(void)
+{
+	if (!hcomm_uring_can_cancel())
+		queue_delayed_work(hcomm_sweep_wq, &hcomm_sweep_work,
+				   msecs_to_jiffies(HCOMM_SWEEP_MS));
 }
 
 static int hcomm_open(struct inode *inode, struct file *file)
 {
 	struct hcomm_ctx *ctx;
+	int ret;
 
 	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL_ACCOUNT);
 	if (!ctx)
@@ -155,6 +195,15 @@ static int hcomm_open(struct inode *inode, struct file *file)
 	ctx->mm = current->mm;
 	ctx->dev = hcomm_dma_dev;
 	ctx->mn.ops = &hcomm_mm_ops;
+	ret = hcomm_ctx_watch_exit(ctx);
+	if (ret) {
+		mmdrop(ctx->mm);
+		free_page((unsigned long)ctx->gen);
+		mutex_destroy(&ctx->cache_lock);
+		mutex_destroy(&ctx->db_mutex);
+		kfree(ctx);
+		return ret;
+	}
 	ctx->pid = task_tgid_nr(current);
 	get_task_comm(ctx->comm, current);
 	mutex_lock(&hcomm_ctx_list_lock);
@@ -209,10 +258,14 @@ static int __init hcomm_init(void)
 	ret = dma_coerce_mask_and_coherent(hcomm_dma_dev, DMA_BIT_MASK(64));
 	if (ret)
 		goto err_unregister_root;
-	hcomm_max_inline = min_t(unsigned int, hcomm_max_inline, SZ_64K);
+	hcomm_max_inline = hcomm_max_inline_now();
+	ret = -ENOMEM;
+	hcomm_sweep_wq = alloc_workqueue("hcomm_sweep", 0, 0);
+	if (!hcomm_sweep_wq)
+		goto err_unregister_root;
 	ret = hcomm_engine_init();
 	if (ret)
-		goto err_unregister_root;
+		goto err_sweep;
 	hcomm_debugfs_init();
 	hcomm_misc.parent = hcomm_dma_dev;
 	ret = misc_register(&hcomm_misc);
@@ -223,6 +276,8 @@ static int __init hcomm_init(void)
 err_debugfs:
 	hcomm_debugfs_exit();
 	hcomm_engine_exit();
+err_sweep:
+	destroy_workqueue(hcomm_sweep_wq);
 err_unregister_root:
 	root_device_unregister(hcomm_dma_dev);
 	return ret;
@@ -231,6 +286,8 @@ err_unregister_root:
 static void __exit hcomm_exit(void)
 {
 	misc_deregister(&hcomm_misc);
+	cancel_delayed_work_sync(&hcomm_sweep_work);
+	destroy_workqueue(hcomm_sweep_wq);
 	hcomm_debugfs_exit();
 	hcomm_engine_exit();
 	root_device_unregister(hcomm_dma_dev);

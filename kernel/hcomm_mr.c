@@ -59,7 +59,7 @@ static struct hcomm_region *hcomm_region_alloc(struct hcomm_ctx *ctx,
 	r->access = access;
 	r->state = HCOMM_STATE_ACTIVE;
 	r->key = hcomm_key_new();
-	r->grant_scope = HCOMM_GRANT_NONE;
+	r->grant = hcomm_grant_word(HCOMM_GRANT_NONE, 0, GLOBAL_ROOT_UID);
 	hcomm_ctx_get(ctx);
 	r->ctx = ctx;
 	return r;
@@ -825,6 +825,13 @@ int hcomm_reg_dmabuf(struct hcomm_ctx *ctx, struct hcomm_reg_dmabuf *arg,
 	dmabuf = dma_buf_get(arg->fd);
 	if (IS_ERR(dmabuf))
 		return PTR_ERR(dmabuf);
+	/* A buffer exported read-only (no O_RDWR / DRM_RDWR) is not written. */
+	if ((arg->access & (HCOMM_ACCESS_LOCAL_WRITE |
+			    HCOMM_ACCESS_REMOTE_WRITE)) &&
+	    !(dmabuf->file->f_mode & FMODE_WRITE)) {
+		ret = -EACCES;
+		goto err_put;
+	}
 	if (check_add_overflow(arg->offset, arg->len, &end) ||
 	    end > dmabuf->size) {
 		ret = -EINVAL;

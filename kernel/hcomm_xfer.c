@@ -42,6 +42,7 @@
 #include <linux/workqueue.h>
 #include <linux/dma-buf.h>
 #include <linux/dma-resv.h>
+#include <linux/capability.h>
 
 #include "hcomm.h"
 #include "hcomm_compat.h"
@@ -57,8 +58,13 @@ enum hcomm_op_kind {
  * @kind:      HCOMM_OP_*.
  * @cancelled: cancellation was asked.
  * @ctx:       submitting context (a reference until delivery).
- * @node:      entry in ctx->pending, ctx->fences or ctx->waiters; empty once
- *             the operation is on its way to completion.
+ * @node:      entry in ctx->pending, ctx->fences or ctx->waiters (under
+ *             ctx->op_lock or ctx->db_lock).  Ownership rule: a parked
+ *             FENCE or DB_WAIT belongs to whoever unlinks @node under that
+ *             lock (list_del_init(), then @node is empty); only that path
+ *             may end it.  An empty @node means someone else owns it.
+ * @claimed:   entry in the private list of the path that claimed the
+ *             operation and is about to end it; never on a shared list.
  * @ioucmd:    the io_uring command, or NULL for ioctl.
  * @done:      ioctl: completed at delivery.
  * @res:       result (0 or -errno).
@@ -75,6 +81,7 @@ struct hcomm_op {
 	bool cancelled;
 	struct hcomm_ctx *ctx;
 	struct list_head node;
+	struct list_head claimed;
 	struct io_uring_cmd *ioucmd;
 	struct completion done;
 	int res;
@@ -103,6 +110,7 @@ struct hcomm_op {
 		struct {
 			u32 index;
 			u64 value;
+			ktime_t deadline;	/* KTIME_MAX: none */
 			struct delayed_work timeout;
 		} w;
 	};
@@ -119,6 +127,7 @@ static struct hcomm_engine {
 	struct list_head reap;		/* cancelled transfers to end */
 	u32 min_sum;			/* sum of the contexts' min_rate */
 	struct workqueue_struct *wq;
+	struct workqueue_struct *timer_wq;	/* DB_WAIT timeouts */
 	unsigned int nr_workers;
 	struct work_struct *workers;
 } hcomm_engine;
@@ -133,6 +142,18 @@ static struct hcomm_pdu *hcomm_pdu(struct io_uring_cmd *ioucmd)
 /* delivery                                                            */
 /* ------------------------------------------------------------------ */
 
+/*
+ * Claim parked @op for the caller, who holds the lock of the list it is
+ * parked on: unlinked now, so a timeout, a signal or a cancel that comes
+ * later finds @node empty and leaves it alone.  The caller ends it after
+ * dropping the lock, from @out.
+ */
+static void hcomm_op_claim(struct hcomm_op *op, struct list_head *out)
+{
+	list_del_init(&op->node);
+	list_add_tail(&op->claimed, out);
+}
+
 static void hcomm_xfer_retire(struct hcomm_op *op);
 
 static void hcomm_op_tw(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
@@ -140,7 +161,7 @@ static void hcomm_op_tw(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 	struct hcomm_op *op = hcomm_pdu(ioucmd)->op;
 	struct hcomm_ctx *ctx = op->ctx;
 
-	io_uring_cmd_done(ioucmd, op->res, op->res2, issue_flags);
+	hcomm_uring_cmd_done(ioucmd, op->res, op->res2, issue_flags);
 	/* Only now, with its CQE posted, may a later FENCE complete. */
 	if (op->kind == HCOMM_OP_XFER)
 		hcomm_xfer_retire(op);
@@ -175,6 +196,7 @@ static struct hcomm_op *hcomm_op_alloc(struct hcomm_ctx *ctx,
 	op->kind = kind;
 	op->tag = tag;
 	INIT_LIST_HEAD(&op->node);
+	INIT_LIST_HEAD(&op->claimed);
 	init_completion(&op->done);
 	hcomm_ctx_get(ctx);
 	op->ctx = ctx;
@@ -195,22 +217,11 @@ static void hcomm_op_discard(struct hcomm_op *op)
 /*
  * Park @op as pending on its io_uring command: it may now be cancelled by
  * io_uring (kernels with IO_URING_F_CANCEL).  Must precede anything that
- * can complete it.
+ * can complete it.  Where io_uring cannot cancel, the caller kicks the
+ * sweep (hcomm_sweep_kick()) once @op is on its list.
  */
 static int hcomm_op_queued(struct hcomm_op *op, const struct hcomm_cmd_io *io)
 {
-	int ret = hcomm_ctx_watch_exit(op->ctx);
-
-	/*
-	 * Registering the notifier fails with -EINTR while the submitter has
-	 * io_uring task work pending (it looks like a signal).  Where the
-	 * command may be punted, let an io-wq worker, which has none, retry.
-	 */
-	if (ret == -EINTR && (io->issue_flags & IO_URING_F_NONBLOCK) &&
-	    hcomm_uring_can_punt())
-		return -EAGAIN;
-	if (ret)
-		return ret;
 	hcomm_uring_mark_cancelable(io->ioucmd, io->issue_flags);
 	return -EIOCBQUEUED;
 }
@@ -388,15 +399,16 @@ static void hcomm_fences_ready(struct hcomm_ctx *ctx, struct list_head *out)
 	}
 	list_for_each_entry_safe(op, tmp, &ctx->fences, node)
 		if (op->seq < (op->ioucmd ? oldest : oldest_live))
-			list_move_tail(&op->node, out);
+			hcomm_op_claim(op, out);
 }
 
+/* Deliver the operations claimed on @list (by hcomm_op_claim()). */
 static void hcomm_deliver_list(struct list_head *list)
 {
 	struct hcomm_op *op, *tmp;
 
-	list_for_each_entry_safe(op, tmp, list, node) {
-		list_del_init(&op->node);
+	list_for_each_entry_safe(op, tmp, list, claimed) {
+		list_del(&op->claimed);
 		hcomm_op_deliver(op);
 	}
 }
@@ -480,7 +492,7 @@ static void hcomm_ctx_drain(struct hcomm_ctx *ctx)
 static struct hcomm_op *hcomm_engine_next(u64 *off, u64 *n)
 {
 	struct hcomm_engine *eng = &hcomm_engine;
-	u64 chunk = max_t(u32, READ_ONCE(hcomm_chunk_size), PAGE_SIZE);
+	u64 chunk = hcomm_chunk_now();
 	struct hcomm_qos_class *c;
 	struct hcomm_ctx *ctx;
 	struct hcomm_op *op;
@@ -654,11 +666,18 @@ static int hcomm_xfer_check(struct hcomm_xfer *arg)
 /*
  * Is [off, off + len) inside @r and is @r copyable by the CPU?  For a
  * dma-buf, wait for the exporter's fences: writers before we read,
- * everyone before we write (implicit synchronisation).
+ * everyone before we write (implicit synchronisation).  io_uring's
+ * non-blocking issue never sleeps here: a dma-buf not yet mapped or still
+ * fenced answers -EAGAIN and the command is reissued from io-wq.  A signal
+ * while an ioctl waits for fences restarts the call (nothing was copied
+ * yet); an io-wq worker reports -EINTR.
  */
 static int hcomm_xfer_range(struct hcomm_region *r, u64 off, u64 len,
-			    bool write)
+			    bool write, const struct hcomm_cmd_io *io)
 {
+	enum dma_resv_usage usage = write ? DMA_RESV_USAGE_READ :
+					    DMA_RESV_USAGE_WRITE;
+	bool nonblock = io->ioucmd && (io->issue_flags & IO_URING_F_NONBLOCK);
 	u64 end;
 	long t;
 
@@ -666,18 +685,25 @@ static int hcomm_xfer_range(struct hcomm_region *r, u64 off, u64 len,
 		return -ERANGE;
 	if (r->type == HCOMM_REGION_HOST)
 		return 0;
-	t = hcomm_region_vmap(r);
-	if (t)
-		return t;
+	if (nonblock) {
+		/* Pairs with hcomm_region_vmap()'s release. */
+		if (!smp_load_acquire(&r->vmapped))
+			return -EAGAIN;
+	} else {
+		t = hcomm_region_vmap(r);
+		if (t)
+			return t;
+	}
 	if (READ_ONCE(r->state) != HCOMM_STATE_ACTIVE)
 		return -ESTALE;
-	t = dma_resv_wait_timeout(r->dmabuf->resv,
-				  write ? DMA_RESV_USAGE_READ :
-					  DMA_RESV_USAGE_WRITE,
-				  true, MAX_SCHEDULE_TIMEOUT);
-	if (t < 0)
-		return t == -ERESTARTSYS ? -EINTR : t;
-	return 0;
+	if (nonblock)
+		return dma_resv_test_signaled(r->dmabuf->resv, usage) ? 0 :
+								       -EAGAIN;
+	t = dma_resv_wait_timeout(r->dmabuf->resv, usage, true,
+				  MAX_SCHEDULE_TIMEOUT);
+	if (t == -ERESTARTSYS)
+		return io->ioucmd ? -EINTR : -ERESTARTSYS;
+	return t < 0 ? t : 0;
 }
 
 static int hcomm_xfer_reply(void __user *uarg, struct hcomm_xfer *arg,
@@ -721,9 +747,9 @@ int hcomm_xfer(struct hcomm_ctx *ctx, struct hcomm_xfer *arg,
 		ret = PTR_ERR(dst);
 		goto out_src;
 	}
-	ret = hcomm_xfer_range(src, arg->src_off, arg->len, false);
+	ret = hcomm_xfer_range(src, arg->src_off, arg->len, false, io);
 	if (!ret)
-		ret = hcomm_xfer_range(dst, arg->dst_off, arg->len, true);
+		ret = hcomm_xfer_range(dst, arg->dst_off, arg->len, true, io);
 	if (ret)
 		goto out_dst;
 	if (signal) {
@@ -733,7 +759,8 @@ int hcomm_xfer(struct hcomm_ctx *ctx, struct hcomm_xfer *arg,
 			goto out_dst;
 	}
 
-	if (arg->len <= READ_ONCE(ctx->max_inline) &&
+	if (arg->len <= min_t(u32, READ_ONCE(ctx->max_inline),
+				 HCOMM_MAX_INLINE_CAP) &&
 	    !(arg->flags & HCOMM_XFER_NO_INLINE)) {
 		hcomm_copy(dst, arg->dst_off, src, arg->src_off, arg->len);
 		if (signal)
@@ -745,7 +772,7 @@ int hcomm_xfer(struct hcomm_ctx *ctx, struct hcomm_xfer *arg,
 		hcomm_region_put(src);
 		if (io->ioucmd) {
 			/* Post the CQE here so that CQE32 rings get the count. */
-			io_uring_cmd_done(io->ioucmd, 0, arg->len, io->issue_flags);
+			hcomm_uring_cmd_done(io->ioucmd, 0, arg->len, io->issue_flags);
 			return -EIOCBQUEUED;
 		}
 		return hcomm_xfer_reply(uarg, arg, arg->len,
@@ -786,6 +813,8 @@ int hcomm_xfer(struct hcomm_ctx *ctx, struct hcomm_xfer *arg,
 	op->seq = ++ctx->seq;
 	list_add_tail(&op->node, &ctx->pending);
 	spin_unlock(&ctx->op_lock);
+	if (io->ioucmd)
+		hcomm_sweep_kick();
 	/* A zero-length signal has nothing to copy: end it at once. */
 	if (!arg->len) {
 		spin_lock(&hcomm_engine.lock);
@@ -876,8 +905,10 @@ int hcomm_fence(struct hcomm_ctx *ctx, struct hcomm_fence *arg,
 	list_add_tail(&op->node, &ctx->fences);
 	hcomm_fences_ready(ctx, &ready);
 	spin_unlock(&ctx->op_lock);
-	list_for_each_entry_safe(f, tmp, &ready, node) {
-		list_del_init(&f->node);
+	if (io->ioucmd)
+		hcomm_sweep_kick();
+	list_for_each_entry_safe(f, tmp, &ready, claimed) {
+		list_del(&f->claimed);
 		if (f == op)
 			mine = true;
 		else
@@ -933,23 +964,60 @@ void hcomm_db_wake(struct hcomm_ctx *ctx, u32 index)
 	list_for_each_entry_safe(op, tmp, &ctx->waiters, node) {
 		if (op->w.index == index &&
 		    hcomm_db_read(ctx, index) >= op->w.value)
-			list_move_tail(&op->node, &ready);
+			hcomm_op_claim(op, &ready);
 	}
 	spin_unlock(&ctx->db_lock);
-	list_for_each_entry_safe(op, tmp, &ready, node) {
-		list_del_init(&op->node);
+	list_for_each_entry_safe(op, tmp, &ready, claimed) {
+		list_del(&op->claimed);
 		atomic64_inc(&hcomm_stats.db_wakeups);
 		hcomm_wait_end(op, 0, true);
 	}
+}
+
+/*
+ * Arm the timeout of a parked wait for what is left until its deadline.
+ * The timer wheel caps a delay (at about 12 days with HZ=250); a longer
+ * timeout fires early, finds time left, and is armed again.  db_lock held.
+ */
+static void hcomm_wait_arm(struct hcomm_op *op, ktime_t now)
+{
+	u64 left = ktime_to_ns(ktime_sub(op->w.deadline, now));
+
+	lockdep_assert_held(&op->ctx->db_lock);
+	mod_delayed_work(hcomm_engine.timer_wq, &op->w.timeout,
+			 nsecs_to_jiffies(left) + 1);
 }
 
 static void hcomm_wait_timeout(struct work_struct *work)
 {
 	struct hcomm_op *op = container_of(to_delayed_work(work),
 					   struct hcomm_op, w.timeout);
+	ktime_t now = ktime_get();
+	bool mine = false;
 
-	if (hcomm_op_take(op, &op->ctx->db_lock))
+	spin_lock(&op->ctx->db_lock);
+	if (!list_empty(&op->node)) {
+		if (ktime_before(now, op->w.deadline)) {
+			hcomm_wait_arm(op, now);
+		} else {
+			list_del_init(&op->node);
+			mine = true;
+		}
+	}
+	spin_unlock(&op->ctx->db_lock);
+	if (mine)
 		hcomm_wait_end(op, -ETIME, false);
+}
+
+/*
+ * The absolute deadline of a wait of @timeout_ns from @now; KTIME_MAX
+ * (never) for 0 and for anything that would overflow ktime_t.
+ */
+static ktime_t hcomm_wait_deadline(ktime_t now, u64 timeout_ns)
+{
+	if (!timeout_ns || timeout_ns >= (u64)(KTIME_MAX - now))
+		return KTIME_MAX;
+	return ktime_add_ns(now, timeout_ns);
 }
 
 static void hcomm_wait_cancel(struct hcomm_op *op)
@@ -986,6 +1054,7 @@ int hcomm_db_wait(struct hcomm_ctx *ctx, struct hcomm_db_wait *arg,
 		return -ENOMEM;
 	op->w.index = arg->index;
 	op->w.value = arg->value;
+	op->w.deadline = hcomm_wait_deadline(ktime_get(), arg->timeout_ns);
 	INIT_DELAYED_WORK(&op->w.timeout, hcomm_wait_timeout);
 
 	spin_lock(&ctx->db_lock);
@@ -1008,16 +1077,17 @@ int hcomm_db_wait(struct hcomm_ctx *ctx, struct hcomm_db_wait *arg,
 	atomic64_inc(&hcomm_stats.waits_pending);
 	spin_lock(&ctx->db_lock);
 	list_add_tail(&op->node, &ctx->waiters);
-	if (arg->timeout_ns)
-		mod_delayed_work(system_wq, &op->w.timeout,
-				 nsecs_to_jiffies(arg->timeout_ns) + 1);
+	if (op->w.deadline != KTIME_MAX)
+		hcomm_wait_arm(op, ktime_get());
 	spin_unlock(&ctx->db_lock);
+	if (io->ioucmd)
+		hcomm_sweep_kick();
 	/* A signal between the check and the parking must not be lost. */
 	hcomm_db_wake(ctx, arg->index);
 	if (io->ioucmd)
 		return ret;
 
-	deadline = ktime_add_ns(ktime_get(), arg->timeout_ns);
+	deadline = op->w.deadline;
 	ret = hcomm_op_wait(op, true, hcomm_wait_cancel);
 	arg->current_value = op->res2;
 	kfree(op);
@@ -1027,7 +1097,7 @@ int hcomm_db_wait(struct hcomm_ctx *ctx, struct hcomm_db_wait *arg,
 		 * the syscall be restarted (transparently when no handler
 		 * runs) with the time that is left, as select(2) does.
 		 */
-		if (arg->timeout_ns) {
+		if (deadline != KTIME_MAX) {
 			s64 left = ktime_to_ns(ktime_sub(deadline, ktime_get()));
 
 			if (left <= 0)
@@ -1062,27 +1132,85 @@ static unsigned int hcomm_cancel_match(struct hcomm_ctx *ctx, u64 tag,
 			count++;
 	list_for_each_entry_safe(op, tmp, &ctx->fences, node)
 		if (all || op->tag == tag)
-			list_move_tail(&op->node, &fences);
+			hcomm_op_claim(op, &fences);
 	spin_unlock(&ctx->op_lock);
 
 	spin_lock(&ctx->db_lock);
 	list_for_each_entry_safe(op, tmp, &ctx->waiters, node)
 		if (all || op->tag == tag)
-			list_move_tail(&op->node, &waits);
+			hcomm_op_claim(op, &waits);
 	spin_unlock(&ctx->db_lock);
 
-	list_for_each_entry_safe(op, tmp, &fences, node) {
-		list_del_init(&op->node);
+	list_for_each_entry_safe(op, tmp, &fences, claimed) {
+		list_del(&op->claimed);
 		op->res = -ECANCELED;
 		hcomm_op_deliver(op);
 		count++;
 	}
-	list_for_each_entry_safe(op, tmp, &waits, node) {
-		list_del_init(&op->node);
+	list_for_each_entry_safe(op, tmp, &waits, claimed) {
+		list_del(&op->claimed);
 		hcomm_wait_end(op, -ECANCELED, true);
 		count++;
 	}
 	return count;
+}
+
+/**
+ * hcomm_ctx_cancel_orphans() - end the io_uring commands of @ctx whose ring
+ * is going away or whose task cancels its requests.
+ * @ctx: a context (on hcomm_ctx_list).
+ *
+ * Only for kernels without IO_URING_F_CANCEL (see hcomm_uring_orphaned()).
+ *
+ * Return: io_uring commands of @ctx still parked.
+ */
+unsigned int hcomm_ctx_cancel_orphans(struct hcomm_ctx *ctx)
+{
+	struct hcomm_op *op, *tmp;
+	unsigned int left = 0;
+	LIST_HEAD(fences);
+	LIST_HEAD(waits);
+
+	spin_lock(&ctx->op_lock);
+	list_for_each_entry(op, &ctx->pending, node) {
+		if (!op->ioucmd)
+			continue;
+		if (hcomm_uring_orphaned(op->ioucmd))
+			hcomm_xfer_cancel_locked(op);
+		else
+			left++;
+	}
+	list_for_each_entry_safe(op, tmp, &ctx->fences, node) {
+		if (!op->ioucmd)
+			continue;
+		if (hcomm_uring_orphaned(op->ioucmd))
+			hcomm_op_claim(op, &fences);
+		else
+			left++;
+	}
+	spin_unlock(&ctx->op_lock);
+
+	spin_lock(&ctx->db_lock);
+	list_for_each_entry_safe(op, tmp, &ctx->waiters, node) {
+		if (!op->ioucmd)
+			continue;
+		if (hcomm_uring_orphaned(op->ioucmd))
+			hcomm_op_claim(op, &waits);
+		else
+			left++;
+	}
+	spin_unlock(&ctx->db_lock);
+
+	list_for_each_entry_safe(op, tmp, &fences, claimed) {
+		list_del(&op->claimed);
+		op->res = -ECANCELED;
+		hcomm_op_deliver(op);
+	}
+	list_for_each_entry_safe(op, tmp, &waits, claimed) {
+		list_del(&op->claimed);
+		hcomm_wait_end(op, -ECANCELED, true);
+	}
+	return left;
 }
 
 /**
@@ -1139,7 +1267,7 @@ void hcomm_uring_cancel(struct io_uring_cmd *ioucmd)
  * @ctx: the caller's context.
  * @arg: copy of the user's argument.
  *
- * Return: 0, -EINVAL or -ENOSPC.
+ * Return: 0, -EINVAL, -EPERM or -ENOSPC.
  */
 int hcomm_set_qos(struct hcomm_ctx *ctx, struct hcomm_qos *arg)
 {
@@ -1151,6 +1279,15 @@ int hcomm_set_qos(struct hcomm_ctx *ctx, struct hcomm_qos *arg)
 	ret = hcomm_qos_validate(arg->min_rate, arg->max_rate, arg->priority);
 	if (ret)
 		return ret;
+	/*
+	 * A guarantee or a priority above what the administrator allows every
+	 * user (module parameters qos_user_min_rate, qos_user_priority;
+	 * default 0) holds other users back: CAP_SYS_NICE, as for nice(2).
+	 */
+	if ((arg->min_rate > READ_ONCE(hcomm_qos_user_min_rate) ||
+	     arg->priority > READ_ONCE(hcomm_qos_user_priority)) &&
+	    !capable(CAP_SYS_NICE))
+		return -EPERM;
 	spin_lock(&eng->lock);
 	if (eng->min_sum - ctx->qos.min_rate + arg->min_rate > 100) {
 		ret = -ENOSPC;
@@ -1195,7 +1332,7 @@ void hcomm_ctx_engine_init(struct hcomm_ctx *ctx)
 	INIT_LIST_HEAD(&ctx->xq);
 	init_llist_head(&ctx->incoming);
 	hcomm_qos_class_init(&ctx->qos);
-	ctx->max_inline = READ_ONCE(hcomm_max_inline);
+	ctx->max_inline = hcomm_max_inline_now();
 }
 
 /**
@@ -1235,15 +1372,23 @@ int hcomm_engine_init(void)
 	if (!eng->workers)
 		return -ENOMEM;
 	eng->wq = alloc_workqueue("hcomm_engine", WQ_UNBOUND, n);
-	if (!eng->wq) {
-		kfree(eng->workers);
-		return -ENOMEM;
-	}
+	if (!eng->wq)
+		goto err_free;
+	/* Timeouts have a queue of their own: destroying it waits for them. */
+	eng->timer_wq = alloc_workqueue("hcomm_wait", 0, 0);
+	if (!eng->timer_wq)
+		goto err_destroy;
 	for (i = 0; i < n; i++)
 		INIT_WORK(&eng->workers[i], hcomm_engine_work);
 	eng->nr_workers = n;
 	hcomm_workers = n;
 	return 0;
+
+err_destroy:
+	destroy_workqueue(eng->wq);
+err_free:
+	kfree(eng->workers);
+	return -ENOMEM;
 }
 
 /**
@@ -1251,6 +1396,7 @@ int hcomm_engine_init(void)
  */
 void hcomm_engine_exit(void)
 {
+	destroy_workqueue(hcomm_engine.timer_wq);
 	destroy_workqueue(hcomm_engine.wq);
 	kfree(hcomm_engine.workers);
 }

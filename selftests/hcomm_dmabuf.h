@@ -145,8 +145,11 @@ static HC_UNUSED int vgem_open(void)
 	return -ENODEV;
 }
 
-/* A vgem dumb buffer of @size bytes (multiple of 4 KiB) as a dma-buf. */
-static HC_UNUSED int vgem_dmabuf(int card, size_t size)
+/*
+ * A vgem dumb buffer of @size bytes (multiple of 4 KiB) as a dma-buf,
+ * exported read-write, or read-only (no DRM_RDWR) when @rdonly.
+ */
+static HC_UNUSED int vgem_dmabuf_mode(int card, size_t size, bool rdonly)
 {
 	struct drm_mode_create_dumb c;
 	struct drm_prime_handle p;
@@ -163,12 +166,17 @@ static HC_UNUSED int vgem_dmabuf(int card, size_t size)
 		return -ENOSPC;
 	memset(&p, 0, sizeof(p));
 	p.handle = c.handle;
-	p.flags = DRM_CLOEXEC | DRM_RDWR;
+	p.flags = DRM_CLOEXEC | (rdonly ? 0 : DRM_RDWR);
 	ret = ioctl(card, DRM_IOCTL_PRIME_HANDLE_TO_FD, &p) ? -errno : p.fd;
 	memset(&gc, 0, sizeof(gc));
 	gc.handle = c.handle;
 	ioctl(card, DRM_IOCTL_GEM_CLOSE, &gc);	/* the dma-buf keeps it */
 	return ret;
+}
+
+static HC_UNUSED int vgem_dmabuf(int card, size_t size)
+{
+	return vgem_dmabuf_mode(card, size, false);
 }
 
 /* A vgem dma-buf without keeping the card open. */

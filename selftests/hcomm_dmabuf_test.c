@@ -349,6 +349,31 @@ TEST_F(hcomm, dmabuf_bad_fd)
 	dmabuf_fails(_metadata, self, &a, EBADF, "fd INT_MAX");
 }
 
+/*
+ * A dma-buf exported read-only (PRIME without DRM_RDWR) registers for
+ * reading only: LOCAL_WRITE or REMOTE_WRITE is EACCES.
+ */
+TEST_F(hcomm, dmabuf_readonly)
+{
+	const uint32_t rd = HCOMM_ACCESS_REMOTE_READ;
+	struct hcomm_reg_dmabuf a;
+	int card = vgem_open(), buf;
+
+	if (card < 0)
+		SKIP(return, "no vgem device (%s)", strerror(-card));
+	buf = vgem_dmabuf_mode(card, BUF_SZ, true);
+	close(card);
+	ASSERT_LE(0, buf) TH_LOG("read-only PRIME export: %s", strerror(-buf));
+	ASSERT_EQ(O_RDONLY, fcntl(buf, F_GETFL) & O_ACCMODE);
+	dmabuf_init(&a, buf, 0, PG, ACC_RW);
+	dmabuf_fails(_metadata, self, &a, EACCES, "LOCAL_WRITE, read-only");
+	dmabuf_init(&a, buf, 0, PG, rd | HCOMM_ACCESS_REMOTE_WRITE);
+	dmabuf_fails(_metadata, self, &a, EACCES, "REMOTE_WRITE, read-only");
+	ASSERT_EQ(0, hc_reg_dmabuf(self->fd, self->r, buf, 0, PG, rd, &a));
+	ASSERT_EQ(0, hc_dereg(self->fd, self->r, a.region));
+	close(buf);
+}
+
 /* A real dma-buf with bad offsets, lengths, access, flags, reserved. */
 TEST_F(hcomm, dmabuf_bad_range)
 {

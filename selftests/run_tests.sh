@@ -24,7 +24,7 @@ set -u
 
 ALL="hcomm_uapi_test hcomm_reg_test hcomm_errors_test hcomm_dmabuf_test
 hcomm_proc_test hcomm_xfer_test hcomm_xproc_test hcomm_cache_test
-hcomm_qos_test hcomm_rmmod_test"
+hcomm_qos_test hcomm_race_test hcomm_rmmod_test"
 not_run=
 # Fault injection exists only in the debug kernel; elsewhere the test is
 # not run at all (rather than counted as skipped).
