@@ -10,17 +10,20 @@
  * Commands go through io_uring (IORING_OP_URING_CMD) when the kernel and
  * the module allow it, else through ioctl(); both give the same results.
  *
- * Threads: a context may be shared by threads.  ioctl submission needs no
- * lock; the io_uring of a context is guarded by a mutex, so commands of
- * one context are serialised on the ring.  Use one context per thread for
- * parallel registration.  hcomm_close() must not race with other calls on
- * the same context, and an mr must not be used by two threads while one of
- * them deregisters it.
+ * Threads: a context may be shared by threads.  Its mutex guards the
+ * io_uring (commands of one context are serialised on the ring), the list
+ * of mrs and the hot-buffer cache (held briefly by hcomm_reg_mem and
+ * hcomm_dereg); ioctl() commands themselves run in parallel.  Use one
+ * context per thread for parallel registration.  hcomm_close() must not
+ * race with other calls on the same context, and an mr must not be used
+ * by two threads while one of them deregisters it.
  *
  * Communicators (below): every operation may be called from any thread.
  * A communicator has num_qps rings; a thread uses ring (thread index %
  * num_qps), each ring has its own lock for submission, and completions are
- * reaped by one thread at a time per ring (try-lock).  Collective calls
+ * reaped by one thread at a time per ring (try-lock).  Every put or get of
+ * a non-empty local buffer also takes the registration cache's mutex for
+ * its lookup (a hit is no system call, but it is a lock).  Collective calls
  * (init, destroy, barrier, allgather, win_create, win_free) must be made
  * by one thread per rank, in the same order on every rank.
  */

@@ -45,19 +45,22 @@ HCOMM_EXPORT void hcomm_config_default(struct hcomm_config *cfg)
  * latency: small messages dominate and each waits for the last.  A 64K
  * inline threshold (the module's maximum) has the submitting thread copy
  * them itself, so they complete in the submitting call without a hand-off
- * to the engine's workers; 256K buffers and a 64-deep single ring keep the
- * working set in cache, and one ring means one place to reap completions
- * and one lock, nothing to poll round-robin.
+ * to the engine's workers; a 64-deep single ring keeps the ring's memory
+ * small, and one ring means one place to reap completions and one lock,
+ * nothing to poll round-robin.
  *
  * bandwidth: large transfers, many in flight.  max_inline 0 keeps the
  * submitting thread from ever copying, so every transfer goes to the
- * engine and issue overlaps with the copies; 8M buffers amortise the
- * per-transfer cost, 1024-deep rings keep the engine busy between reaps,
- * two rings let two threads issue without sharing a ring lock, and a
- * 256M registration cache keeps the large buffers pinned across reuse.
+ * engine and issue overlaps with the copies; 1024-deep rings keep the
+ * engine busy between reaps, two rings let two threads issue without
+ * sharing a ring lock, and a 256M registration cache keeps the large
+ * buffers pinned across reuse.
  *
- * Neither profile touches fp16 compression, its threshold, the rank
- * table or the timeout.
+ * send_buf_size and recv_buf_size are set by the profiles for the network
+ * transports to come; the kernel transport has no staging buffers and
+ * never reads them, so with it they change nothing.  Neither profile
+ * touches fp16 compression, its threshold, the rank table or the
+ * timeout.
  */
 struct profile {
 	const char *name;
