@@ -158,6 +158,8 @@ struct hcomm_rcache_stats {
 	uint64_t evictions;	/* deregistered to stay within the bounds */
 	uint64_t entries;	/* live entries now */
 	uint64_t bytes;		/* bytes they cover now */
+	uint64_t dead;		/* replaced or stale entries still in use by
+				 * an operation (deregistered once unused) */
 };
 
 /*

@@ -372,6 +372,7 @@ void hcomm__rcache_stats(struct hcomm_rcache *rc,
 	*st = rc->st;
 	st->entries = rc->nlive;
 	st->bytes = rc->bytes;
+	st->dead = rc->ndead;
 	pthread_mutex_unlock(&rc->lock);
 }
 

@@ -74,6 +74,7 @@ static int fake_cmd(unsigned long req, void *arg)
 	struct hcomm_dereg *dr = arg;
 	struct hcomm_info *in = arg;
 	struct fake_region *r;
+	int ret;
 
 	fake.ioctls++;
 	switch (req) {
@@ -90,8 +91,13 @@ static int fake_cmd(unsigned long req, void *arg)
 	case HCOMM_CMD_REG_MEM:
 		if (rm->flags || rm->region || rm->key)
 			return -EINVAL;
-		return reg(HCOMM_REGION_HOST, rm->access, rm->addr, rm->len,
-			   &rm->region, &rm->key);
+		ret = reg(HCOMM_REGION_HOST, rm->access, rm->addr, rm->len,
+			  &rm->region, &rm->key);
+		if (ret)
+			return ret;
+		rm->generation = fake.gen[rm->region % HCOMM_GEN_SLOTS];
+		fake.regs_made++;
+		return 0;
 	case HCOMM_CMD_REG_DMABUF:
 		if (rd->fd < 0)
 			return -EBADF;
@@ -103,8 +109,10 @@ static int fake_cmd(unsigned long req, void *arg)
 		r = find(dr->region);
 		if (!r)
 			return -ENOENT;
+		fake.gen[r->region % HCOMM_GEN_SLOTS]++;
 		r->region = 0;
 		fake.live--;
+		fake.deregs++;
 		return 0;
 	case HCOMM_CMD_QUERY:
 		return query(arg);

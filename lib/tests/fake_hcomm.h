@@ -19,11 +19,18 @@ struct fake_region {
 	uint64_t addr, len;
 };
 
+/*
+ * gen: a generation page as the module keeps it: REG_MEM returns
+ * gen[region % HCOMM_GEN_SLOTS], DEREG bumps it; a test bumps a slot to
+ * play munmap.  regs_made/deregs count successful REG_MEMs and DEREGs.
+ */
 struct fake_hcomm {
 	int on, abi, enomem, ioctls;
 	uint64_t features, memlock;
 	uint32_t next_region, live;
+	uint32_t regs_made, deregs;
 	struct fake_region regs[FAKE_MAX_REGIONS];
+	uint64_t gen[HCOMM_GEN_SLOTS];
 };
 
 extern struct fake_hcomm fake;

@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -16,7 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "hcomm_int.h"
+#include "hcomm_comm_int.h"
 #include "fake_hcomm.h"
 #include "tap.h"
 
@@ -471,6 +472,183 @@ static void test_demo(const char *demo, const char *fake_so)
 	   "demo --require-uring without uring: exit 1");
 }
 
+/* ------------------------------------------------------------------ */
+/* The communicator's registration cache (hcomm_rcache.c) on the fake  */
+/* ------------------------------------------------------------------ */
+
+static const struct fake_region *fake_find(uint32_t region)
+{
+	unsigned i;
+
+	for (i = 0; i < FAKE_MAX_REGIONS; i++)
+		if (region && fake.regs[i].region == region)
+			return &fake.regs[i];
+	return NULL;
+}
+
+static void test_rcache(void)
+{
+	const size_t pg = 4096;
+	struct hcomm_rcache_stats st;
+	struct hcomm_rc_ent *e1, *e2, *e3;
+	struct hcomm_rcache *rc;
+	const struct fake_region *r;
+	uint64_t key, key2, off;
+	uint32_t reg1, regs, deregs;
+	unsigned char *b;
+	int fd, ret;
+
+	fake_reset(HCOMM_FEAT_REG_CACHE);
+	fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	b = aligned_alloc(pg, 16 * pg);
+	if (fd < 0 || !b) {
+		ok(0, "rcache: setup");
+		return;
+	}
+
+	/* A miss registers the buffer's pages; a covered buffer hits. */
+	ret = hcomm__rcache_create(fd, fake.gen, 64 * pg, 8, 1 << 30, &rc);
+	ok(!ret && !hcomm__rcache_get(rc, b + 100, 200, 0, &e1, &key, &off) &&
+	   off == 100 && fake.regs_made == 1 &&
+	   (r = fake_find(e1->region)) && r->addr == (uintptr_t)b &&
+	   r->len == pg && (r->access & HCOMM_ACCESS_LOCAL_WRITE) &&
+	   !hcomm__rcache_get(rc, b + 300, 100, 1, &e2, &key2, &off) &&
+	   e2 == e1 && key2 == key && off == 300 && fake.regs_made == 1,
+	   "rcache: a miss registers the page, a buffer inside it hits "
+	   "(same key, no REG_MEM)");
+	hcomm__rcache_put(e1);
+	hcomm__rcache_put(e2);
+	hcomm__rcache_stats(rc, &st);
+	ok(st.hits == 1 && st.misses == 1 && st.entries == 1 &&
+	   st.bytes == pg && !st.stale && !st.evictions && !st.dead,
+	   "rcache: stats: 1 hit, 1 miss, 1 entry of one page");
+
+	/* munmap + mmap at the same address: the slot moved, register anew. */
+	reg1 = e1->region;
+	fake.gen[reg1 % HCOMM_GEN_SLOTS] += 2;
+	deregs = fake.deregs;
+	ok(!hcomm__rcache_get(rc, b + 100, 10, 0, &e1, &key2, &off) &&
+	   key2 != key && e1->region != reg1 && fake.regs_made == 2 &&
+	   fake.deregs == deregs + 1 && !fake_find(reg1),
+	   "rcache: a changed generation is stale: registered again with a "
+	   "new key, the old region deregistered");
+	hcomm__rcache_put(e1);
+	hcomm__rcache_stats(rc, &st);
+	ok(st.stale == 1 && st.misses == 2 && st.entries == 1,
+	   "rcache: stats count the stale lookup");
+	hcomm__rcache_destroy(rc);
+	ok(!fake.live, "rcache: destroy deregisters everything");
+
+	/* Merge: a buffer overlapping two entries replaces both. */
+	ret = hcomm__rcache_create(fd, fake.gen, 64 * pg, 8, 1 << 30, &rc);
+	ok(!ret && !hcomm__rcache_get(rc, b, pg, 0, &e1, &key, &off) &&
+	   !hcomm__rcache_get(rc, b + 3 * pg, pg, 0, &e2, &key, &off),
+	   "rcache: two disjoint entries");
+	hcomm__rcache_put(e1);
+	hcomm__rcache_put(e2);
+	regs = fake.regs_made;
+	deregs = fake.deregs;
+	ret = hcomm__rcache_get(rc, b + pg / 2, 3 * pg, 0, &e3, &key, &off);
+	hcomm__rcache_stats(rc, &st);
+	ok(!ret && fake.regs_made == regs + 1 && fake.deregs == deregs + 2 &&
+	   (r = fake_find(e3->region)) && r->addr == (uintptr_t)b &&
+	   r->len == 4 * pg && off == pg / 2 && st.entries == 1 &&
+	   st.bytes == 4 * pg && fake.live == 1,
+	   "rcache: a buffer over both registers their union once (4 pages) "
+	   "and deregisters the two");
+	hcomm__rcache_put(e3);
+	ok(!hcomm__rcache_get(rc, b + 2 * pg, 10, 0, &e1, &key2, &off) &&
+	   e1 == e3 && key2 == key && off == 2 * pg &&
+	   fake.regs_made == regs + 1, "rcache: the merged entry serves the "
+	   "gap between the old ones");
+	hcomm__rcache_put(e1);
+	hcomm__rcache_destroy(rc);
+
+	/* Dead entries: replaced while in use, kept until unused. */
+	ret = hcomm__rcache_create(fd, fake.gen, 64 * pg, 1, 1 << 30, &rc);
+	ok(!ret && !hcomm__rcache_get(rc, b, pg, 0, &e1, &key, &off),
+	   "rcache (1 entry): an entry held by an operation");
+	reg1 = e1->region;
+	deregs = fake.deregs;
+	ret = hcomm__rcache_get(rc, b, 2 * pg, 0, &e2, &key2, &off);
+	hcomm__rcache_stats(rc, &st);
+	ok(!ret && e2 != e1 && fake_find(reg1) && fake.deregs == deregs &&
+	   st.dead == 1 && st.entries == 1,
+	   "rcache: replacing an entry in use keeps its region registered "
+	   "(dead, 1)");
+	/* its operation completes; a new range needs the dead one's slot */
+	hcomm__rcache_put(e1);
+	hcomm__rcache_put(e2);
+	ret = hcomm__rcache_get(rc, b + 8 * pg, pg, 0, &e3, &key, &off);
+	hcomm__rcache_stats(rc, &st);
+	ok(!ret && !fake_find(reg1) && !fake_find(e2->region) &&
+	   fake_find(e3->region) && st.dead == 0 && st.entries == 1 &&
+	   st.evictions == 1 && fake.live == 1,
+	   "rcache: once unused, the dead entry is deregistered (swept), and "
+	   "the 1-entry bound evicts the idle one");
+	hcomm__rcache_put(e3);
+	/* a stale entry in use goes dead too */
+	reg1 = e3->region;
+	ok(!hcomm__rcache_get(rc, b + 8 * pg, 10, 0, &e1, &key, &off) &&
+	   e1 == e3, "rcache: hold the entry again");
+	fake.gen[reg1 % HCOMM_GEN_SLOTS] += 2;
+	ret = hcomm__rcache_get(rc, b + 8 * pg, 10, 0, &e2, &key2, &off);
+	hcomm__rcache_stats(rc, &st);
+	ok(!ret && e2 != e1 && key2 != key && fake_find(reg1) &&
+	   st.dead == 1 && st.stale == 1,
+	   "rcache: a stale entry in use stays registered until its "
+	   "operation ends");
+	hcomm__rcache_put(e1);
+	hcomm__rcache_put(e2);
+	hcomm__rcache_destroy(rc);
+	ok(!fake.live, "rcache: destroy deregisters dead entries too");
+
+	/* Bytes bound: least recently used idle entries go first. */
+	ret = hcomm__rcache_create(fd, fake.gen, 2 * pg, 8, 1 << 30, &rc);
+	ok(!ret && !hcomm__rcache_get(rc, b, 1, 0, &e1, &key, &off),
+	   "rcache (2 pages): p0");
+	hcomm__rcache_put(e1);
+	reg1 = e1->region;
+	ok(!hcomm__rcache_get(rc, b + 2 * pg, 1, 0, &e2, &key, &off),
+	   "rcache: p2");
+	hcomm__rcache_put(e2);
+	ok(!hcomm__rcache_get(rc, b + 4 * pg, 1, 0, &e3, &key, &off),
+	   "rcache: p4");
+	hcomm__rcache_put(e3);
+	hcomm__rcache_stats(rc, &st);
+	ok(st.evictions == 1 && st.entries == 2 && st.bytes == 2 * pg &&
+	   !fake_find(reg1), "rcache: over 2 pages the oldest (p0) is "
+	   "evicted and deregistered");
+	/* p2 used again: p4 is now the oldest */
+	ok(!hcomm__rcache_get(rc, b + 2 * pg, 1, 0, &e1, &key, &off),
+	   "rcache: p2 hit");
+	hcomm__rcache_put(e1);
+	reg1 = e3->region;
+	ok(!hcomm__rcache_get(rc, b + 6 * pg, 1, 0, &e1, &key, &off) &&
+	   !fake_find(reg1) && fake_find(e2->region),
+	   "rcache: p6 evicts p4, the least recently used, not p2");
+	hcomm__rcache_put(e1);
+	/* entries in use are never evicted, whatever the bound */
+	ok(!hcomm__rcache_get(rc, b + 8 * pg, 1, 0, &e1, &key, &off) &&
+	   !hcomm__rcache_get(rc, b + 10 * pg, 1, 0, &e2, &key, &off) &&
+	   !hcomm__rcache_get(rc, b + 12 * pg, 1, 0, &e3, &key, &off),
+	   "rcache: three entries held at once");
+	hcomm__rcache_stats(rc, &st);
+	ok(st.entries == 3 && st.bytes == 3 * pg && fake_find(e1->region) &&
+	   fake_find(e2->region) && fake_find(e3->region),
+	   "rcache: entries in use are not evicted beyond the bound");
+	hcomm__rcache_put(e1);
+	hcomm__rcache_put(e2);
+	hcomm__rcache_put(e3);
+	hcomm__rcache_destroy(rc);
+	ok(!fake.live, "rcache: nothing left registered");
+
+	free(b);
+	close(fd);
+	fake.on = 0;
+	unsetenv("HCOMM_DEVICE");
+}
+
 int main(int argc, char **argv)
 {
 	test_strerror();
@@ -481,6 +659,7 @@ int main(int argc, char **argv)
 	test_null_args();
 	test_thread_local();
 	test_fake();
+	test_rcache();
 	if (argc > 1)
 		test_exports(argv[1]);
 	if (argc > 3)
