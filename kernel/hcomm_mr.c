@@ -227,7 +227,8 @@ static bool hcomm_umem_invalidate(struct mmu_interval_notifier *mni,
 	mmu_interval_set_seq(mni, cur_seq);
 	if (!um->stale) {
 		WRITE_ONCE(um->stale, true);
-		atomic64_inc(&hcomm_stats.cache_invalidations);
+		if (um->cacheable)
+			atomic64_inc(&hcomm_stats.cache_invalidations);
 		list_for_each_entry(r, &um->regions, umem_node)
 			hcomm_gen_bump(ctx, r->id);
 	}
@@ -391,17 +392,17 @@ static int hcomm_umem_create(struct hcomm_ctx *ctx, u64 start, u64 npages,
 	/*
 	 * Watch the range before pinning it: a change while pinning is seen
 	 * by mmu_interval_read_retry() and keeps the range out of the cache.
+	 * Every range is watched, NOCACHE ones too: the notifier is what bumps
+	 * the generation slots when the mapping changes, and the uapi promises
+	 * that for every region.  No watch, no registration.
 	 */
-	if (cacheable) {
-		ret = mmu_interval_notifier_insert(&um->notifier, ctx->mm,
-						   start, npages << PAGE_SHIFT,
-						   &hcomm_umem_mn_ops);
-		um->notifier_ok = !ret;
-		if (ret)
-			um->cacheable = false;
-		else
-			seq = mmu_interval_read_begin(&um->notifier);
-	}
+	ret = mmu_interval_notifier_insert(&um->notifier, ctx->mm, start,
+					   npages << PAGE_SHIFT,
+					   &hcomm_umem_mn_ops);
+	if (ret)
+		goto err_uncharge;
+	um->notifier_ok = true;
+	seq = mmu_interval_read_begin(&um->notifier);
 	ret = hcomm_umem_pin(um);
 	if (ret)
 		goto err_unpin;
@@ -419,9 +420,9 @@ static int hcomm_umem_create(struct hcomm_ctx *ctx, u64 start, u64 npages,
 	return 0;
 
 err_unpin:
-	if (um->notifier_ok)
-		mmu_interval_notifier_remove(&um->notifier);
+	mmu_interval_notifier_remove(&um->notifier);
 	hcomm_umem_unpin(um);
+err_uncharge:
 	hcomm_memlock_uncharge(um);
 err_free:
 	hcomm_vat_free(&um->vat);

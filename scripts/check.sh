@@ -108,6 +108,12 @@ for r in $roles; do
 	mkdir -p "$out"
 	phase "build-kmod-$r" make -C kernel KDIR="${kdir[$r]}" O="$out" && kmod_ok[$r]=1
 	kko[$r]=$out/hcomm.ko
+	if [ "$r" = debug ]; then
+		# The paths of kernels without IO_URING_F_CANCEL, for lockdep.
+		phase build-kmod-debug-compat61 env HCOMM_COMPAT_61=1 \
+			make -C kernel KDIR="${kdir[$r]}" O="$out-compat61"
+		export HCOMM_KO_COMPAT61=$out-compat61/hcomm.ko
+	fi
 done
 
 # ------------------------------------------------------------- host tests
@@ -161,7 +167,7 @@ row test "host/pypto" "$p" "$f" 0 "$(since "$t")"
 
 # ------------------------------------------------------------- VMs
 expected_parts() {
-	if [ "$1" = debug ]; then echo load selftests libvm pypto kunit unload kmemleak
+	if [ "$1" = debug ]; then echo load selftests libvm pypto kunit unload compat61 kmemleak
 	else echo load selftests libvm pypto unload; fi
 }
 for r in $roles; do

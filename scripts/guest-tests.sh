@@ -16,6 +16,10 @@
 #              is parsed; --quick on the debug kernel)
 #   kunit      debug only: insmod hcomm_kunit.ko, KTAP in debugfs kunit/*/results
 #   unload     stats gauges back to 0, rmmod hcomm, module gone
+#   compat61   debug only: hcomm.ko built with HCOMM_COMPAT_61=1 ($HCOMM_KO_COMPAT61),
+#              the code paths of kernels without IO_URING_F_CANCEL (exit
+#              notifier, orphan sweep), under lockdep and KASAN: the race
+#              selftests and the io_uring xfer fixture, then rmmod
 #   kmemleak   debug only: scan after unload; any report is a failure
 # Exit status: 0 when every part passed, 1 otherwise.
 set -u
@@ -228,6 +232,47 @@ else
 	f=1
 fi
 emit unload $p $f 0 "$t"
+
+# ------------------------------------------------------------------ compat61
+# Count the top-level TAP lines of one selftest binary's output file.
+tap_count() { # file -> "passed failed skipped"
+	awk '/^ok [0-9]+ .*# SKIP/ { s++; next } /^ok [0-9]+/ { p++ }
+	     /^not ok [0-9]+/ { f++ } END { print p + 0, f + 0, s + 0 }' "$1"
+}
+if [ "$role" = debug ]; then
+	t=$(now); p=0; f=0; s=0
+	c61=${HCOMM_KO_COMPAT61:-}
+	stdir=$(dirname "$selftests")
+	if [ -z "$c61" ] || [ ! -f "$c61" ]; then
+		say "FAIL: no compat61 module (HCOMM_KO_COMPAT61=$c61)"; f=1
+	elif [ -e /sys/module/hcomm ]; then
+		say "FAIL: compat61 not run: hcomm still loaded"; f=1
+	elif ! insmod "$c61"; then
+		say "FAIL: insmod $c61"; f=1
+	else
+		for run in "hcomm_race_test" "hcomm_xfer_test -f xuring"; do
+			set -- $run
+			out=/tmp/compat61-$1.out
+			timeout 1200 "$stdir/$1" ${2:-} ${3:-} > "$out" 2>&1
+			rc=$?
+			sed 's/^/# compat61: /' "$out"
+			set -- $(tap_count "$out")
+			p=$((p + $1)); f=$((f + $2)); s=$((s + $3))
+			[ "$1$2" = 00 ] && f=$((f + 1))
+			[ $rc -ne 0 ] && [ "$2" -eq 0 ] && f=$((f + 1))
+		done
+		grep -E '^(contexts|regions|pinned_pages|waits_pending|xfers_active) ' \
+			$dbg/hcomm/stats | while read -r name value; do
+			[ "$value" = 0 ] || echo "gauge $name $value"
+		done > /tmp/compat61.gauges
+		if [ -s /tmp/compat61.gauges ]; then
+			say "FAIL: compat61 gauges not 0: $(cat /tmp/compat61.gauges)"
+			f=$((f + 1))
+		fi
+		rmmod hcomm || { say "FAIL: rmmod compat61 hcomm"; f=$((f + 1)); }
+	fi
+	emit compat61 $p $f $s "$t"
+fi
 
 # ------------------------------------------------------------------ kmemleak
 if [ "$role" = debug ]; then

@@ -23,6 +23,9 @@
  *                          transparent, without it give EINTR.
  *   uring_reg_not_inline   a long REG_MEM on a ring does not hold up the
  *                          commands submitted after it in the same call.
+ *   nocache_generation     a HCOMM_REG_NOCACHE region's generation slot
+ *                          changes when its range is unmapped, as the
+ *                          uapi promises for every region.
  *   other_process_eperm    a fork() child and a process that received the
  *                          fd over SCM_RIGHTS get EPERM for every command
  *                          (each with an argument valid for the opener),
@@ -824,6 +827,43 @@ TEST(other_process_eperm)
 	close(sv[0]);
 	ASSERT_EQ(0, close(fd));
 	munmap(mem, 4 * PG);
+}
+
+/* ------------------------------------------------------------------ */
+/* nocache_generation                                                  */
+/* ------------------------------------------------------------------ */
+
+TEST(nocache_generation)
+{
+	struct hcomm_reg_mem reg;
+	const uint64_t *gen;
+	struct hcomm_dereg d;
+	uint64_t g0;
+	void *buf;
+	int fd;
+
+	fd = open(HCOMM_DEV, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	gen = mmap(NULL, PG, PROT_READ, MAP_SHARED, fd, HCOMM_MMAP_GENERATION);
+	ASSERT_NE(MAP_FAILED, gen);
+	buf = map_anon(4 * PG);
+	ASSERT_NE(NULL, buf);
+	touch(buf, 4 * PG);
+	ASSERT_EQ(0, hx_reg(fd, NULL, buf, 4 * PG, HCOMM_ACCESS_ALL,
+			    HCOMM_REG_NOCACHE, &reg));
+	g0 = __atomic_load_n(&gen[reg.region % HCOMM_GEN_SLOTS],
+			     __ATOMIC_ACQUIRE);
+	ASSERT_EQ(reg.generation, g0);
+	ASSERT_EQ(0, munmap(buf, 4 * PG));
+	ASSERT_NE(g0, __atomic_load_n(&gen[reg.region % HCOMM_GEN_SLOTS],
+				      __ATOMIC_ACQUIRE))
+		TH_LOG("munmap of a NOCACHE region's range left its generation "
+		       "slot unchanged");
+	memset(&d, 0, sizeof(d));
+	d.region = reg.region;
+	ASSERT_EQ(0, ioctl(fd, HCOMM_CMD_DEREG, &d));
+	munmap((void *)gen, PG);
+	ASSERT_EQ(0, close(fd));
 }
 
 TEST_HARNESS_MAIN
