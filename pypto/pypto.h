@@ -134,7 +134,11 @@ unsigned int pypto_tile_inputs(const struct pypto_graph *g, uint32_t tile);
 unsigned int pypto_tile_consumers(const struct pypto_graph *g, uint32_t tile,
 				  const uint32_t **ids);
 
-/* What the workload is, for the diagnosis' tile-size guidance. */
+/*
+ * What the workload is, for the diagnosis' tile-size guidance.  A
+ * tile_size > 0 declares the size the graph was cut into: pypto_run()
+ * then refuses a configuration with another tile_size; 0 declares none.
+ */
 enum pypto_workload {
 	PYPTO_WL_GENERIC = 0,
 	PYPTO_WL_CONV,		/* convolution: tiles 128-256 */
@@ -230,16 +234,29 @@ void pypto_xport_destroy(struct pypto_xport *x);
  *  workers           PYPTO_WORKERS            online CPUs (1 .. 1024)
  *  devices           PYPTO_DEVICES            1 (1 .. workers); worker w
  *                                             serves device w % devices
- *  prefetch_depth    PYPTO_PREFETCH_DEPTH     2 (0 .. 64): tiles whose
- *                                             transfers are issued ahead
- *  double_buffering  PYPTO_DOUBLE_BUFFERING   1: buffer sets alternate
- *  tile_size         PYPTO_TILE_SIZE          256 (elements per side; used
- *                                             by the partition helpers)
+ *  prefetch_depth    PYPTO_PREFETCH_DEPTH     2 (0 .. 64): transfer tiles
+ *                                             a device runs ahead (the cap)
+ *  double_buffering  PYPTO_DOUBLE_BUFFERING   1: a second slot per device
+ *                                             (off: cap 1, depth unused)
+ *  tile_size         PYPTO_TILE_SIZE          256 (elements per side; what
+ *                                             the partition helpers cut)
  *  batch_max         PYPTO_BATCH_MAX          256 descriptors per round
  *  max_retries       PYPTO_MAX_RETRIES        3 re-issues of a transfer
  *  profile           PYPTO_PROFILE            1: record events
  *  seed              PYPTO_SEED               1: victim selection
  * pypto_config_from_env() rejects garbage naming the variable.
+ *
+ * The transfer cap, for every graph: a device has (double_buffering ?
+ * prefetch_depth + 1 : 1) slots and a transfer tile is issued only holding
+ * one, from issue to its last completion (re-issues included); ready
+ * transfer tiles beyond that wait in the device's FIFO queue and each
+ * completion hands its slot on.  It bounds tiles in flight, it does not
+ * order buffer reuse (that is the graph's edges), and it cannot deadlock.
+ * tile_size: a run cannot cut a graph again, so pypto_run() refuses
+ * (-PYPTO_ERR_INVAL) a tile_size other than the one the graph declares
+ * (pypto_graph_set_workload() with a size, the GEMM builder); with cfg
+ * NULL it takes the graph's unless PYPTO_TILE_SIZE is set.  A graph that
+ * declares none runs with any.
  */
 struct pypto_config {
 	uint32_t workers;
@@ -315,6 +332,13 @@ struct pypto_stats {
 	double engine_util;		/* busy / (lanes x wall) */
 	/* std-dev / mean of the workers' busy time (compute + host). */
 	double worker_cv;
+	/*
+	 * The transfer cap: transfer tiles a device may have in flight,
+	 * (double_buffering ? prefetch_depth + 1 : 1), and how many times a
+	 * ready transfer tile waited for one of its device's slots.
+	 */
+	uint32_t xfer_cap;
+	uint64_t xfer_waits;
 };
 
 /*
@@ -392,8 +416,10 @@ int pypto_run_write_html(const struct pypto_run *r, const char *path);
  *    the device (and load/store the C blocks, row by row),
  *  - compute tiles that run cblas_sgemm on the device's blocks,
  * with the C blocks spread round-robin over cfg->devices.  Each device has
- * (double_buffering ? prefetch_depth + 1 : 1) buffer sets; a step's
- * transfer waits for the compute that last used its set.  The device
+ * (double_buffering ? prefetch_depth + 1 : 1) buffer sets, the count of
+ * the scheduler's transfer cap; a step's transfer waits for the compute
+ * that last used its set.  The graph declares cfg->tile_size
+ * (pypto_graph_set_workload): run it with the same tile_size.  The device
  * memory is one buffer (pypto_gemm_device_bytes() long) that the caller
  * allocates and exposes through the transport (an hcomm window).
  * OpenBLAS: the tiles call single-threaded BLAS.  OpenBLAS' thread count

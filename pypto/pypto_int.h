@@ -54,6 +54,10 @@ struct pypto_tile {
 	_Atomic int last_status;	/* a failed descriptor's status */
 	uint64_t t_issue_ns;		/* transfer: when its round went out */
 	uint16_t issue_worker;
+	bool slot;			/* transfer: holds one of its device's
+					 * slots (sched.c: the cap) */
+	struct pypto_tile *wnext;	/* transfer: in its device's queue of
+					 * tiles waiting for a slot */
 	struct hcomm_mpsc_node qnode;	/* a worker's inbox (sched.c) */
 
 	/* Static (graph.c). */

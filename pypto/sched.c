@@ -18,7 +18,17 @@
  * transport's callback; the last one of a tile releases its consumers.  A
  * tile with a failed descriptor is issued again (max_retries times).
  *
- * No lock is taken on any of these paths.
+ * The transfer cap (prefetch_depth, double_buffering): a device has
+ * (double_buffering ? prefetch_depth + 1 : 1) slots, the count of buffer
+ * sets the GEMM builder gives it, and a transfer tile goes out only
+ * holding one (from issue to its completion, re-issues included); ready
+ * transfer tiles beyond that wait in the device's FIFO queue and the
+ * completions hand their slots on.  Only completions free slots, and a
+ * completion waits for nothing else, so the cap cannot deadlock a graph.
+ *
+ * No lock is taken on any of these paths, except the device's queue of
+ * transfer tiles waiting for a slot: a mutex, taken only while tiles wait
+ * or when a slot is not free.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -110,6 +120,15 @@ struct worker {
 	uint64_t n_compute, n_host, n_transfer;
 } __attribute__((aligned(PYPTO_CACHELINE)));
 
+/* A device's transfer slots and its queue of tiles waiting for one. */
+struct devq {
+	_Atomic uint32_t used;		/* slots held */
+	char pad1[PYPTO_CACHELINE - sizeof(uint32_t)];
+	_Atomic uint32_t nwait;		/* tiles queued (changed under lock) */
+	pthread_mutex_t lock;		/* the queue */
+	struct pypto_tile *head, *tail;
+} __attribute__((aligned(PYPTO_CACHELINE)));
+
 struct sched {
 	struct pypto_graph *g;
 	struct pypto_run *r;
@@ -118,6 +137,9 @@ struct sched {
 	struct worker *w;
 	uint32_t nw, ndev;
 	_Atomic uint32_t *dev_rr;	/* round-robin cursor per device */
+	struct devq *dq;		/* transfer slots per device */
+	uint32_t ndq;			/* initialised */
+	uint32_t cap;			/* slots per device */
 	struct evcount ec;
 	_Atomic uint32_t ndone;
 	atomic_bool finished;		/* all tiles done, or aborted */
@@ -125,7 +147,7 @@ struct sched {
 	char errmsg[256];		/* its message (set by the winner) */
 	_Atomic uint64_t inflight;	/* descriptors whose callback did not
 					 * finish touching the run */
-	_Atomic uint64_t xfer_ns, xfer_bytes, retries, failures;
+	_Atomic uint64_t xfer_ns, xfer_bytes, retries, failures, waits;
 };
 
 static __thread struct worker *cur_worker;
@@ -184,7 +206,7 @@ static struct worker *pick_worker(struct sched *s, int32_t dev)
 	return &s->w[dev + (start % per) * s->ndev];
 }
 
-static void round_add_tile(struct worker *w, struct pypto_tile *t);
+static void xfer_issue(struct worker *w, struct pypto_tile *t);
 
 /*
  * t's inputs are all done.  A worker keeps tiles of its own device (in
@@ -195,7 +217,7 @@ static void make_ready(struct sched *s, struct worker *self,
 		       struct pypto_tile *t)
 {
 	if (self && t->kind == PYPTO_TRANSFER) {
-		round_add_tile(self, t);
+		xfer_issue(self, t);
 		return;
 	}
 	if (self && t->device == self->device) {
@@ -355,6 +377,111 @@ static void round_add_tile(struct worker *w, struct pypto_tile *t)
 	}
 }
 
+/* ---- the transfer cap ---------------------------------------------------- */
+
+/*
+ * A slot of q, if one is free.  seq_cst: a releaser decrements used and
+ * then reads nwait, a queuing tile raises nwait and then reads used (here):
+ * one of the two sees the other (see slot_release).
+ */
+static bool slot_try(struct sched *s, struct devq *q)
+{
+	uint32_t n = atomic_load_explicit(&q->used, memory_order_seq_cst);
+
+	while (n < s->cap)
+		if (atomic_compare_exchange_weak_explicit(&q->used, &n, n + 1,
+							  memory_order_seq_cst,
+							  memory_order_seq_cst))
+			return true;
+	return false;
+}
+
+/* Under q->lock: free slots go to the queue's first tiles, returned as a
+ * list (wnext) for slot_dispatch. */
+static struct pypto_tile *slot_drain(struct sched *s, struct devq *q)
+{
+	struct pypto_tile *out = NULL, **tail = &out;
+
+	while (q->head && slot_try(s, q)) {
+		struct pypto_tile *t = q->head;
+
+		q->head = t->wnext;
+		if (!q->head)
+			q->tail = NULL;
+		atomic_fetch_sub_explicit(&q->nwait, 1, memory_order_seq_cst);
+		t->wnext = NULL;
+		t->slot = true;
+		*tail = t;
+		tail = &t->wnext;
+	}
+	return out;
+}
+
+/* Issue tiles that got a slot: into self's round, or through an inbox of
+ * their device (run_tile issues a tile that holds a slot at once). */
+static void slot_dispatch(struct sched *s, struct worker *self,
+			  struct pypto_tile *list)
+{
+	while (list) {
+		struct pypto_tile *t = list;
+
+		list = t->wnext;
+		t->wnext = NULL;
+		if (self)
+			round_add_tile(self, t);
+		else
+			make_ready(s, NULL, t);
+	}
+}
+
+/* Transfer tile t is ready: into w's round if its device has a slot for
+ * it (or it holds one: a re-issue), else into the device's queue. */
+static void xfer_issue(struct worker *w, struct pypto_tile *t)
+{
+	struct sched *s = w->s;
+	struct devq *q = &s->dq[t->device];
+	struct pypto_tile *list;
+
+	if (t->slot ||
+	    (!atomic_load_explicit(&q->nwait, memory_order_seq_cst) &&
+	     slot_try(s, q))) {
+		t->slot = true;
+		round_add_tile(w, t);
+		return;
+	}
+	atomic_fetch_add_explicit(&s->waits, 1, memory_order_relaxed);
+	pthread_mutex_lock(&q->lock);
+	atomic_fetch_add_explicit(&q->nwait, 1, memory_order_seq_cst);
+	t->wnext = NULL;
+	if (q->tail)
+		q->tail->wnext = t;
+	else
+		q->head = t;
+	q->tail = t;
+	/* Slots freed since slot_try failed (their releaser saw no waiter). */
+	list = slot_drain(s, q);
+	pthread_mutex_unlock(&q->lock);
+	slot_dispatch(s, w, list);
+}
+
+/* t completed for good: its slot goes to the first waiting tile, if any. */
+static void slot_release(struct sched *s, struct pypto_tile *t)
+{
+	struct devq *q = &s->dq[t->device];
+	struct pypto_tile *list;
+
+	if (!t->slot)
+		return;
+	t->slot = false;
+	atomic_fetch_sub_explicit(&q->used, 1, memory_order_seq_cst);
+	if (!atomic_load_explicit(&q->nwait, memory_order_seq_cst))
+		return;
+	pthread_mutex_lock(&q->lock);
+	list = slot_drain(s, q);
+	pthread_mutex_unlock(&q->lock);
+	slot_dispatch(s, cur_worker, list);
+}
+
 /* The last descriptor of transfer tile t completed (any thread). */
 static void xfer_tile_done(struct sched *s, struct pypto_tile *t)
 {
@@ -381,6 +508,8 @@ static void xfer_tile_done(struct sched *s, struct pypto_tile *t)
 	if (!failed) {
 		atomic_fetch_add_explicit(&s->xfer_bytes, t->bytes,
 					  memory_order_relaxed);
+		/* After the event's end: the slot outlives the interval. */
+		slot_release(s, t);
 		tile_done(s, cur_worker, t);
 		return;
 	}
@@ -396,7 +525,7 @@ static void xfer_tile_done(struct sched *s, struct pypto_tile *t)
 	}
 	t->attempt++;
 	atomic_fetch_add_explicit(&s->retries, 1, memory_order_relaxed);
-	/* Issue it again; its consumers keep waiting. */
+	/* Issue it again, in the slot it holds; its consumers keep waiting. */
 	make_ready(s, cur_worker, t);
 }
 
@@ -441,7 +570,7 @@ static void run_tile(struct worker *w, struct pypto_tile *t)
 	int rc;
 
 	if (t->kind == PYPTO_TRANSFER) {
-		round_add_tile(w, t);
+		xfer_issue(w, t);
 		return;
 	}
 	/* The round so far goes out before this worker is busy. */
@@ -605,6 +734,8 @@ static void collect_stats(struct sched *s, struct pypto_stats *st)
 	st->xfer_bytes = atomic_load(&s->xfer_bytes);
 	st->xfer_retries = atomic_load(&s->retries);
 	st->xfer_failures = atomic_load(&s->failures);
+	st->xfer_cap = s->cap;
+	st->xfer_waits = atomic_load(&s->waits);
 }
 
 /* Every transport callback has finished with the run. */
@@ -668,6 +799,9 @@ static void sched_free(struct sched *s)
 	}
 	free(s->w);
 	free(s->dev_rr);
+	for (i = 0; i < s->ndq; i++)
+		pthread_mutex_destroy(&s->dq[i].lock);
+	free(s->dq);
 }
 
 PYPTO_EXPORT int pypto_run(struct pypto_graph *g, const struct pypto_config *ucfg,
@@ -691,15 +825,29 @@ PYPTO_EXPORT int pypto_run(struct pypto_graph *g, const struct pypto_config *ucf
 		cfg = *ucfg;
 	} else {
 		pypto_config_default(&cfg);
+		/* The graph's tile size unless PYPTO_TILE_SIZE says otherwise. */
+		if (g->wl_tile_size)
+			cfg.tile_size = g->wl_tile_size;
 		rc = pypto_config_from_env(&cfg);
 		if (rc)
 			return rc;
 	}
 	if (!cfg.workers || cfg.workers > 1024 || !cfg.devices ||
-	    cfg.devices > cfg.workers || !cfg.batch_max || cfg.batch_max > 65536)
+	    cfg.devices > cfg.workers || !cfg.batch_max ||
+	    cfg.batch_max > 65536 || cfg.prefetch_depth > 64)
 		return pypto__fail(PYPTO_ERR_INVAL,
-				   "config: workers %u (1..1024), devices %u (1..workers), batch_max %u (1..65536)",
-				   cfg.workers, cfg.devices, cfg.batch_max);
+				   "config: workers %u (1..1024), devices %u (1..workers), batch_max %u (1..65536), prefetch_depth %u (0..64)",
+				   cfg.workers, cfg.devices, cfg.batch_max,
+				   cfg.prefetch_depth);
+	/*
+	 * A graph is cut before it runs: a scheduler cannot cut it again, so
+	 * a configuration naming another tile size than the graph's own
+	 * (pypto_graph_set_workload(), set by the GEMM builder) is a mistake.
+	 */
+	if (g->wl_tile_size && cfg.tile_size != g->wl_tile_size)
+		return pypto__fail(PYPTO_ERR_INVAL,
+				   "config: tile_size %u, but the graph was cut into tiles of %u (a run cannot cut it again: run it with tile_size %u or build it again)",
+				   cfg.tile_size, g->wl_tile_size, g->wl_tile_size);
 	rc = check_graph(g, x);
 	if (rc)
 		return rc;
@@ -721,9 +869,11 @@ PYPTO_EXPORT int pypto_run(struct pypto_graph *g, const struct pypto_config *ucf
 	s.cfg = &r->cfg;
 	s.nw = cfg.workers;
 	s.ndev = cfg.devices;
+	s.cap = cfg.double_buffering ? cfg.prefetch_depth + 1 : 1;
 	s.w = aligned_alloc(PYPTO_CACHELINE, sizeof(*s.w) * s.nw);
 	s.dev_rr = calloc(s.ndev, sizeof(*s.dev_rr));
-	if (!r->worker_busy_ns || !s.w || !s.dev_rr) {
+	s.dq = aligned_alloc(PYPTO_CACHELINE, sizeof(*s.dq) * s.ndev);
+	if (!r->worker_busy_ns || !s.w || !s.dev_rr || !s.dq) {
 		free(s.w);
 		s.w = NULL;
 		rc = pypto__fail(PYPTO_ERR_NOMEM, "workers");
@@ -748,7 +898,15 @@ PYPTO_EXPORT int pypto_run(struct pypto_graph *g, const struct pypto_config *ucf
 			goto out;
 		}
 	}
-
+	memset(s.dq, 0, sizeof(*s.dq) * s.ndev);
+	for (s.ndq = 0; s.ndq < s.ndev; s.ndq++) {
+		rc = pthread_mutex_init(&s.dq[s.ndq].lock, NULL);
+		if (rc) {
+			rc = pypto__fail(PYPTO_ERR_SYS, "pthread_mutex_init: %s",
+					 strerror(rc));
+			goto out;
+		}
+	}
 	/* Reset the runtime fields and seed the roots, spread per device. */
 	for (i = 0; i < g->n; i++) {
 		struct pypto_tile *t = &g->tiles[i];
@@ -758,6 +916,8 @@ PYPTO_EXPORT int pypto_run(struct pypto_graph *g, const struct pypto_config *ucf
 		atomic_store(&t->xfer_failed, 0);
 		t->attempt = 0;
 		t->t_issue_ns = 0;
+		t->slot = false;
+		t->wnext = NULL;
 	}
 	if (x && x->ops->run_begin) {
 		rc = x->ops->run_begin(x);

@@ -399,6 +399,140 @@ static void test_starved_vs_overlapped(void)
 	   ov.mask);
 }
 
+/*
+ * Most transfer tiles of device dev in flight at one instant, counted from
+ * the run's transfer events (issue -> completion, half-open).
+ */
+static uint32_t max_in_flight(const struct pypto_run *r, int32_t dev)
+{
+	const struct pypto_event *ev;
+	unsigned int n = pypto_run_events(r, &ev), i, j;
+	uint32_t best = 0;
+
+	for (i = 0; i < n; i++) {
+		uint32_t k = 0;
+
+		if (ev[i].stage != PYPTO_STAGE_TRANSFER || ev[i].device != dev)
+			continue;
+		for (j = 0; j < n; j++)
+			k += ev[j].stage == PYPTO_STAGE_TRANSFER &&
+			     ev[j].device == dev && ev[j].t0_ns <= ev[i].t0_ns &&
+			     ev[i].t0_ns < ev[j].t1_ns;
+		if (k > best)
+			best = k;
+	}
+	return best;
+}
+
+static int nop_fn(void *arg, const struct pypto_exec *ex)
+{
+	(void)arg;
+	(void)ex;
+	return 0;
+}
+
+/*
+ * prefetch_depth and double_buffering on a graph that is not the GEMM:
+ * one host tile releases PER transfer tiles per device at once (all in
+ * one worker's round, so every one of them is ready before the first
+ * completion), each feeding a compute tile.  The scheduler keeps at most
+ * (double_buffering ? prefetch_depth + 1 : 1) transfer tiles of a device
+ * in flight: the count from the events is exactly that per device (the
+ * rest waited for completions), whatever the number of devices.  Counts
+ * only: the slow engine makes the runs realistic, nothing is timed.
+ */
+static void test_xfer_cap(uint32_t devices, int db, uint32_t depth)
+{
+	enum { PER = 12 };
+	static uint8_t src[64], win[2 * PER * 64];
+	struct pypto_config c = cfg_of(2, devices);
+	struct pypto_xport *x = NULL;
+	struct pypto_graph *g;
+	struct pypto_run *r = NULL;
+	uint32_t want = db ? depth + 1 : 1, d, i, got[2] = { 0, 0 }, good = 0;
+	int rc, h;
+
+	c.double_buffering = db;
+	c.prefetch_depth = depth;
+	pypto_xport_memcpy(&x, win, sizeof(win));
+	pypto__xport_memcpy_delay(x, 200000);
+	pypto_graph_create(&g);
+	h = pypto_add_host(g, "release", nop_fn, NULL, 0);
+	for (d = 0; d < devices; d++)
+		for (i = 0; i < PER; i++) {
+			struct pypto_xfer xf = {
+				.op = PYPTO_PUT, .rows = 1, .row_bytes = 64,
+				.local = src,
+				.win_off = 64 * (d * PER + i),
+			};
+			int t = pypto_add_transfer(g, NULL, &xf, 1, (int)d);
+			int u = pypto_add_compute(g, NULL, nop_fn, NULL,
+						  (int)d);
+
+			pypto_add_dep(g, (uint32_t)h, (uint32_t)t);
+			pypto_add_dep(g, (uint32_t)t, (uint32_t)u);
+		}
+	rc = pypto_run(g, &c, x, &r);
+	for (d = 0; r && d < devices; d++) {
+		got[d] = max_in_flight(r, (int32_t)d);
+		good += got[d] == want;
+	}
+	ok(rc == 0 && r && r->st.tiles_transfer == devices * PER &&
+	   r->st.tiles_compute == devices * PER && good == devices,
+	   "%u device%s, double buffering %d, prefetch %u: at most %u transfer tiles of a device in flight, events show %u and %u: rc %d",
+	   devices, devices > 1 ? "s" : "", db, depth, want, got[0], got[1],
+	   rc);
+	ok(r && r->st.xfer_cap == want &&
+	   r->st.xfer_waits == devices * (PER - want),
+	   "  stats: cap %u, %llu tiles waited for a slot",
+	   r ? r->st.xfer_cap : 0,
+	   r ? (unsigned long long)r->st.xfer_waits : 0);
+	pypto_run_free(r);
+	pypto_graph_destroy(g);
+	pypto_xport_destroy(x);
+}
+
+/*
+ * tile_size: the scheduler cannot cut a graph again, so a run whose
+ * configuration names another tile size than the one the graph was cut
+ * with (pypto_graph_set_workload(), the GEMM builder) is refused; without
+ * a configuration the graph's size is used.
+ */
+static void test_tile_size(void)
+{
+	struct pypto_config c = cfg_of(2, 1);
+	struct pypto_graph *g;
+	int rc;
+
+	pypto_graph_create(&g);
+	pypto_add_compute(g, NULL, nop_fn, NULL, PYPTO_ANY_DEVICE);
+	c.tile_size = 64;
+	rc = pypto_run(g, &c, NULL, NULL);
+	ok(rc == 0, "graph without a tile size runs with any tile_size: %d",
+	   rc);
+	pypto_graph_set_workload(g, PYPTO_WL_FC, 128);
+	rc = pypto_run(g, &c, NULL, NULL);
+	ok(rc == -PYPTO_ERR_INVAL && strstr(pypto_errmsg(), "tile_size 64") &&
+	   strstr(pypto_errmsg(), "128"),
+	   "tile_size 64 for a graph cut into 128: %d (%s)", rc,
+	   pypto_errmsg());
+	c.tile_size = 128;
+	rc = pypto_run(g, &c, NULL, NULL);
+	ok(rc == 0, "tile_size 128 for a graph cut into 128: %d", rc);
+	unsetenv("PYPTO_TILE_SIZE");
+	setenv("PYPTO_WORKERS", "2", 1);
+	rc = pypto_run(g, NULL, NULL, NULL);
+	ok(rc == 0, "no configuration: the graph's tile size: %d", rc);
+	setenv("PYPTO_TILE_SIZE", "64", 1);
+	rc = pypto_run(g, NULL, NULL, NULL);
+	ok(rc == -PYPTO_ERR_INVAL,
+	   "PYPTO_TILE_SIZE=64 for a graph cut into 128: %d (%s)", rc,
+	   pypto_errmsg());
+	unsetenv("PYPTO_TILE_SIZE");
+	unsetenv("PYPTO_WORKERS");
+	pypto_graph_destroy(g);
+}
+
 static void fill(float *p, size_t n)
 {
 	size_t i;
@@ -503,6 +637,20 @@ static void test_gemm(uint32_t m, uint32_t n, uint32_t k, uint32_t ts,
 	if (inject)
 		ok(r && r->st.xfer_retries > 0, "  %llu transfer tiles re-issued",
 		   r ? (unsigned long long)r->st.xfer_retries : 0);
+	/*
+	 * The builder's buffer sets and the scheduler's cap are the same
+	 * count: the A/B transfers never exceed it by construction, and the
+	 * scheduler counts the C loads and stores in it too.
+	 */
+	for (i = 0; r && i < devices; i++) {
+		uint32_t got = max_in_flight(r, (int32_t)i);
+
+		if (got > (db ? depth + 1 : 1) || !got)
+			break;
+	}
+	ok(r && i == devices,
+	   "  at most %u transfer tiles of a device in flight (device 0: %u)",
+	   db ? depth + 1 : 1, r ? max_in_flight(r, 0) : 0);
 	pypto_run_free(r);
 	pypto_gemm_free(gm);
 	pypto_graph_destroy(g);
@@ -584,6 +732,15 @@ int main(void)
 	test_transfers(0);
 	test_transfers(5);
 	test_starved_vs_overlapped();
+	test_xfer_cap(1, 0, 0);
+	test_xfer_cap(1, 0, 4);
+	test_xfer_cap(1, 1, 0);
+	test_xfer_cap(1, 1, 1);
+	test_xfer_cap(1, 1, 2);
+	test_xfer_cap(1, 1, 4);
+	test_xfer_cap(2, 0, 2);
+	test_xfer_cap(2, 1, 2);
+	test_tile_size();
 	test_blas_scope();
 	test_gemm(256, 256, 256, 64, 1, 1, 2, 0.0f, 0);
 	test_gemm(200, 130, 170, 64, 2, 1, 2, 1.0f, 0);
