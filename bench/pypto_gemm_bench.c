@@ -555,11 +555,14 @@ static int write_json(const char *path, double wall, int best,
 			json_num(f, per_round(c));
 			fprintf(f, ", \"xfer_bytes\": %llu, \"steals\": %llu, "
 				"\"parks\": %llu, \"xfer_retries\": %llu, "
+				"\"xfer_cap\": %u, \"xfer_waits\": %llu, "
 				"\"tile_cv\": ",
 				(unsigned long long)c->st.xfer_bytes,
 				(unsigned long long)c->st.steals,
 				(unsigned long long)c->st.parks,
-				(unsigned long long)c->st.xfer_retries);
+				(unsigned long long)c->st.xfer_retries,
+				c->st.xfer_cap,
+				(unsigned long long)c->st.xfer_waits);
 			json_num(f, c->st.tile_cv);
 			fprintf(f, ", \"run_wall_ns\": %llu",
 				(unsigned long long)c->st.wall_ns);
