@@ -287,6 +287,49 @@ int hcomm_barrier(struct hcomm_comm *comm);
 int hcomm_allgather(struct hcomm_comm *comm, const void *send, void *recv,
 		    size_t len);
 /*
+ * Counters of the communicator's registration cache of local buffers
+ * (the put sources and get destinations it registered for you).
+ */
+struct hcomm_comm_stats {
+	uint64_t rcache_hits;		/* found valid: no system call */
+	uint64_t rcache_misses;		/* registered (not found / too small) */
+	uint64_t rcache_stale;		/* found, but the memory changed
+					 * (munmap, mremap ...): registered
+					 * again */
+	uint64_t rcache_evictions;	/* deregistered to stay in bounds */
+	uint64_t rcache_entries;	/* registrations kept now */
+	uint64_t rcache_bytes;		/* bytes they cover now */
+	uint64_t rcache_dead;		/* replaced while an operation used
+					 * them: deregistered once unused */
+	uint64_t reserved[9];		/* 0 */
+};
+/* Fill *st (never fails for a valid comm). */
+int hcomm_comm_get_stats(struct hcomm_comm *comm, struct hcomm_comm_stats *st);
+
+/*
+ * With HCOMM_STATS_DIR set when hcomm_comm_init() runs, the communicator
+ * publishes its counters for hcomm_info(1) and hcomm_perf_mon(1) in
+ * "DIR/hcomm-<pid>-<rank>-<n>.stats" (n: the process's communicators
+ * counted from 0; created mode 0600, updated as the
+ * counters change, removed by hcomm_comm_destroy; a file whose pid is gone
+ * is stale).  The file is this struct; readers check magic, version and
+ * size.  A directory that cannot take the file fails hcomm_comm_init()
+ * with an error naming HCOMM_STATS_DIR.
+ */
+#define HCOMM_STATS_MAGIC	0x3153544154534348ULL	/* "HCSTATS1" */
+#define HCOMM_STATS_VERSION	1
+struct hcomm_stats_file {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t size;			/* sizeof(struct hcomm_stats_file) */
+	int32_t pid;
+	int32_t rank;
+	int32_t world_size;
+	uint32_t reserved;
+	struct hcomm_comm_stats st;
+};
+
+/*
  * Limit of each later collective of comm, in ms: 1 .. 3600000, or < 0 to
  * wait without limit (0 or more than an hour: HCOMM_ERR_INVAL).  Not
  * collective, but every rank should use the same value: a rank that gives

@@ -32,12 +32,16 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "hcomm_comm_int.h"
 
@@ -935,6 +939,80 @@ static int check_cfg(const struct hcomm_config *cfg)
 	return 0;
 }
 
+/* HCOMM_STATS_DIR: create and map this communicator's stats file. */
+static int stats_publish(struct hcomm_comm *c)
+{
+	static unsigned int seq;
+	const char *dir = getenv("HCOMM_STATS_DIR");
+	struct hcomm_stats_file *f;
+	size_t n;
+	int fd, err;
+
+	if (!dir || !*dir)
+		return 0;
+	n = strlen(dir) + 64;
+	c->pub_path = malloc(n);
+	if (!c->pub_path)
+		return hcomm__fail(HCOMM_ERR_NOMEM, ENOMEM, "HCOMM_STATS_DIR");
+	snprintf(c->pub_path, n, "%s/hcomm-%d-%d-%u.stats", dir, (int)getpid(),
+		 c->rank, __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED));
+	fd = open(c->pub_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC |
+		  O_NOFOLLOW, 0600);
+	if (fd < 0 || ftruncate(fd, sizeof(*f))) {
+		err = errno;
+		if (fd >= 0) {
+			close(fd);
+			unlink(c->pub_path);
+		}
+		goto fail;
+	}
+	f = mmap(NULL, sizeof(*f), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	err = errno;
+	close(fd);
+	if (f == MAP_FAILED) {
+		unlink(c->pub_path);
+		goto fail;
+	}
+	f->version = HCOMM_STATS_VERSION;
+	f->size = sizeof(*f);
+	f->pid = (int32_t)getpid();
+	f->rank = c->rank;
+	f->world_size = c->size;
+	__atomic_store_n(&f->magic, HCOMM_STATS_MAGIC, __ATOMIC_RELEASE);
+	c->pub = f;
+	c->xops->publish(c, &f->st);
+	return 0;
+fail:
+	hcomm__fail(hcomm__err_code(0, err), err, "HCOMM_STATS_DIR: %s",
+		    c->pub_path);
+	free(c->pub_path);
+	c->pub_path = NULL;
+	return -hcomm__err_code(0, err);
+}
+
+static void stats_unpublish(struct hcomm_comm *c)
+{
+	if (!c->pub)
+		return;
+	c->xops->publish(c, NULL);
+	unlink(c->pub_path);
+	munmap(c->pub, sizeof(*c->pub));
+	c->pub = NULL;
+	free(c->pub_path);
+	c->pub_path = NULL;
+}
+
+HCOMM_EXPORT int hcomm_comm_get_stats(struct hcomm_comm *c,
+				      struct hcomm_comm_stats *st)
+{
+	if (!c || !st)
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL,
+				   "hcomm_comm_get_stats");
+	memset(st, 0, sizeof(*st));
+	c->xops->stats(c, st);
+	return 0;
+}
+
 static void comm_free(struct hcomm_comm *c)
 {
 	pthread_cond_destroy(&c->lq_cond);
@@ -1007,6 +1085,11 @@ HCOMM_EXPORT int hcomm_comm_init(struct hcomm_comm **out,
 	(void)hcomm__boot_set_timeout(c->boot, coll_ms);	/* in range */
 	/* Every rank learns whether every other one got its transport up. */
 	local = c->xops->init(c);
+	if (!local) {
+		local = stats_publish(c);
+		if (local)
+			c->xops->fini(c);
+	}
 	mine = -local;
 	ret = hcomm__boot_allgather(c->boot, &mine, st, sizeof(*st));
 	if (!ret)
@@ -1015,8 +1098,10 @@ HCOMM_EXPORT int hcomm_comm_init(struct hcomm_comm **out,
 	if (local)
 		ret = local;
 	if (ret) {
-		if (!local)
+		if (!local) {
+			stats_unpublish(c);
 			c->xops->fini(c);
+		}
 		goto err_boot;
 	}
 	free(st);
@@ -1051,6 +1136,7 @@ HCOMM_EXPORT int hcomm_comm_destroy(struct hcomm_comm *c)
 		free(w);
 	}
 	c->wins = NULL;
+	stats_unpublish(c);
 	c->xops->fini(c);
 	hcomm__boot_fini(c->boot);
 	comm_free(c);

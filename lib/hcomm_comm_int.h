@@ -31,6 +31,8 @@
  * @q, @ec:     HCOMM_CB_THREAD: the lock-free queue of completed requests
  *              and the event count the dispatcher sleeps on.
  * @lq_*:       HCOMM_CB_THREAD_LOCKED: the same as a mutex+condvar list.
+ * @pub, @pub_path: the published statistics file (HCOMM_STATS_DIR), its
+ *              mapping and name, or NULL.
  */
 struct hcomm_comm {
 	struct hcomm_config cfg;
@@ -60,6 +62,8 @@ struct hcomm_comm {
 	pthread_cond_t lq_cond;
 	struct hcomm_request *lq_head;
 	struct hcomm_request *lq_tail;
+	struct hcomm_stats_file *pub;
+	char *pub_path;
 };
 
 /*
@@ -187,6 +191,9 @@ HCOMM_HIDDEN int hcomm__rcache_get(struct hcomm_rcache *rc, const void *addr,
 HCOMM_HIDDEN void hcomm__rcache_put(struct hcomm_rc_ent *ent);
 HCOMM_HIDDEN void hcomm__rcache_stats(struct hcomm_rcache *rc,
 				      struct hcomm_rcache_stats *st);
+/* Keep *pub (or NULL: stop) up to date with the counters from now on. */
+HCOMM_HIDDEN void hcomm__rcache_publish(struct hcomm_rcache *rc,
+					struct hcomm_comm_stats *pub);
 /*
  * The hcomm_err of a failed HCOMM_CMD_REG_MEM on fd with errno err:
  * HCOMM_ERR_MMAP for ENOMEM only when the caller's memlock is limited.

@@ -64,7 +64,34 @@ struct hcomm_rcache {
 	struct hcomm_rc_ent **idx;
 	struct hcomm_rc_ent *ents;
 	struct hcomm_rcache_stats st;
+	struct hcomm_comm_stats *pub;	/* published copy, or NULL */
 };
+
+/* Lock held: copy the counters to the published page (relaxed stores). */
+static void rc_publish(struct hcomm_rcache *rc)
+{
+	struct hcomm_comm_stats *p = rc->pub;
+
+	if (!p)
+		return;
+	__atomic_store_n(&p->rcache_hits, rc->st.hits, __ATOMIC_RELAXED);
+	__atomic_store_n(&p->rcache_misses, rc->st.misses, __ATOMIC_RELAXED);
+	__atomic_store_n(&p->rcache_stale, rc->st.stale, __ATOMIC_RELAXED);
+	__atomic_store_n(&p->rcache_evictions, rc->st.evictions,
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&p->rcache_entries, rc->nlive, __ATOMIC_RELAXED);
+	__atomic_store_n(&p->rcache_bytes, rc->bytes, __ATOMIC_RELAXED);
+	__atomic_store_n(&p->rcache_dead, rc->ndead, __ATOMIC_RELAXED);
+}
+
+void hcomm__rcache_publish(struct hcomm_rcache *rc,
+			   struct hcomm_comm_stats *pub)
+{
+	pthread_mutex_lock(&rc->lock);
+	rc->pub = pub;
+	rc_publish(rc);
+	pthread_mutex_unlock(&rc->lock);
+}
 
 static int ent_refs(const struct hcomm_rc_ent *e)
 {
@@ -347,6 +374,7 @@ int hcomm__rcache_get(struct hcomm_rcache *rc, const void *addr, size_t len,
 	} else {
 		ret = rc_miss(rc, a, len, write, &e);
 		if (ret) {
+			rc_publish(rc);
 			pthread_mutex_unlock(&rc->lock);
 			return ret;
 		}
@@ -355,6 +383,7 @@ int hcomm__rcache_get(struct hcomm_rcache *rc, const void *addr, size_t len,
 	*key = e->key;
 	*off = a - e->start;
 	*entp = e;
+	rc_publish(rc);
 	pthread_mutex_unlock(&rc->lock);
 	return 0;
 }

@@ -79,6 +79,8 @@ struct hcomm_win_peer {
  *              completed (c->inflight reached 0).
  * @signal_count, @signal_read, @signal_wait: this rank's signals (see
  *              hcomm.h); @signal_read and @signal_count never fail.
+ * @stats:      add the transport's counters to *st (never fails).
+ * @publish:    keep st (in the published file; NULL: stop) up to date.
  */
 struct hcomm_xport_ops {
 	const char *name;
@@ -102,6 +104,8 @@ struct hcomm_xport_ops {
 	uint64_t (*signal_read)(struct hcomm_comm *c, uint32_t sig);
 	int64_t (*signal_wait)(struct hcomm_comm *c, uint32_t sig,
 			       uint64_t value, int timeout_ms);
+	void (*stats)(struct hcomm_comm *c, struct hcomm_comm_stats *st);
+	void (*publish)(struct hcomm_comm *c, struct hcomm_comm_stats *st);
 };
 
 /* The intra-node transport over /dev/hcomm (hcomm_xport_kernel.c). */

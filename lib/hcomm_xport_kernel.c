@@ -937,6 +937,25 @@ static int kx_flush(struct hcomm_comm *c)
 	return hcomm__drain(c);
 }
 
+static void kx_stats(struct hcomm_comm *c, struct hcomm_comm_stats *st)
+{
+	struct hcomm_rcache_stats rs;
+
+	hcomm__rcache_stats(kx_of(c)->rc, &rs);
+	st->rcache_hits += rs.hits;
+	st->rcache_misses += rs.misses;
+	st->rcache_stale += rs.stale;
+	st->rcache_evictions += rs.evictions;
+	st->rcache_entries += rs.entries;
+	st->rcache_bytes += rs.bytes;
+	st->rcache_dead += rs.dead;
+}
+
+static void kx_publish(struct hcomm_comm *c, struct hcomm_comm_stats *st)
+{
+	hcomm__rcache_publish(kx_of(c)->rc, st);
+}
+
 const struct hcomm_xport_ops hcomm__xport_kernel = {
 	.name = "kernel",
 	.probe = kx_probe,
@@ -954,4 +973,6 @@ const struct hcomm_xport_ops hcomm__xport_kernel = {
 	.signal_count = kx_signal_count,
 	.signal_read = kx_signal_read,
 	.signal_wait = kx_signal_wait,
+	.stats = kx_stats,
+	.publish = kx_publish,
 };

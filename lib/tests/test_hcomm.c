@@ -395,12 +395,13 @@ static void test_exports(const char *so)
 		"hcomm_get_info", "hcomm_reg_mem", "hcomm_reg_dmabuf",
 		"hcomm_dereg", "hcomm_query", "hcomm_strerror",
 		"hcomm_errno", "hcomm_errmsg", "hcomm_comm_set_coll_timeout",
-		"hcomm_barrier",
+		"hcomm_barrier", "hcomm_comm_get_stats",
 	};
 	static const char *const priv[] = {
 		"hcomm__prep_cmd", "hcomm__err_code", "fail", "hcomm_submit",
 		"hcomm__run_pending", "hcomm__boot_set_timeout",
 		"hcomm__coll_timeout_from_env", "hcomm__config_env",
+		"hcomm__rcache_publish",
 	};
 	void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
 	unsigned i, miss = 0, leak = 0;

@@ -183,8 +183,86 @@ _Static_assert(HCOMM_FEAT_URING_CMD == 1ULL << 0 &&
 static struct {
 	bool json, verbose;
 	const char *stats, *contexts, *sysfs;
+	const char *lib_stats;	/* HCOMM_STATS_DIR or --lib-stats, or NULL */
 	bool default_debugfs;
 } opt;
+
+#define MAX_LIB		256
+static struct lib_stats libst[MAX_LIB];
+static int nlib;		/* or -errno */
+
+/* The communicators' own caches (HCOMM_STATS_DIR), text. */
+static void print_lib_text(void)
+{
+	char b[32];
+	int i;
+
+	if (!opt.lib_stats) {
+		if (opt.verbose)
+			printf("libhcomm communicators: not published (set "
+			       "HCOMM_STATS_DIR for the programs and "
+			       "hcomm_info, or use --lib-stats)\n");
+		return;
+	}
+	if (nlib < 0) {
+		printf("libhcomm communicators (%s): not readable: %s\n",
+		       opt.lib_stats, strerror(-nlib));
+		return;
+	}
+	printf("libhcomm communicators (%s): %d\n", opt.lib_stats, nlib);
+	for (i = 0; i < nlib; i++) {
+		const struct hcomm_stats_file *f = &libst[i].f;
+
+		printf("  pid %d rank %d/%d%s: registration cache %" PRIu64
+		       " hits %" PRIu64 " misses %" PRIu64 " stale %" PRIu64
+		       " evictions, %" PRIu64 " entries (%s), %" PRIu64
+		       " dead\n", f->pid, f->rank, f->world_size,
+		       libst[i].alive ? "" : " (exited: stale file)",
+		       f->st.rcache_hits, f->st.rcache_misses,
+		       f->st.rcache_stale, f->st.rcache_evictions,
+		       f->st.rcache_entries,
+		       fmt_bytes(f->st.rcache_bytes, b, sizeof(b)),
+		       f->st.rcache_dead);
+	}
+}
+
+/* The same as the JSON value of "libhcomm". */
+static void print_lib_json(void)
+{
+	int i;
+
+	if (!opt.lib_stats) {
+		printf("null");
+		return;
+	}
+	printf("{\"dir\":");
+	json_str(stdout, opt.lib_stats);
+	if (nlib < 0) {
+		printf(",\"error\":");
+		json_str(stdout, strerror(-nlib));
+		printf(",\"communicators\":[]}");
+		return;
+	}
+	printf(",\"error\":null,\"communicators\":[");
+	for (i = 0; i < nlib; i++) {
+		const struct hcomm_stats_file *f = &libst[i].f;
+
+		printf("%s{\"file\":", i ? "," : "");
+		json_str(stdout, libst[i].name);
+		printf(",\"pid\":%d,\"rank\":%d,\"world_size\":%d,"
+		       "\"alive\":%s,\"rcache_hits\":%" PRIu64
+		       ",\"rcache_misses\":%" PRIu64 ",\"rcache_stale\":%" PRIu64
+		       ",\"rcache_evictions\":%" PRIu64
+		       ",\"rcache_entries\":%" PRIu64 ",\"rcache_bytes\":%" PRIu64
+		       ",\"rcache_dead\":%" PRIu64 "}", f->pid, f->rank,
+		       f->world_size, libst[i].alive ? "true" : "false",
+		       f->st.rcache_hits, f->st.rcache_misses,
+		       f->st.rcache_stale, f->st.rcache_evictions,
+		       f->st.rcache_entries, f->st.rcache_bytes,
+		       f->st.rcache_dead);
+	}
+	printf("]}");
+}
 
 struct param {
 	char *name, *value;	/* value NULL: unreadable */
@@ -482,6 +560,7 @@ static void print_text(const char *dev, struct hcomm_ctx *ctx,
 		printf("contexts (%s):\n", opt.contexts);
 		print_table(t);
 	}
+	print_lib_text();
 }
 
 /* ------------------------------------------------------------------ */
@@ -609,7 +688,9 @@ static void print_json(const char *dev, struct hcomm_ctx *ctx,
 		}
 		printf("}");
 	}
-	printf("]}}\n");
+	printf("]},\"libhcomm\":");
+	print_lib_json();
+	printf("}\n");
 }
 
 /* ------------------------------------------------------------------ */
@@ -630,6 +711,8 @@ static void usage(void)
 "  -s, --stats PATH     statistics file (default " STATS_PATH ")\n"
 "  -C, --contexts PATH  per-context file (default " CONTEXTS_PATH ")\n"
 "      --sysfs DIR      module's sysfs directory (default " MODULE_DIR ")\n"
+"      --lib-stats DIR  statistics libhcomm communicators publish there\n"
+"                       (default: $HCOMM_STATS_DIR)\n"
 "  -h, --help           this text\n"
 "\n"
 "HCOMM_DEVICE names another device node, HCOMM_NO_URING=1 forces ioctl().\n"
@@ -644,6 +727,7 @@ int main(int argc, char **argv)
 		{ "stats", required_argument, NULL, 's' },
 		{ "contexts", required_argument, NULL, 'C' },
 		{ "sysfs", required_argument, NULL, 'S' },
+		{ "lib-stats", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -673,6 +757,9 @@ int main(int argc, char **argv)
 		case 'S':
 			opt.sysfs = optarg;
 			break;
+		case 'L':
+			opt.lib_stats = optarg;
+			break;
 		case 'h':
 			usage();
 			return 0;
@@ -696,6 +783,13 @@ int main(int argc, char **argv)
 
 	/* What others have registered: before our own context exists. */
 	read_debugfs(&st, &ct);
+	if (!opt.lib_stats) {
+		opt.lib_stats = getenv("HCOMM_STATS_DIR");
+		if (opt.lib_stats && !*opt.lib_stats)
+			opt.lib_stats = NULL;
+	}
+	if (opt.lib_stats)
+		nlib = lib_stats_read(opt.lib_stats, libst, MAX_LIB);
 
 	ret = hcomm_open(&ctx, 0);
 	if (ret) {

@@ -356,7 +356,89 @@ static struct {
 	int nreplay;
 	FILE *out;
 	long page_size;
+	const char *lib_stats;	/* HCOMM_STATS_DIR or --lib-stats, or NULL */
 } opt;
+
+/*
+ * The communicators' own registration caches (HCOMM_STATS_DIR), read at
+ * each report, live (also with --replay); deltas against the previous
+ * reading of the same file.
+ */
+#define MAX_LIB		256
+static struct lib_stats lib_prev[MAX_LIB], lib_cur[MAX_LIB];
+static int nlib_prev, nlib_cur;
+
+static const struct hcomm_comm_stats *lib_before(const struct lib_stats *l)
+{
+	int i;
+
+	for (i = 0; i < nlib_prev; i++)
+		if (!strcmp(lib_prev[i].name, l->name) &&
+		    lib_prev[i].f.pid == l->f.pid)
+			return &lib_prev[i].f.st;
+	return NULL;
+}
+
+static void lib_sample(void)
+{
+	memcpy(lib_prev, lib_cur, sizeof(lib_cur[0]) * (size_t)nlib_cur);
+	nlib_prev = nlib_cur;
+	nlib_cur = lib_stats_read(opt.lib_stats, lib_cur, MAX_LIB);
+	if (nlib_cur < 0)
+		nlib_cur = 0;
+}
+
+#define LIB_D(l, b, fld) ((b) ? (int64_t)((l)->f.st.fld - (b)->fld) : \
+			  (int64_t)(l)->f.st.fld)
+
+static void lib_text(void)
+{
+	int i;
+
+	for (i = 0; i < nlib_cur; i++) {
+		const struct lib_stats *l = &lib_cur[i];
+		const struct hcomm_comm_stats *b = lib_before(l);
+
+		if (!l->alive)
+			continue;
+		fprintf(opt.out, "  lib pid %d rank %d/%d: c.hit %" PRId64
+			" c.miss %" PRId64 " c.stale %" PRId64 " c.evct %"
+			PRId64 "  entries %" PRIu64 " (%.1f MiB) dead %" PRIu64
+			"\n", l->f.pid, l->f.rank, l->f.world_size,
+			LIB_D(l, b, rcache_hits), LIB_D(l, b, rcache_misses),
+			LIB_D(l, b, rcache_stale),
+			LIB_D(l, b, rcache_evictions), l->f.st.rcache_entries,
+			l->f.st.rcache_bytes / 1048576.0, l->f.st.rcache_dead);
+	}
+}
+
+static void lib_json(FILE *f)
+{
+	int i, n = 0;
+
+	fprintf(f, ",\"libhcomm\":[");
+	for (i = 0; i < nlib_cur; i++) {
+		const struct lib_stats *l = &lib_cur[i];
+		const struct hcomm_comm_stats *b = lib_before(l);
+
+		if (!l->alive)
+			continue;
+		fprintf(f, "%s{\"file\":", n++ ? "," : "");
+		json_str(f, l->name);
+		fprintf(f, ",\"pid\":%d,\"rank\":%d,\"world_size\":%d,"
+			"\"rcache_hits_delta\":%" PRId64
+			",\"rcache_misses_delta\":%" PRId64
+			",\"rcache_stale_delta\":%" PRId64
+			",\"rcache_evictions_delta\":%" PRId64
+			",\"rcache_entries\":%" PRIu64 ",\"rcache_bytes\":%" PRIu64
+			",\"rcache_dead\":%" PRIu64 "}", l->f.pid, l->f.rank,
+			l->f.world_size, LIB_D(l, b, rcache_hits),
+			LIB_D(l, b, rcache_misses), LIB_D(l, b, rcache_stale),
+			LIB_D(l, b, rcache_evictions), l->f.st.rcache_entries,
+			l->f.st.rcache_bytes, l->f.st.rcache_dead);
+	}
+	fputc(']', f);
+}
 
 /* Why the default statistics file cannot be read, for the user. */
 static void explain_stats_error(int err)
@@ -610,6 +692,8 @@ static void report_text(const struct sample *prev, const struct sample *cur,
 		r->hits, r->misses, r->evictions, r->invals, r->db, r->errors,
 		util, gauge(s, "contexts"), gauge(s, "regions"),
 		pinned_mib(s), gauge(s, "xfers_active"));
+	if (opt.lib_stats)
+		lib_text();
 	if (!cur->have_ctx)
 		return;
 	for (i = 0; i < cur->ctx.nrows; i++)
@@ -736,7 +820,10 @@ static void report_json(const struct sample *prev, const struct sample *cur,
 		fprintf(f, ",\"active\":%s}",
 			ctx_active(prev, cur, row) ? "true" : "false");
 	}
-	fprintf(f, "]}\n");
+	fputc(']', f);
+	if (opt.lib_stats)
+		lib_json(f);
+	fprintf(f, "}\n");
 }
 
 static double peak_bps;
@@ -753,6 +840,8 @@ static void report(const struct sample *prev, const struct sample *cur,
 	compute(&prev->st, &cur->st, elapsed, &r);
 	if (r.bytes / r.secs > peak_bps)
 		peak_bps = r.bytes / r.secs;
+	if (opt.lib_stats)
+		lib_sample();
 	for (i = 0; cur->have_ctx && i < cur->ctx.nrows; i++) {
 		const struct crow *row = &cur->ctx.rows[i];
 		int64_t d, served;
@@ -850,7 +939,7 @@ static void usage(FILE *f)
 	fprintf(f,
 "usage: " PROG " [--interval DUR] [--count N] [--duration DUR] [--json]\n"
 "                      [--output FILE] [--stats PATH] [--contexts PATH]\n"
-"                      [--workers N] [--replay A,B,...]\n"
+"                      [--workers N] [--replay A,B,...] [--lib-stats DIR]\n"
 "\n"
 "Samples hcomm.ko's debugfs statistics and prints, per interval, transfer\n"
 "rates, cache and doorbell activity, engine utilisation, gauges and the\n"
@@ -871,6 +960,9 @@ static void usage(FILE *f)
 "  -r, --replay LIST    read the samples from these files (stats files or\n"
 "                       directories with stats and contexts), one per\n"
 "                       interval, without waiting\n"
+"      --lib-stats DIR  also the registration caches of the libhcomm\n"
+"                       communicators publishing there, read live\n"
+"                       (default: $HCOMM_STATS_DIR)\n"
 "  -h, --help           this text\n"
 "\n"
 "Ends on SIGINT/SIGTERM, --count or --duration with a summary of totals\n"
@@ -989,6 +1081,7 @@ int main(int argc, char **argv)
 		{ "contexts", required_argument, NULL, 'C' },
 		{ "workers", required_argument, NULL, 'w' },
 		{ "replay", required_argument, NULL, 'r' },
+		{ "lib-stats", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -1034,6 +1127,9 @@ int main(int argc, char **argv)
 		case 'r':
 			replay_list = optarg;
 			break;
+		case 'L':
+			opt.lib_stats = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -1047,6 +1143,13 @@ int main(int argc, char **argv)
 	}
 	if (replay_list)
 		split_replay(replay_list);
+	if (!opt.lib_stats) {
+		opt.lib_stats = getenv("HCOMM_STATS_DIR");
+		if (opt.lib_stats && !*opt.lib_stats)
+			opt.lib_stats = NULL;
+	}
+	if (opt.lib_stats)
+		lib_sample();	/* the baseline */
 	opt.page_size = sysconf(_SC_PAGESIZE);
 	opt.default_paths = !opt.stats;
 	if (!opt.stats)

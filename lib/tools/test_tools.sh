@@ -446,4 +446,72 @@ assert j["contexts"]["rows"][1]["served_bytes"] == 20002000
 else
 	skip "hcomm_info --json" "no python3"
 fi
+# --- the communicators' published statistics (HCOMM_STATS_DIR) ---------
+echo "# libhcomm statistics files"
+le32() { printf "\\x$(printf %02x $(($1 & 255)))\\x$(printf %02x $((($1 >> 8) & 255)))\\x$(printf %02x $((($1 >> 16) & 255)))\\x$(printf %02x $((($1 >> 24) & 255)))"; }
+le64() { le32 "$1"; le32 0; }
+# stats_file path pid rank size hits misses stale evictions entries bytes dead
+stats_file() {
+	{ printf 'HCSTATS1'; le32 1; le32 160; le32 "$2"; le32 "$3"; le32 "$4"
+	  le32 0; le64 "$5"; le64 "$6"; le64 "$7"; le64 "$8"; le64 "$9"
+	  le64 "${10}"; le64 "${11}"; for i in 1 2 3 4 5 6 7 8 9; do le64 0; done
+	} >"$1"
+}
+L=$T/libstats
+mkdir -p "$L"
+gone=$(sh -c 'echo $$')
+stats_file "$L/hcomm-$$-1-0.stats" $$ 1 4 11 3 2 1 2 1048576 0
+stats_file "$L/hcomm-$gone-0-0.stats" "$gone" 0 4 5 5 0 0 1 4096 1
+printf 'not a stats file' >"$L/hcomm-1-0-0.stats"
+ok "$([ "$(stat -c %s "$L/hcomm-$$-1-0.stats")" = 160 ] && echo 1)" \
+   "the test's statistics file has the size of struct hcomm_stats_file"
+if [ -e "$FAKE_SO" ]; then
+	run fake --lib-stats "$L" --stats "$T/b/stats" --contexts "$T/b/contexts"
+	ok "$([ $rc = 0 ] && has "$out" "libhcomm communicators ($L): 2" &&
+	     has "$out" "pid $$ rank 1/4: registration cache 11 hits 3 misses 2 stale 1 evictions, 2 entries (1 MiB), 0 dead" &&
+	     has "$out" "pid $gone rank 0/4 (exited: stale file)" && echo 1)" \
+	   "hcomm_info --lib-stats: each communicator's cache counters, stale files marked, others ignored" \
+	   "rc $rc: $out"
+	HCOMM_STATS_DIR=$L run fake --stats "$T/b/stats" --contexts "$T/b/contexts"
+	ok "$([ $rc = 0 ] && has "$out" "libhcomm communicators ($L): 2" && echo 1)" \
+	   "hcomm_info reads HCOMM_STATS_DIR" "rc $rc: $out"
+	if [ $have_py = 1 ]; then
+		run fake --json --lib-stats "$L" --stats "$T/b/stats" --contexts "$T/b/contexts"
+		r=$(printf '%s\n' "$out" | py '
+import json, sys
+j = json.load(sys.stdin)["libhcomm"]
+assert j["error"] is None and len(j["communicators"]) == 2
+c = [x for x in j["communicators"] if x["alive"]]
+assert len(c) == 1 and c[0]["rank"] == 1 and c[0]["world_size"] == 4
+assert (c[0]["rcache_hits"], c[0]["rcache_misses"], c[0]["rcache_stale"],
+        c[0]["rcache_evictions"], c[0]["rcache_entries"],
+        c[0]["rcache_bytes"], c[0]["rcache_dead"]) == (11, 3, 2, 1, 2, 1048576, 0)
+')
+		ok "$([ $rc = 0 ] && [ -z "$r" ] && echo 1)" \
+		   "hcomm_info --json: libhcomm.communicators" "rc $rc: $r"
+	else
+		skip "hcomm_info --json libhcomm" "no python3"
+	fi
+else
+	for i in 1 2 3; do skip "hcomm_info --lib-stats" "no $FAKE_SO"; done
+fi
+run "$PM" --replay "$T/a,$T/b" --lib-stats "$L"
+ok "$([ $rc = 0 ] && has "$out" "lib pid $$ rank 1/4: c.hit 0 c.miss 0 c.stale 0 c.evct 0  entries 2 (1.0 MiB) dead 0" &&
+     ! has "$out" "lib pid $gone " && echo 1)" \
+   "hcomm_perf_mon --lib-stats: a line per live communicator" "rc $rc: $out"
+if [ $have_py = 1 ]; then
+	run "$PM" --json --replay "$T/a,$T/b" --lib-stats "$L"
+	r=$(printf '%s\n' "$out" | py '
+import json, sys
+iv = [json.loads(l) for l in sys.stdin if "\"interval\"" in l]
+assert len(iv) == 1
+l = iv[0]["libhcomm"]
+assert len(l) == 1 and l[0]["rank"] == 1 and l[0]["rcache_entries"] == 2
+assert l[0]["rcache_hits_delta"] == 0 and l[0]["rcache_bytes"] == 1048576
+')
+	ok "$([ $rc = 0 ] && [ -z "$r" ] && echo 1)" \
+	   "hcomm_perf_mon --json --lib-stats: libhcomm per interval" "rc $rc: $r"
+else
+	skip "hcomm_perf_mon --json --lib-stats" "no python3"
+fi
 finish

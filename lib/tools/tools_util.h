@@ -308,4 +308,68 @@ TOOLS_UTIL_FN int ctab_walk(char *buf, char **col, int *ncols,
 	return *ncols ? 0 : -EINVAL;
 }
 
+/*
+ * The statistics libhcomm communicators publish under HCOMM_STATS_DIR
+ * (struct hcomm_stats_file, hcomm.h): one per file "hcomm-*.stats" of
+ * dir, checked (magic, version, size); alive: its process still exists.
+ * Include hcomm.h first.  Returns how many (0 .. max), or -errno when the
+ * directory cannot be read.
+ */
+#ifdef HCOMM_STATS_MAGIC
+#include <dirent.h>
+#include <signal.h>
+
+struct lib_stats {
+	char name[256];
+	bool alive;
+	struct hcomm_stats_file f;
+};
+
+static int lib_stats_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct lib_stats *)a)->name,
+		      ((const struct lib_stats *)b)->name);
+}
+
+TOOLS_UTIL_FN int lib_stats_read(const char *dir, struct lib_stats *out,
+				 int max)
+{
+	struct dirent *de;
+	DIR *d = opendir(dir);
+	int n = 0;
+
+	if (!d)
+		return -errno;
+	while (n < max && (de = readdir(d))) {
+		size_t l = strlen(de->d_name);
+		char path[4096];
+		ssize_t got;
+		int fd;
+
+		if (strncmp(de->d_name, "hcomm-", 6) || l < 12 ||
+		    strcmp(de->d_name + l - 6, ".stats") ||
+		    l >= sizeof(out[n].name))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0)
+			continue;
+		got = read(fd, &out[n].f, sizeof(out[n].f));
+		close(fd);
+		if (got != (ssize_t)sizeof(out[n].f) ||
+		    out[n].f.magic != HCOMM_STATS_MAGIC ||
+		    out[n].f.version != HCOMM_STATS_VERSION ||
+		    out[n].f.size != sizeof(out[n].f))
+			continue;
+		memcpy(out[n].name, de->d_name, l + 1);
+		out[n].alive = out[n].f.pid > 0 &&
+			       (!kill(out[n].f.pid, 0) || errno == EPERM);
+		n++;
+	}
+	closedir(d);
+	qsort(out, (size_t)n, sizeof(*out), lib_stats_cmp);
+	return n;
+}
+#endif
+
 #endif /* HCOMM_TOOLS_UTIL_H */

@@ -29,6 +29,9 @@
  *   colltimeout  a barrier without limit waits for a late rank; with
  *             300 ms it times out; afterwards collectives fail at once
  *             (IO) while one-sided operations and signals work
+ *   rcache    the registration cache of local buffers: a put after
+ *             munmap + mmap at the same address sends the new bytes;
+ *             hcomm_comm_get_stats and the HCOMM_STATS_DIR file agree
  *   fence     put A (large), fence, put B (small, same place): B wins;
  *             put, fence, get sees the put; put, fence, put_signal: the
  *             data is there when the signal is; flush; win_free with
@@ -2229,6 +2232,104 @@ static int case_colltimeout(void)
 }
 
 /* ------------------------------------------------------------------ */
+/* rcache: the communicator's registration cache and its statistics    */
+/* ------------------------------------------------------------------ */
+
+/*
+ * 1 rank.  A put from a buffer, again (a hit), then the buffer unmapped
+ * and new memory mapped at the same address: the next put must send the
+ * new bytes (the cache sees the generation change: stale).  The counters
+ * of hcomm_comm_get_stats() say so, and the file published under
+ * HCOMM_STATS_DIR holds the same numbers.
+ */
+static int case_rcache(void)
+{
+	const size_t len = 16 * KiB, wlen = 64 * KiB;
+	struct hcomm_comm_stats st, st0;
+	struct hcomm_stats_file f;
+	const char *dir = getenv("HCOMM_STATS_DIR");
+	unsigned char *win, *buf, *again, *want;
+	struct hcomm_win *w;
+	char path[512];
+	FILE *fp;
+	size_t got;
+
+	comm_up();
+	win = xmap(wlen);
+	want = xmap(len);
+	w = win_make(win, wlen);
+	buf = xmap(len);
+
+	phase = "put";
+	OK(hcomm_comm_get_stats(comm, &st0));
+	memset(buf, 0x11, len);
+	OK(hcomm_put(w, me, 0, buf, len));
+	memset(want, 0x11, len);
+	SAME(win, want, len, "the first put");
+	OK(hcomm_put(w, me, 0, buf, len));
+	OK(hcomm_comm_get_stats(comm, &st));
+	CHECK(st.rcache_misses == st0.rcache_misses + 1 &&
+	      st.rcache_hits == st0.rcache_hits + 1 && st.rcache_entries >= 1 &&
+	      st.rcache_bytes >= len, "two puts from one buffer: misses "
+	      "%" PRIu64 " -> %" PRIu64 ", hits %" PRIu64 " -> %" PRIu64
+	      ", entries %" PRIu64 ", bytes %" PRIu64, st0.rcache_misses,
+	      st.rcache_misses, st0.rcache_hits, st.rcache_hits,
+	      st.rcache_entries, st.rcache_bytes);
+
+	phase = "remap";
+	/* Other pages at the same address, other bytes. */
+	CHECK(!munmap(buf, len), "munmap");
+	again = mmap(buf, len, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (again != buf)
+		return FAIL("mmap at %p gave %p: %s", (void *)buf, again,
+			    strerror(errno)), 1;
+	memset(buf, 0x22, len);
+	OK(hcomm_put(w, me, 0, buf, len));
+	memset(want, 0x22, len);
+	SAME(win, want, len, "the put after munmap + mmap at the same address");
+	st0 = st;
+	OK(hcomm_comm_get_stats(comm, &st));
+	CHECK(st.rcache_stale == st0.rcache_stale + 1 &&
+	      st.rcache_hits == st0.rcache_hits, "after the remap: stale %"
+	      PRIu64 " -> %" PRIu64 ", hits %" PRIu64 " -> %" PRIu64,
+	      st0.rcache_stale, st.rcache_stale, st0.rcache_hits,
+	      st.rcache_hits);
+	OK(hcomm_get(w, me, 0, buf + 1, 100));
+	CHECK(buf[0] == 0x22 && buf[1] == 0x22, "a get into the new pages");
+
+	phase = "published";
+	OK(hcomm_comm_get_stats(comm, &st));
+	if (!dir) {
+		FAIL("HCOMM_STATS_DIR not set: run through run.sh");
+	} else {
+		snprintf(path, sizeof(path), "%s/hcomm-%d-%d-0.stats", dir,
+			 (int)getpid(), me);
+		fp = fopen(path, "r");
+		got = fp ? fread(&f, 1, sizeof(f), fp) : 0;
+		if (fp)
+			fclose(fp);
+		CHECK(got == sizeof(f) && f.magic == HCOMM_STATS_MAGIC &&
+		      f.version == HCOMM_STATS_VERSION && f.size == sizeof(f) &&
+		      f.pid == (int32_t)getpid() && f.rank == me &&
+		      f.world_size == np, "%s: %zu bytes, magic %#" PRIx64
+		      ", pid %d, rank %d", path, got, f.magic, f.pid, f.rank);
+		CHECK(!memcmp(&f.st, &st, sizeof(st)), "%s: hits %" PRIu64
+		      " misses %" PRIu64 " stale %" PRIu64 " entries %" PRIu64
+		      ", the library says %" PRIu64 "/%" PRIu64 "/%" PRIu64
+		      "/%" PRIu64, path, f.st.rcache_hits, f.st.rcache_misses,
+		      f.st.rcache_stale, f.st.rcache_entries, st.rcache_hits,
+		      st.rcache_misses, st.rcache_stale, st.rcache_entries);
+	}
+	OK(hcomm_win_free(w));
+	comm_down();
+	if (dir)
+		CHECK(access(path, F_OK) && errno == ENOENT,
+		      "%s left behind by hcomm_comm_destroy", path);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
 /* timeout: a rank never arrives                                       */
 /* ------------------------------------------------------------------ */
 
@@ -2404,6 +2505,8 @@ int main(int argc, char **argv)
 		ret = case_cbnest(mode);
 	else if (!strcmp(case_name, "colltimeout"))
 		ret = case_colltimeout();
+	else if (!strcmp(case_name, "rcache"))
+		ret = case_rcache();
 	else if (!strcmp(case_name, "fence"))
 		ret = case_fence();
 	else if (!strcmp(case_name, "errors"))

@@ -101,6 +101,8 @@ env-slurm-2|-n 2 -m slurm|basic --expect slurm
 env-pmi-2|-n 2 -m pmi|basic --expect pmi
 mpirun-4|mpirun|basic --expect ompi
 regcache-1|-n 1|regcache
+rcache-1|-n 1 -e HCOMM_STATS_DIR=/tmp|rcache
+rcache-nouring-1|-n 1 -e HCOMM_STATS_DIR=/tmp -e HCOMM_NO_URING=1|rcache
 "
 
 selected() {
