@@ -2,7 +2,10 @@
 /*
  * KUnit suite for the QoS scheduler of the transfer engine (hcomm_qos.c):
  * target shares, the byte split over many simulated chunks, fairness over
- * short windows, tie-breaking, activation and parameter changes.
+ * short windows, tie-breaking, activation and parameter changes; then the
+ * user level: users (uid) share the engine by weight before their
+ * contexts share the user's part, debt stays with the user, and min_rate
+ * admission is per user.
  *
  * Linked into hcomm_kunit.ko (which imports the KUnit test namespace);
  * needs hcomm.ko loaded first.
@@ -12,6 +15,8 @@
 #include <linux/math64.h>
 #include <linux/sizes.h>
 #include <linux/string.h>
+#include <linux/uidgid.h>
+#include <linux/slab.h>
 
 #include "../hcomm_qos.h"
 
@@ -524,6 +529,394 @@ static void hcomm_qos_wrap(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, k, 75);
 }
 
+/* ------------------------------------------------------------- users */
+
+#define QOS_USERS	3
+
+/* Classes c[i] attached to users u[uid[i]] (uids 1000 + index). */
+struct qos_usim {
+	struct hcomm_qos_sched s;
+	struct hcomm_qos_user u[QOS_USERS];
+	struct hcomm_qos_class c[QOS_NR];
+	unsigned int n;
+};
+
+static void qos_usim_attach(struct kunit *test, struct qos_usim *q,
+			    unsigned int i, unsigned int user)
+{
+	struct hcomm_qos_user *spare = &q->u[user];
+
+	hcomm_qos_class_init(&q->c[i]);
+	if (!list_empty(&spare->link) || spare->refs) {
+		/* the user exists: hand a fresh spare that must be left */
+		struct hcomm_qos_user other;
+
+		hcomm_qos_user_init(&other, spare->uid);
+		spare = &other;
+		hcomm_qos_attach(&q->s, &q->c[i], &spare);
+		KUNIT_EXPECT_PTR_EQ(test, spare, &other);
+	} else {
+		hcomm_qos_attach(&q->s, &q->c[i], &spare);
+		KUNIT_EXPECT_NULL(test, spare);
+	}
+	KUNIT_EXPECT_PTR_EQ(test, q->c[i].user, &q->u[user]);
+}
+
+/* @n classes; class i belongs to user @user[i]; none active. */
+static void qos_usim_init(struct kunit *test, struct qos_usim *q,
+			  unsigned int n, const unsigned int *user)
+{
+	unsigned int i;
+
+	hcomm_qos_sched_init(&q->s);
+	for (i = 0; i < QOS_USERS; i++)
+		hcomm_qos_user_init(&q->u[i], KUIDT_INIT(1000 + i));
+	for (i = 0; i < n; i++)
+		qos_usim_attach(test, q, i, user[i]);
+	q->n = n;
+}
+
+static int qos_uindex(struct kunit *test, struct qos_usim *q,
+		      struct hcomm_qos_class *c)
+{
+	KUNIT_ASSERT_NOT_NULL(test, c);
+	KUNIT_ASSERT_TRUE(test, c >= &q->c[0] && c < &q->c[q->n]);
+	KUNIT_ASSERT_TRUE(test, c->active);
+	return c - q->c;
+}
+
+static int qos_ustep(struct kunit *test, struct qos_usim *q, u64 bytes)
+{
+	struct hcomm_qos_class *c = hcomm_qos_pick(&q->s);
+	int i = qos_uindex(test, q, c);
+
+	hcomm_qos_charge(&q->s, c, bytes);
+	return i;
+}
+
+struct qos_user_case {
+	const char *name;
+	unsigned int n;
+	unsigned int user[QOS_NR];
+	u32 min[QOS_NR], max[QOS_NR], prio[QOS_NR];
+	u32 want[QOS_NR];	/* expected share of each class, ppm */
+};
+
+static const struct qos_user_case qos_user_cases[] = {
+	/* the case: 3 files of B buy B no more than 1 of A */
+	{ "1 default vs 3 default", 4, { 0, 1, 1, 1 }, { 0, 0, 0, 0 },
+	  { 100, 100, 100, 100 }, { 0, 0, 0, 0 },
+	  { 500000, 166666, 166666, 166666 } },
+	{ "1 vs 3, B with priorities", 4, { 0, 1, 1, 1 }, { 0, 0, 0, 0 },
+	  { 100, 100, 100, 100 }, { 0, 7, 7, 7 },
+	  { 500000, 166666, 166666, 166666 } },
+	{ "2 vs 2", 4, { 0, 0, 1, 1 }, { 0, 0, 0, 0 },
+	  { 100, 100, 100, 100 }, { 0, 0, 0, 0 },
+	  { 250000, 250000, 250000, 250000 } },
+	{ "three users, 1 + 2 + 1", 4, { 0, 1, 1, 2 }, { 0, 0, 0, 0 },
+	  { 100, 100, 100, 100 }, { 0, 0, 0, 0 },
+	  { 333333, 166666, 166666, 333333 } },
+	/* weights 60 : 1 at the user level */
+	{ "min 60 vs 3 default", 4, { 0, 1, 1, 1 }, { 60, 0, 0, 0 },
+	  { 100, 100, 100, 100 }, { 0, 0, 0, 0 },
+	  { 983607, 5464, 5464, 5464 } },
+	/* users 60 : 20; inside B 20 : 1 : 1 of 25 % */
+	{ "min 60 vs min 20 + 2 default", 4, { 0, 1, 1, 1 }, { 60, 20, 0, 0 },
+	  { 100, 100, 100, 100 }, { 0, 0, 0, 0 },
+	  { 750000, 227272, 11363, 11363 } },
+	/* B's classes capped at 10 each: B at most 30 */
+	{ "1 vs 3 capped at 10", 4, { 0, 1, 1, 1 }, { 0, 0, 0, 0 },
+	  { 100, 10, 10, 10 }, { 0, 0, 0, 0 },
+	  { 700000, 100000, 100000, 100000 } },
+	/* inside A: max 25 is of the engine, so A's other class gets 25 */
+	{ "A max 25 + default vs B", 3, { 0, 0, 1 }, { 0, 0, 0 },
+	  { 25, 100, 100 }, { 0, 0, 0 }, { 250000, 250000, 500000 } },
+	/* min_rates of one user together: 30 + 30 vs 1 */
+	{ "A 30 + 30 vs default", 3, { 0, 0, 1 }, { 30, 30, 0 },
+	  { 100, 100, 100 }, { 0, 0, 0 }, { 491803, 491803, 16393 } },
+	/* a single user: its classes share the whole engine */
+	{ "one user, 3 classes", 3, { 0, 0, 0 }, { 0, 0, 0 },
+	  { 100, 100, 100 }, { 0, 0, 0 }, { 333333, 333333, 333333 } },
+	/* a single user: caps scaled up to fill the engine */
+	{ "one user, max 20 and 30", 2, { 0, 0 }, { 0, 0 }, { 20, 30 },
+	  { 0, 0 }, { 400000, 600000 } },
+};
+
+static void qos_user_desc(const struct qos_user_case *c, char *desc)
+{
+	strscpy(desc, c->name, KUNIT_PARAM_DESC_SIZE);
+}
+
+KUNIT_ARRAY_PARAM(qos_user, qos_user_cases, qos_user_desc);
+
+static void qos_usim_setup(struct kunit *test, struct qos_usim *q,
+			   const struct qos_user_case *p)
+{
+	unsigned int i;
+
+	qos_usim_init(test, q, p->n, p->user);
+	for (i = 0; i < p->n; i++) {
+		KUNIT_EXPECT_EQ(test, hcomm_qos_admit(&q->s, &q->c[i],
+						      p->min[i], 100), 0);
+		hcomm_qos_set(&q->s, &q->c[i], p->min[i], p->max[i],
+			      p->prio[i]);
+	}
+	for (i = 0; i < p->n; i++)
+		hcomm_qos_activate(&q->s, &q->c[i]);
+}
+
+/*
+ * Users first, then their classes: 100000 chunks split as the two-level
+ * shares say, and every window of 100 picks holds each class within 2
+ * chunks of its share and each user within 2 chunks of its own.
+ */
+static void hcomm_qos_users(struct kunit *test)
+{
+	const struct qos_user_case *p = test->param_value;
+	unsigned int count[QOS_NR] = {}, k, i;
+	u64 bytes[QOS_NR] = {};
+	u8 ring[QOS_WINDOW];
+	struct qos_usim q;
+
+	qos_usim_setup(test, &q, p);
+	for (i = 0; i < p->n; i++)
+		KUNIT_EXPECT_EQ_MSG(test, hcomm_qos_share(&q.s, &q.c[i]),
+				    DIV_ROUND_CLOSEST(p->want[i], QOS_PCT),
+				    "class %u", i);
+	for (k = 0; k < QOS_CHUNKS; k++) {
+		i = qos_ustep(test, &q, QOS_CHUNK);
+		bytes[i] += QOS_CHUNK;
+		if (k >= QOS_WINDOW)
+			count[ring[k % QOS_WINDOW]]--;
+		ring[k % QOS_WINDOW] = i;
+		count[i]++;
+		if (k + 1 < QOS_WINDOW || k > 20000)
+			continue;
+		for (i = 0; i < p->n; i++) {
+			u32 want = p->want[i] * QOS_WINDOW;
+			u32 have = count[i] * HCOMM_QOS_SCALE;
+			u32 tol = QOS_WINDOW_TOL * HCOMM_QOS_SCALE;
+
+			KUNIT_ASSERT_LE_MSG(test, have, want + tol,
+					    "class %u: %u of %u picks ending at %u",
+					    i, count[i], QOS_WINDOW, k);
+			KUNIT_ASSERT_GE_MSG(test, have + tol, want,
+					    "class %u: %u of %u picks ending at %u",
+					    i, count[i], QOS_WINDOW, k);
+		}
+	}
+	qos_expect_split(test, bytes, p->n, p->want);
+	for (i = 0; i < p->n; i++) {
+		KUNIT_EXPECT_EQ(test, q.c[i].served, bytes[i]);
+		KUNIT_EXPECT_GE_MSG(test, div64_u64(bytes[i] * HCOMM_QOS_SCALE,
+						    QOS_CHUNKS * QOS_CHUNK) +
+				    QOS_TOL, p->min[i] * QOS_PCT,
+				    "class %u below its min_rate", i);
+	}
+}
+
+/*
+ * The issue's case step by step: A alone has the engine; B's three
+ * classes arriving one by one never take more than half from A; B's
+ * classes leaving one by one give B's remaining ones B's whole half.
+ */
+static void hcomm_qos_users_churn(struct kunit *test)
+{
+	static const unsigned int user[] = { 0, 1, 1, 1 };
+	unsigned int a, nb, k, i;
+	struct qos_usim q;
+
+	qos_usim_init(test, &q, 4, user);
+	hcomm_qos_activate(&q.s, &q.c[0]);
+	for (k = 0; k < 100; k++)
+		KUNIT_EXPECT_EQ(test, qos_ustep(test, &q, QOS_CHUNK), 0);
+	for (nb = 1; nb <= 3; nb++) {
+		hcomm_qos_activate(&q.s, &q.c[nb]);
+		KUNIT_EXPECT_EQ(test, hcomm_qos_share(&q.s, &q.c[0]), 50);
+		KUNIT_EXPECT_EQ(test, hcomm_qos_share(&q.s, &q.u[1].top), 50);
+		for (a = 0, k = 0; k < 600; k++)
+			a += qos_ustep(test, &q, QOS_CHUNK) == 0;
+		KUNIT_EXPECT_EQ_MSG(test, a, 300, "%u classes of B", nb);
+	}
+	for (nb = 3; nb >= 1; nb--) {
+		unsigned int cnt[QOS_NR] = {};
+
+		for (k = 0; k < 600; k++)
+			cnt[qos_ustep(test, &q, QOS_CHUNK)]++;
+		KUNIT_EXPECT_EQ_MSG(test, cnt[0], 300, "%u classes of B", nb);
+		for (i = 1; i <= nb; i++)
+			KUNIT_EXPECT_EQ_MSG(test, cnt[i], 300 / nb,
+					    "class %u of %u", i, nb);
+		hcomm_qos_deactivate(&q.s, &q.c[nb]);
+	}
+	KUNIT_EXPECT_FALSE(test, q.u[1].top.active);
+	KUNIT_EXPECT_EQ(test, q.s.nr_active, 1);
+	KUNIT_EXPECT_EQ(test, hcomm_qos_share(&q.s, &q.c[0]), 100);
+}
+
+/*
+ * Service a user received beyond its share stays owed when the class
+ * that got it goes away and another class of the same user comes: A
+ * gets the next 99 chunks, as if B's class had come straight back.
+ */
+static void hcomm_qos_users_debt(struct kunit *test)
+{
+	static const unsigned int user[] = { 0, 1, 1 };
+	struct hcomm_qos_user *gone;
+	struct qos_usim q;
+	int k;
+
+	qos_usim_init(test, &q, 3, user);
+	hcomm_qos_activate(&q.s, &q.c[0]);
+	hcomm_qos_activate(&q.s, &q.c[1]);
+	KUNIT_EXPECT_EQ(test, qos_ustep(test, &q, QOS_CHUNK), 0);
+	KUNIT_EXPECT_EQ(test, qos_ustep(test, &q, 100 * QOS_CHUNK), 1);
+	gone = hcomm_qos_detach(&q.s, &q.c[1]);
+	KUNIT_EXPECT_NULL(test, gone);		/* c[2] still holds B */
+	hcomm_qos_activate(&q.s, &q.c[2]);
+	for (k = 0; k < 99; k++)
+		KUNIT_EXPECT_EQ_MSG(test, qos_ustep(test, &q, QOS_CHUNK), 0,
+				    "pick %d", k);
+	KUNIT_EXPECT_EQ(test, qos_ustep(test, &q, QOS_CHUNK), 0);
+	KUNIT_EXPECT_EQ(test, qos_ustep(test, &q, QOS_CHUNK), 2);
+}
+
+/* A user's priority is its highest class's: it wins ties between users. */
+static void hcomm_qos_users_priority(struct kunit *test)
+{
+	static const unsigned int user[] = { 0, 1, 1 };
+	struct qos_usim q;
+	int k;
+
+	qos_usim_init(test, &q, 3, user);
+	hcomm_qos_set(&q.s, &q.c[2], 0, 100, 4);
+	hcomm_qos_activate(&q.s, &q.c[0]);
+	hcomm_qos_activate(&q.s, &q.c[1]);
+	hcomm_qos_activate(&q.s, &q.c[2]);
+	KUNIT_EXPECT_EQ(test, q.u[1].top.priority, 0);	/* not yet computed */
+	/* ties between A and B go to B; inside B to c[2] */
+	KUNIT_EXPECT_EQ(test, qos_ustep(test, &q, QOS_CHUNK), 2);
+	KUNIT_EXPECT_EQ(test, q.u[1].top.priority, 4);
+	KUNIT_EXPECT_EQ(test, qos_ustep(test, &q, QOS_CHUNK), 0);
+	for (k = 0; k < 10; k++)
+		qos_ustep(test, &q, QOS_CHUNK);
+	hcomm_qos_deactivate(&q.s, &q.c[2]);
+	KUNIT_EXPECT_EQ(test, hcomm_qos_share(&q.s, &q.u[1].top), 50);
+	KUNIT_EXPECT_EQ(test, q.u[1].top.priority, 0);
+}
+
+/*
+ * Admission: a user's min_rates together stay within its limit (EPERM),
+ * everybody's within 100 (ENOSPC); lowering is always allowed; detaching
+ * gives a class's reservation back, and the last class of a user hands
+ * the user back to be freed.
+ */
+static void hcomm_qos_users_admission(struct kunit *test)
+{
+	static const unsigned int user[] = { 0, 0, 1, 1 };
+	struct qos_usim q;
+
+	qos_usim_init(test, &q, 4, user);
+	KUNIT_EXPECT_EQ(test, q.u[0].refs, 2);
+	KUNIT_EXPECT_EQ(test, q.u[1].refs, 2);
+
+	/* user 0, unprivileged with an allowance of 30 */
+	KUNIT_EXPECT_EQ(test, hcomm_qos_admit(&q.s, &q.c[0], 31, 30), -EPERM);
+	KUNIT_EXPECT_EQ(test, hcomm_qos_admit(&q.s, &q.c[0], 20, 30), 0);
+	hcomm_qos_set(&q.s, &q.c[0], 20, 100, 0);
+	KUNIT_EXPECT_EQ(test, hcomm_qos_admit(&q.s, &q.c[1], 11, 30), -EPERM);
+	KUNIT_EXPECT_EQ(test, hcomm_qos_admit(&q.s, &q.c[1], 10, 30), 0);
+	hcomm_qos_set(&q.s, &q.c[1], 10, 100, 0);
+	KUNIT_EXPECT_EQ(test, q.u[0].min_sum, 30);
+	/* re-setting its own value does not count it twice */
+	KUNIT_EXPECT_EQ(test, hcomm_qos_admit(&q.s, &q.c[0], 20, 30), 0);
+	KUNIT_EXPECT_EQ(test, hcomm_qos_admit(&q.s, &q.c[0], 21, 30), -EPERM);
+	/* the allowance lowered to 0: lowering is still fine */
+	KUNIT_EXPECT_EQ(test, hcomm_qos_admit(&q.s, &q.c[0], 5, 0), 0);
+	KUNIT_EXPECT_EQ(test, hcomm_qos_admit(&q.s, &q.c[0], 21, 100), 0);
+
+	/* user 1, privileged: only the engine's 100 binds */
+	KUNIT_EXPECT_EQ(test, hcomm_qos_admit(&q.s, &q.c[2], 71, 100), -ENOSPC);
+	KUNIT_EXPECT_EQ(test, hcomm_qos_admit(&q.s, &q.c[2], 70, 100), 0);
+	hcomm_qos_set(&q.s, &q.c[2], 70, 100, 0);
+	KUNIT_EXPECT_EQ(test, q.s.min_sum, 100);
+	KUNIT_EXPECT_EQ(test, hcomm_qos_admit(&q.s, &q.c[3], 1, 100), -ENOSPC);
+	KUNIT_EXPECT_EQ(test, hcomm_qos_admit(&q.s, &q.c[1], 11, 100), -ENOSPC);
+
+	/* the guarantees hold with everything active */
+	hcomm_qos_activate(&q.s, &q.c[0]);
+	hcomm_qos_activate(&q.s, &q.c[1]);
+	hcomm_qos_activate(&q.s, &q.c[2]);
+	hcomm_qos_activate(&q.s, &q.c[3]);
+	KUNIT_EXPECT_EQ(test, hcomm_qos_share(&q.s, &q.c[0]), 20);
+	KUNIT_EXPECT_EQ(test, hcomm_qos_share(&q.s, &q.c[1]), 10);
+	KUNIT_EXPECT_EQ(test, hcomm_qos_share(&q.s, &q.c[2]), 70);
+	KUNIT_EXPECT_EQ(test, q.c[3].share, 1);
+
+	/* detaching gives back; the last class returns its user */
+	KUNIT_EXPECT_NULL(test, hcomm_qos_detach(&q.s, &q.c[0]));
+	KUNIT_EXPECT_EQ(test, q.u[0].min_sum, 10);
+	KUNIT_EXPECT_EQ(test, q.s.min_sum, 80);
+	KUNIT_EXPECT_EQ(test, q.u[0].refs, 1);
+	KUNIT_EXPECT_FALSE(test, q.c[0].active);
+	KUNIT_EXPECT_EQ(test, hcomm_qos_admit(&q.s, &q.c[3], 20, 100), 0);
+	KUNIT_EXPECT_PTR_EQ(test, hcomm_qos_detach(&q.s, &q.c[1]), &q.u[0]);
+	KUNIT_EXPECT_TRUE(test, list_empty(&q.u[0].link));
+	KUNIT_EXPECT_FALSE(test, q.u[0].top.active);
+	KUNIT_EXPECT_EQ(test, q.s.min_sum, 70);
+	KUNIT_EXPECT_NULL(test, hcomm_qos_detach(&q.s, &q.c[2]));
+	KUNIT_EXPECT_PTR_EQ(test, hcomm_qos_detach(&q.s, &q.c[3]), &q.u[1]);
+	KUNIT_EXPECT_EQ(test, q.s.min_sum, 0);
+	KUNIT_EXPECT_EQ(test, q.s.nr_active, 0);
+	KUNIT_EXPECT_TRUE(test, list_empty(&q.s.users));
+	KUNIT_EXPECT_NULL(test, hcomm_qos_pick(&q.s));
+	/* detaching twice is harmless */
+	KUNIT_EXPECT_NULL(test, hcomm_qos_detach(&q.s, &q.c[3]));
+}
+
+/* A class of no user is its own user: admission counts its min_rate alone. */
+static void hcomm_qos_admit_solo(struct kunit *test)
+{
+	struct qos_sim q;
+
+	qos_sim_init(&q, 2);
+	KUNIT_EXPECT_EQ(test, hcomm_qos_admit(&q.s, &q.c[0], 10, 5), -EPERM);
+	KUNIT_EXPECT_EQ(test, hcomm_qos_admit(&q.s, &q.c[0], 5, 5), 0);
+	hcomm_qos_set(&q.s, &q.c[0], 60, 100, 0);
+	KUNIT_EXPECT_EQ(test, hcomm_qos_admit(&q.s, &q.c[1], 41, 100), -ENOSPC);
+	KUNIT_EXPECT_EQ(test, hcomm_qos_admit(&q.s, &q.c[1], 40, 100), 0);
+	KUNIT_EXPECT_NULL(test, hcomm_qos_detach(&q.s, &q.c[0]));
+	KUNIT_EXPECT_EQ(test, q.s.min_sum, 0);
+}
+
+/* An allocated user: attach takes it, the last detach hands it back. */
+static void hcomm_qos_users_alloc(struct kunit *test)
+{
+	struct hcomm_qos_user *spare, *gone;
+	struct hcomm_qos_class a, b;
+	struct hcomm_qos_sched s;
+
+	hcomm_qos_sched_init(&s);
+	hcomm_qos_class_init(&a);
+	hcomm_qos_class_init(&b);
+	spare = hcomm_qos_user_alloc(KUIDT_INIT(7), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, spare);
+	hcomm_qos_attach(&s, &a, &spare);
+	KUNIT_EXPECT_NULL(test, spare);
+	spare = hcomm_qos_user_alloc(KUIDT_INIT(7), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, spare);
+	hcomm_qos_attach(&s, &b, &spare);
+	KUNIT_EXPECT_NOT_NULL(test, spare);
+	KUNIT_EXPECT_PTR_EQ(test, a.user, b.user);
+	hcomm_qos_user_free(spare);
+	hcomm_qos_activate(&s, &a);
+	KUNIT_EXPECT_NULL(test, hcomm_qos_detach(&s, &a));
+	gone = hcomm_qos_detach(&s, &b);
+	KUNIT_EXPECT_NOT_NULL(test, gone);
+	KUNIT_EXPECT_TRUE(test, list_empty(&s.users));
+	hcomm_qos_user_free(gone);
+}
+
 /* ---------------------------------------------------------- validation */
 
 struct qos_validate_case {
@@ -608,6 +1001,13 @@ static struct kunit_case hcomm_qos_cases[] = {
 	KUNIT_CASE(hcomm_qos_chunk_sizes),
 	KUNIT_CASE(hcomm_qos_huge_charge),
 	KUNIT_CASE(hcomm_qos_wrap),
+	KUNIT_CASE_PARAM(hcomm_qos_users, qos_user_gen_params),
+	KUNIT_CASE(hcomm_qos_users_churn),
+	KUNIT_CASE(hcomm_qos_users_debt),
+	KUNIT_CASE(hcomm_qos_users_priority),
+	KUNIT_CASE(hcomm_qos_users_admission),
+	KUNIT_CASE(hcomm_qos_admit_solo),
+	KUNIT_CASE(hcomm_qos_users_alloc),
 	{}
 };
 
