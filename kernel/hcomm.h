@@ -274,6 +274,15 @@ struct hcomm_umem {
  * @vmap:     dma-buf regions: the exporter's kernel mapping of the whole
  *            buffer, taken by the first transfer (system memory only).
  * @vmapped:  @vmap is valid: transfers may copy with the CPU.
+ * @revoked:  the region left its context's table (DEREG, close): other
+ *            contexts' transfers stop at their next chunk.
+ * @acc_rev:  revision of who may use the region: bumped (under
+ *            hcomm_revoke_lock) by GRANT and by revocation.
+ * @foreign:  chunks of other contexts being copied now, by the parity of
+ *            the @acc_rev they were checked against (an SRCU-like pair):
+ *            a revoker bumps @acc_rev and waits for the old parity to
+ *            drain, so once DEREG or GRANT returns no transfer of another
+ *            context touches the region under the old rights.
  */
 struct hcomm_region {
 	struct kref ref;
@@ -299,6 +308,9 @@ struct hcomm_region {
 	struct sg_table *sgt;
 	struct iosys_map vmap;
 	bool vmapped;
+	bool revoked;
+	atomic_t acc_rev;
+	atomic_t foreign[2];
 };
 
 /*
@@ -366,8 +378,13 @@ u64 hcomm_key_new(void);
 void hcomm_key_publish(struct hcomm_region *r);
 void hcomm_key_revoke(struct hcomm_region *r);
 struct hcomm_region *hcomm_key_lookup(struct hcomm_ctx *ctx, u64 key,
-				      u32 need);
+				      u32 need, u32 *rev);
 int hcomm_grant(struct hcomm_ctx *ctx, struct hcomm_grant *arg);
+void hcomm_region_revoke(struct hcomm_region *r);
+int hcomm_region_enter(struct hcomm_region *r, const struct hcomm_ctx *ctx,
+		       kuid_t euid, u32 need, u32 *rev);
+void hcomm_region_exit(struct hcomm_region *r, const struct hcomm_ctx *ctx,
+		       u32 rev);
 
 /* hcomm_db.c */
 int hcomm_db_ensure(struct hcomm_ctx *ctx);

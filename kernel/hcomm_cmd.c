@@ -11,7 +11,8 @@
  * The rule of io_uring's non-blocking issue (IO_URING_F_NONBLOCK, under the
  * ring's uring_lock): nothing sleeps there.  Commands that may sleep
  * (pinning, dma-buf import and mapping, unpinning, long extent copies,
- * SET_CTX's cache trim) answer -EAGAIN before reading their payload;
+ * SET_CTX's cache trim, GRANT and DEREG waiting for other contexts'
+ * chunks in flight) answer -EAGAIN before reading their payload;
  * io_uring copies the SQE and reissues them from an io-wq worker, which may
  * block, and they complete synchronously there.  XFER answers -EAGAIN only
  * for a dma-buf not yet mapped or still fenced.  XFER, FENCE and DB_WAIT
@@ -188,6 +189,7 @@ static int hcomm_query_extents(const struct hcomm_region *r,
 	pg_end = pg0 + r->nr_pages;
 	if (first >= nr)
 		return 0;
+	first = array_index_nospec(first, nr);
 	n = min_t(u64, max, nr - first);
 	for (i = 0; i < n; i++) {
 		const struct hcomm_vat_extent *e = &vat->ext[idx0 + first + i];
@@ -354,7 +356,7 @@ static const struct hcomm_cmd_desc hcomm_cmds[HCOMM_NR_CMDS] = {
 	[_IOC_NR(HCOMM_CMD_DB_WAIT)] = {
 		HCOMM_CMD_DB_WAIT, false, hcomm_cmd_db_wait },
 	[_IOC_NR(HCOMM_CMD_GRANT)] = {
-		HCOMM_CMD_GRANT, false, hcomm_cmd_grant },
+		HCOMM_CMD_GRANT, true, hcomm_cmd_grant },
 	[_IOC_NR(HCOMM_CMD_SET_QOS)] = {
 		HCOMM_CMD_SET_QOS, false, hcomm_cmd_set_qos },
 	[_IOC_NR(HCOMM_CMD_SET_CTX)] = {

@@ -16,6 +16,7 @@
 #include <linux/slab.h>
 #include <linux/io.h>
 #include <linux/fs.h>
+#include <linux/nospec.h>
 
 #include "hcomm.h"
 #include "hcomm_compat.h"
@@ -130,7 +131,7 @@ int hcomm_db_check(struct hcomm_ctx *ctx, u32 index)
  */
 void hcomm_db_signal(struct hcomm_ctx *ctx, u32 index, u64 value, bool set)
 {
-	atomic64_t *db = &ctx->db[index];
+	atomic64_t *db = &ctx->db[array_index_nospec(index, ctx->nr_db)];
 
 	if (set)
 		atomic64_set_release(db, value);
@@ -155,7 +156,13 @@ static int hcomm_mmap_doorbells(struct hcomm_ctx *ctx,
 		return ret;
 	if (len > (unsigned long)ctx->db_npages << PAGE_SHIFT)
 		return -EINVAL;
-	hcomm_vm_flags_set(vma, VM_DONTCOPY | VM_DONTEXPAND | VM_DONTDUMP);
+	/*
+	 * VM_IO as well: madvise(MADV_DOFORK) refuses VM_IO mappings, so the
+	 * doorbells really are never inherited by a fork() child; GUP refuses
+	 * them too, so they cannot be registered as a region.
+	 */
+	hcomm_vm_flags_set(vma, VM_DONTCOPY | VM_DONTEXPAND | VM_DONTDUMP |
+			   VM_IO);
 	num = len >> PAGE_SHIFT;
 	return vm_insert_pages(vma, vma->vm_start, ctx->db_pages, &num);
 }

@@ -11,6 +11,8 @@
 #include <linux/spinlock.h>
 #include <linux/cred.h>
 #include <linux/err.h>
+#include <linux/mutex.h>
+#include <linux/wait_bit.h>
 #include <kunit/visibility.h>
 
 #include "hcomm.h"
@@ -19,6 +21,8 @@
 
 static DEFINE_HASHTABLE(hcomm_keys, HCOMM_KEY_BITS);
 static DEFINE_SPINLOCK(hcomm_keys_lock);	/* protects hcomm_keys */
+/* Serialises changes of any region's acc_rev (GRANT, revocation). */
+static DEFINE_MUTEX(hcomm_revoke_lock);
 
 /**
  * hcomm_key_new() - draw a fresh non-zero random key.
@@ -81,7 +85,7 @@ void hcomm_key_revoke(struct hcomm_region *r)
  * owner's grant and the region's REMOTE_* flags.
  */
 static int hcomm_key_allowed(const struct hcomm_region *r,
-			     const struct hcomm_ctx *ctx, u32 need)
+			     const struct hcomm_ctx *ctx, u32 need, kuid_t euid)
 {
 	u32 remote = need == HCOMM_ACCESS_LOCAL_WRITE ?
 		     HCOMM_ACCESS_REMOTE_WRITE : HCOMM_ACCESS_REMOTE_READ;
@@ -100,8 +104,7 @@ static int hcomm_key_allowed(const struct hcomm_region *r,
 		return 0;
 	case HCOMM_GRANT_SAME_UID:
 	case HCOMM_GRANT_UID:
-		return uid_eq(current_euid(), hcomm_grant_uid(grant)) ?
-		       0 : -EACCES;
+		return uid_eq(euid, hcomm_grant_uid(grant)) ? 0 : -EACCES;
 	default:
 		return -EACCES;
 	}
@@ -113,13 +116,15 @@ static int hcomm_key_allowed(const struct hcomm_region *r,
  * @key:  key from REG_MEM / REG_DMABUF, possibly of another context.
  * @need: HCOMM_ACCESS_REMOTE_READ (source) or HCOMM_ACCESS_LOCAL_WRITE
  *        (destination).
+ * @rev:  the region's access revision the check was made against, for
+ *        hcomm_region_enter().
  *
  * Return: the region with a reference, ERR_PTR(-ENOENT) when no live
  * region has the key (a revoked key and a guessed one look the same), or
  * ERR_PTR(-EACCES) when the caller may not use it so.
  */
 struct hcomm_region *hcomm_key_lookup(struct hcomm_ctx *ctx, u64 key,
-				      u32 need)
+				      u32 need, u32 *rev)
 {
 	struct hcomm_region *r, *found = NULL;
 	int ret;
@@ -134,12 +139,34 @@ struct hcomm_region *hcomm_key_lookup(struct hcomm_ctx *ctx, u64 key,
 	spin_unlock(&hcomm_keys_lock);
 	if (!found)
 		return ERR_PTR(-ENOENT);
-	ret = hcomm_key_allowed(found, ctx, need);
+	/* The revision first: a GRANT after this is seen at the first chunk. */
+	*rev = atomic_read_acquire(&found->acc_rev);
+	ret = READ_ONCE(found->revoked) ? -ENOENT :
+	      hcomm_key_allowed(found, ctx, need, current_euid());
 	if (ret) {
 		hcomm_region_put(found);
 		return ERR_PTR(ret);
 	}
 	return found;
+}
+
+/*
+ * Publish a change of who may use @r and wait until no chunk of another
+ * context checked against the old rights is still being copied.  Chunks
+ * that count themselves after the bump see the new revision and check
+ * again.  hcomm_revoke_lock held: one change at a time, so the parity
+ * that drains holds every chunk of the previous revision.
+ */
+static void hcomm_region_fence(struct hcomm_region *r)
+{
+	u32 old;
+
+	lockdep_assert_held(&hcomm_revoke_lock);
+	old = atomic_fetch_inc(&r->acc_rev);
+	/* Pairs with hcomm_region_enter(): bump, then read the counts. */
+	smp_mb__after_atomic();
+	wait_var_event(&r->foreign[old & 1],
+		       !atomic_read(&r->foreign[old & 1]));
 }
 
 /**
@@ -181,7 +208,85 @@ int hcomm_grant(struct hcomm_ctx *ctx, struct hcomm_grant *arg)
 		return -EINVAL;
 	}
 	/* scope, access and uid in one store: a reader sees old or new */
+	mutex_lock(&hcomm_revoke_lock);
 	WRITE_ONCE(r->grant, hcomm_grant_word(arg->scope, arg->access, uid));
+	hcomm_region_fence(r);
+	mutex_unlock(&hcomm_revoke_lock);
 	hcomm_region_put(r);
 	return 0;
+}
+
+/**
+ * hcomm_region_revoke() - no other context may use @r from now on.
+ * @r: a region that just left its context's table (key revoked).
+ *
+ * Returns once every chunk another context was copying under the old
+ * rights has landed; their transfers end at the next chunk with -ENOENT.
+ */
+void hcomm_region_revoke(struct hcomm_region *r)
+{
+	mutex_lock(&hcomm_revoke_lock);
+	WRITE_ONCE(r->revoked, true);
+	hcomm_region_fence(r);
+	mutex_unlock(&hcomm_revoke_lock);
+}
+
+/**
+ * hcomm_region_enter() - may a chunk of a transfer of @ctx touch @r now?
+ * @r:    source or destination of the transfer.
+ * @ctx:  the transfer's context.
+ * @euid: the submitter's effective uid.
+ * @need: as for hcomm_key_lookup().
+ * @rev:  in: the revision last checked; out: the one now held.
+ *
+ * The owner always may.  For another context the chunk is counted in
+ * @r->foreign under the current revision, and the rights are checked
+ * again if the revision moved.  A successful enter is paired with
+ * hcomm_region_exit() once the chunk landed.
+ *
+ * Return: 0, -ENOENT (revoked) or -EACCES (no longer granted).
+ */
+int hcomm_region_enter(struct hcomm_region *r, const struct hcomm_ctx *ctx,
+		       kuid_t euid, u32 need, u32 *rev)
+{
+	u32 now;
+	int ret;
+
+	if (r->ctx == ctx)
+		return 0;
+	for (;;) {
+		now = atomic_read(&r->acc_rev);
+		atomic_inc(&r->foreign[now & 1]);
+		/* Pairs with hcomm_region_fence(): count, then read the rights. */
+		smp_mb__after_atomic();
+		if (atomic_read(&r->acc_rev) == now)
+			break;
+		if (atomic_dec_and_test(&r->foreign[now & 1]))
+			wake_up_var(&r->foreign[now & 1]);
+	}
+	if (now != *rev) {
+		ret = READ_ONCE(r->revoked) ? -ENOENT :
+		      hcomm_key_allowed(r, ctx, need, euid);
+		if (ret) {
+			hcomm_region_exit(r, ctx, now);
+			return ret;
+		}
+		*rev = now;
+	}
+	return 0;
+}
+
+/**
+ * hcomm_region_exit() - a chunk entered with hcomm_region_enter() landed.
+ * @r:   the region.
+ * @ctx: the transfer's context.
+ * @rev: the revision hcomm_region_enter() returned in *rev.
+ */
+void hcomm_region_exit(struct hcomm_region *r, const struct hcomm_ctx *ctx,
+		       u32 rev)
+{
+	if (r->ctx == ctx)
+		return;
+	if (atomic_dec_and_test(&r->foreign[rev & 1]))
+		wake_up_var(&r->foreign[rev & 1]);
 }

@@ -17,6 +17,8 @@
  * the address.  Every function here may sleep, except the notifier.
  */
 #include <linux/mm.h>
+#include <linux/backing-dev.h>
+#include <linux/pagemap.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
@@ -155,6 +157,46 @@ static int hcomm_umem_record(struct hcomm_umem *um, struct page **pages, int n)
  * Pin the pages of @um in batches.  On failure the pages pinned so far are
  * in um->vat and the caller unpins them with hcomm_umem_unpin().
  */
+/*
+ * Would writing through a long-term pin of @pages bypass the page cache's
+ * dirty tracking?  True for file pages whose mapping writes back (ext4,
+ * xfs, ...: a MAP_SHARED file mapping); anonymous, shmem/memfd, hugetlb
+ * and ramfs pages are fine.  Checked on what was pinned, so no race with
+ * a concurrent mmap() can slip a file page in.
+ */
+static bool hcomm_pages_need_writeback(struct page **pages, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		struct folio *folio = page_folio(pages[i]);
+		struct address_space *mapping;
+
+		if (folio_test_anon(folio))
+			continue;
+		mapping = folio_mapping(folio);
+		if (mapping && mapping_can_writeback(mapping))
+			return true;
+	}
+	return false;
+}
+
+/* Is @addr in a MAP_SHARED mapping of a file that writes back? */
+static bool hcomm_addr_file_shared(unsigned long addr)
+{
+	struct mm_struct *mm = current->mm;
+	struct vm_area_struct *vma;
+	bool ret = false;
+
+	mmap_read_lock(mm);
+	vma = vma_lookup(mm, addr);
+	if (vma && vma->vm_file && (vma->vm_flags & VM_SHARED) &&
+	    mapping_can_writeback(vma->vm_file->f_mapping))
+		ret = true;
+	mmap_read_unlock(mm);
+	return ret;
+}
+
 static int hcomm_umem_pin(struct hcomm_umem *um)
 {
 	unsigned int gup_flags = FOLL_LONGTERM;
@@ -176,6 +218,16 @@ static int hcomm_umem_pin(struct hcomm_umem *um)
 					  gup_flags, pages);
 		if (ret <= 0) {
 			ret = ret ? ret : -EFAULT;
+			/* kernels whose GUP refuses these say EFAULT */
+			if (ret == -EFAULT && um->writable &&
+			    hcomm_addr_file_shared(um->start + done * PAGE_SIZE))
+				ret = -EOPNOTSUPP;
+			break;
+		}
+		/* What io_uring and newer GUP refuse: EOPNOTSUPP, as they do. */
+		if (um->writable && hcomm_pages_need_writeback(pages, ret)) {
+			unpin_user_pages(pages, ret);
+			ret = -EOPNOTSUPP;
 			break;
 		}
 		atomic64_add(ret, &hcomm_stats.pinned_pages);
@@ -568,6 +620,8 @@ static struct hcomm_region *hcomm_region_unlink(struct hcomm_ctx *ctx, u32 id,
 	spin_lock(&ctx->inval_lock);
 	hcomm_gen_bump(ctx, r->id);
 	spin_unlock(&ctx->inval_lock);
+	/* No other context's transfer touches it once this returns. */
+	hcomm_region_revoke(r);
 	return r;
 }
 

@@ -43,6 +43,8 @@
 #include <linux/dma-buf.h>
 #include <linux/dma-resv.h>
 #include <linux/capability.h>
+#include <linux/cred.h>
+#include <linux/nospec.h>
 
 #include "hcomm.h"
 #include "hcomm_compat.h"
@@ -72,8 +74,11 @@ enum hcomm_op_kind {
  * @tag:       user tag for CANCEL.
  * @seq:       transfers: submission order; fences: last transfer covered.
  * @x:         transfer state; the engine lock protects @x.next,
- *             @x.inflight, @x.finishing and @x.qnode; ctx->op_lock
- *             @x.ended.
+ *             @x.inflight, @x.finishing, @x.err and @x.qnode; ctx->op_lock
+ *             @x.ended.  @x.src_rev and @x.dst_rev (the access revisions
+ *             the regions were last checked against) belong to the chunk
+ *             being copied: chunks of one transfer may run on several
+ *             workers, so each chunk checks against its own copy.
  * @w:         DB_WAIT state.
  */
 struct hcomm_op {
@@ -95,6 +100,10 @@ struct hcomm_op {
 			struct hcomm_region *src;
 			struct hcomm_region *dst;
 			struct hcomm_ctx *db_ctx;
+			kuid_t euid;
+			u32 src_rev;
+			u32 dst_rev;
+			int err;
 			u64 src_off;
 			u64 dst_off;
 			u64 len;
@@ -443,6 +452,9 @@ static void hcomm_xfer_end(struct hcomm_op *op)
 			hcomm_db_signal(op->x.db_ctx, op->x.db_index,
 					op->x.db_value,
 					op->x.flags & HCOMM_XFER_DB_SET);
+	} else if (op->x.err) {
+		op->res = op->x.err;
+		atomic64_inc(&hcomm_stats.xfer_failed);
 	} else {
 		op->res = -ECANCELED;
 		atomic64_inc(&hcomm_stats.xfer_cancelled);
@@ -541,11 +553,64 @@ static void hcomm_chunk_done(struct hcomm_op *op, u64 n)
 		hcomm_xfer_end(op);
 }
 
+/*
+ * May the next chunk of @op touch its regions?  Rights of another
+ * context's region are checked again when they changed since the last
+ * chunk (GRANT, DEREG, close); the chunk is counted until
+ * hcomm_xfer_exit(), so a revoker waits for it.  *@srev and *@drev are
+ * the revisions this chunk holds.
+ */
+static int hcomm_xfer_enter(struct hcomm_op *op, u32 *srev, u32 *drev)
+{
+	int ret;
+
+	*srev = READ_ONCE(op->x.src_rev);
+	*drev = READ_ONCE(op->x.dst_rev);
+	ret = hcomm_region_enter(op->x.src, op->ctx, op->x.euid,
+				 HCOMM_ACCESS_REMOTE_READ, srev);
+	if (ret)
+		return ret;
+	ret = hcomm_region_enter(op->x.dst, op->ctx, op->x.euid,
+				 HCOMM_ACCESS_LOCAL_WRITE, drev);
+	if (ret) {
+		hcomm_region_exit(op->x.src, op->ctx, *srev);
+		return ret;
+	}
+	/* later chunks start from what this one found */
+	WRITE_ONCE(op->x.src_rev, *srev);
+	WRITE_ONCE(op->x.dst_rev, *drev);
+	return 0;
+}
+
+static void hcomm_xfer_exit(struct hcomm_op *op, u32 srev, u32 drev)
+{
+	hcomm_region_exit(op->x.dst, op->ctx, drev);
+	hcomm_region_exit(op->x.src, op->ctx, srev);
+}
+
+/*
+ * The rights to a region of @op were withdrawn: this chunk copies nothing,
+ * no further chunk is handed out, and the transfer ends with @err once the
+ * chunks in flight have landed.
+ */
+static void hcomm_chunk_fail(struct hcomm_op *op, int err)
+{
+	spin_lock(&hcomm_engine.lock);
+	if (!op->x.err)
+		op->x.err = err;
+	op->cancelled = true;
+	list_del_init(&op->x.qnode);
+	spin_unlock(&hcomm_engine.lock);
+	hcomm_chunk_done(op, 0);
+}
+
 static void hcomm_engine_work(struct work_struct *work)
 {
 	struct hcomm_engine *eng = &hcomm_engine;
 	struct hcomm_op *op;
+	u32 srev, drev;
 	u64 off, n;
+	int ret;
 
 	for (;;) {
 		ktime_t t0;
@@ -564,11 +629,17 @@ static void hcomm_engine_work(struct work_struct *work)
 		spin_unlock(&eng->lock);
 		if (!op)
 			break;
+		ret = hcomm_xfer_enter(op, &srev, &drev);
+		if (ret) {
+			hcomm_chunk_fail(op, ret);
+			continue;
+		}
 		t0 = ktime_get();
 		hcomm_copy(op->x.dst, op->x.dst_off + off, op->x.src,
 			   op->x.src_off + off, n);
 		atomic64_add(ktime_to_ns(ktime_sub(ktime_get(), t0)),
 			     &hcomm_stats.engine_busy_ns);
+		hcomm_xfer_exit(op, srev, drev);
 		atomic64_inc(&hcomm_stats.xfer_chunks);
 		atomic64_add(n, &hcomm_stats.xfer_bytes);
 		atomic64_add(n, &op->ctx->served);
@@ -732,6 +803,7 @@ int hcomm_xfer(struct hcomm_ctx *ctx, struct hcomm_xfer *arg,
 	struct hcomm_ctx *db_ctx = NULL;
 	bool signal = arg->flags & (HCOMM_XFER_DB_ADD | HCOMM_XFER_DB_SET);
 	struct hcomm_op *op;
+	u32 srev, drev;
 	int ret;
 
 	ret = hcomm_xfer_check(arg);
@@ -739,10 +811,12 @@ int hcomm_xfer(struct hcomm_ctx *ctx, struct hcomm_xfer *arg,
 		return ret;
 	if (current->mm != ctx->mm)
 		return -EPERM;
-	src = hcomm_key_lookup(ctx, arg->src_key, HCOMM_ACCESS_REMOTE_READ);
+	src = hcomm_key_lookup(ctx, arg->src_key, HCOMM_ACCESS_REMOTE_READ,
+			       &srev);
 	if (IS_ERR(src))
 		return PTR_ERR(src);
-	dst = hcomm_key_lookup(ctx, arg->dst_key, HCOMM_ACCESS_LOCAL_WRITE);
+	dst = hcomm_key_lookup(ctx, arg->dst_key, HCOMM_ACCESS_LOCAL_WRITE,
+			       &drev);
 	if (IS_ERR(dst)) {
 		ret = PTR_ERR(dst);
 		goto out_src;
@@ -762,7 +836,19 @@ int hcomm_xfer(struct hcomm_ctx *ctx, struct hcomm_xfer *arg,
 	if (arg->len <= min_t(u32, READ_ONCE(ctx->max_inline),
 				 HCOMM_MAX_INLINE_CAP) &&
 	    !(arg->flags & HCOMM_XFER_NO_INLINE)) {
+		ret = hcomm_region_enter(src, ctx, current_euid(),
+					 HCOMM_ACCESS_REMOTE_READ, &srev);
+		if (ret)
+			goto out_dst;
+		ret = hcomm_region_enter(dst, ctx, current_euid(),
+					 HCOMM_ACCESS_LOCAL_WRITE, &drev);
+		if (ret) {
+			hcomm_region_exit(src, ctx, srev);
+			goto out_dst;
+		}
 		hcomm_copy(dst, arg->dst_off, src, arg->src_off, arg->len);
+		hcomm_region_exit(dst, ctx, drev);
+		hcomm_region_exit(src, ctx, srev);
 		if (signal)
 			hcomm_db_signal(db_ctx, arg->db_index, arg->db_value,
 					arg->flags & HCOMM_XFER_DB_SET);
@@ -793,6 +879,9 @@ int hcomm_xfer(struct hcomm_ctx *ctx, struct hcomm_xfer *arg,
 	op->x.flags = arg->flags;
 	op->x.db_index = arg->db_index;
 	op->x.db_value = arg->db_value;
+	op->x.euid = current_euid();
+	op->x.src_rev = srev;
+	op->x.dst_rev = drev;
 	if (signal) {
 		hcomm_ctx_get(db_ctx);
 		op->x.db_ctx = db_ctx;
@@ -936,7 +1025,8 @@ int hcomm_fence(struct hcomm_ctx *ctx, struct hcomm_fence *arg,
 
 static u64 hcomm_db_read(struct hcomm_ctx *ctx, u32 index)
 {
-	return atomic64_read_acquire(&ctx->db[index]);
+	return atomic64_read_acquire(&ctx->db[array_index_nospec(index,
+								 ctx->nr_db)]);
 }
 
 /* End a wait taken off ctx->waiters by the caller. */

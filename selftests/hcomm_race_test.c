@@ -23,6 +23,11 @@
  *                          transparent, without it give EINTR.
  *   uring_reg_not_inline   a long REG_MEM on a ring does not hold up the
  *                          commands submitted after it in the same call.
+ *   revoke_barrier_*       DEREG, or a GRANT back to NONE, while another
+ *                          process's 256 MiB XFER writes into the region:
+ *                          once the call returns the region's bytes no
+ *                          longer change, and that XFER ends with ENOENT
+ *                          or EACCES.
  *   nocache_generation     a HCOMM_REG_NOCACHE region's generation slot
  *                          changes when its range is unmapped, as the
  *                          uapi promises for every region.
@@ -864,6 +869,136 @@ TEST(nocache_generation)
 	ASSERT_EQ(0, ioctl(fd, HCOMM_CMD_DEREG, &d));
 	munmap((void *)gen, PG);
 	ASSERT_EQ(0, close(fd));
+}
+
+/* ------------------------------------------------------------------ */
+/* revoke_barrier_dereg, revoke_barrier_grant                          */
+/* ------------------------------------------------------------------ */
+
+#define RB_LEN		(256 * MiB)
+
+static uint64_t sum64(const void *p, size_t len)
+{
+	const uint64_t *q = p;
+	uint64_t s = 0;
+	size_t i;
+
+	for (i = 0; i < len / 8; i++)
+		s = s * 31 + q[i];
+	return s;
+}
+
+/*
+ * Child: its own context, a 256 MiB source of 0xab, one engine XFER into
+ * @key; exits with 0 (complete), 1 (ENOENT), 2 (EACCES), 3 (other), 4
+ * (setup).
+ */
+static int rb_child(uint64_t key)
+{
+	struct hcomm_reg_mem r;
+	struct hcomm_xfer x;
+	void *src = map_anon(RB_LEN);
+	int fd = open(HCOMM_DEV, O_RDWR | O_CLOEXEC);
+
+	if (fd < 0 || !src)
+		return 4;
+	memset(src, 0xab, RB_LEN);
+	if (hx_reg(fd, NULL, src, RB_LEN, HCOMM_ACCESS_ALL, 0, &r))
+		return 4;
+	hx_xfer_init(&x, r.key, 0, key, 0, RB_LEN, HCOMM_XFER_NO_INLINE);
+	if (!ioctl(fd, HCOMM_CMD_XFER, &x))
+		return 0;
+	return errno == ENOENT ? 1 : errno == EACCES ? 2 : 3;
+}
+
+static void revoke_barrier(struct __test_metadata *_metadata, bool dereg)
+{
+	int attempt, st;
+
+	for (attempt = 0; attempt < 5; attempt++) {
+		struct hcomm_reg_mem reg;
+		struct hcomm_grant g;
+		struct hcomm_dereg d;
+		volatile uint8_t *first;
+		uint64_t c1, c2;
+		int64_t end;
+		uint8_t *buf;
+		pid_t pid;
+		int fd, ret;
+
+		fd = open(HCOMM_DEV, O_RDWR | O_CLOEXEC);
+		ASSERT_LE(0, fd);
+		buf = map_anon(RB_LEN);
+		ASSERT_NE(NULL, buf);
+		memset(buf, 0, RB_LEN);
+		ASSERT_EQ(0, hx_reg(fd, NULL, buf, RB_LEN, HCOMM_ACCESS_ALL,
+				    HCOMM_REG_NOCACHE, &reg));
+		memset(&g, 0, sizeof(g));
+		g.region = reg.region;
+		g.scope = HCOMM_GRANT_ANY;
+		g.access = HCOMM_ACCESS_REMOTE_WRITE | HCOMM_ACCESS_REMOTE_READ;
+		ASSERT_EQ(0, ioctl(fd, HCOMM_CMD_GRANT, &g));
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (pid == 0)
+			_exit(rb_child(reg.key));
+		/* wait until the child's XFER has started writing */
+		first = buf;
+		end = hx_now_ms() + 60000;
+		while (!*first && hx_now_ms() < end)
+			usleep(100);
+		ASSERT_NE(0, *first) TH_LOG("the other process's XFER never "
+					    "started");
+		if (dereg) {
+			memset(&d, 0, sizeof(d));
+			d.region = reg.region;
+			ASSERT_EQ(0, ioctl(fd, HCOMM_CMD_DEREG, &d));
+		} else {
+			memset(&g, 0, sizeof(g));
+			g.region = reg.region;
+			g.scope = HCOMM_GRANT_NONE;
+			ASSERT_EQ(0, ioctl(fd, HCOMM_CMD_GRANT, &g));
+		}
+		c1 = sum64(buf, RB_LEN);
+		ret = hx_wait_child(pid, 120000, &st);
+		ASSERT_EQ(0, ret);
+		usleep(100000);
+		c2 = sum64(buf, RB_LEN);
+		ASSERT_TRUE(WIFEXITED(st));
+		if (WEXITSTATUS(st) == 0 && c1 == c2) {
+			/* it finished before the revocation: try again */
+			TH_LOG("attempt %d: the XFER ended before the %s",
+			       attempt, dereg ? "DEREG" : "GRANT");
+			close(fd);
+			munmap(buf, RB_LEN);
+			continue;
+		}
+		ASSERT_EQ(c1, c2) TH_LOG("the region changed after %s returned",
+					 dereg ? "DEREG" : "GRANT NONE");
+		ASSERT_EQ(dereg ? 1 : 2, WEXITSTATUS(st))
+			TH_LOG("the other process's XFER: exit %d (0 complete, "
+			       "1 ENOENT, 2 EACCES, 3 other, 4 setup)",
+			       WEXITSTATUS(st));
+		if (!dereg) {
+			memset(&d, 0, sizeof(d));
+			d.region = reg.region;
+			ASSERT_EQ(0, ioctl(fd, HCOMM_CMD_DEREG, &d));
+		}
+		ASSERT_EQ(0, close(fd));
+		munmap(buf, RB_LEN);
+		return;
+	}
+	ASSERT_TRUE(false) TH_LOG("5 attempts, the XFER always finished first");
+}
+
+TEST(revoke_barrier_dereg)
+{
+	revoke_barrier(_metadata, true);
+}
+
+TEST(revoke_barrier_grant)
+{
+	revoke_barrier(_metadata, false);
 }
 
 TEST_HARNESS_MAIN

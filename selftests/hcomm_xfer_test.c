@@ -503,7 +503,11 @@ TEST_F(hcomm, doorbell_mmap)
 	ASSERT_EQ(EINVAL, errno) TH_LOG("MAP_PRIVATE: %s, want EINVAL",
 					strerror(errno));
 
-	/* not inherited: the child faults on the address */
+	/* not inherited, and MADV_DOFORK cannot make it so */
+	ASSERT_NE(0, madvise(db, full, MADV_DOFORK))
+		TH_LOG("madvise(MADV_DOFORK) on the doorbells succeeded");
+	ASSERT_EQ(EINVAL, errno);
+	/* the child faults on the address */
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
