@@ -93,7 +93,8 @@ fence-nouring-2|-n 2 -e HCOMM_NO_URING=1|fence
 timeout-root-alone|-n 2 -s 0 -e HCOMM_TIMEOUT_MS=1500|timeout
 timeout-peer-alone|-n 2 -s 1 -e HCOMM_TIMEOUT_MS=1500|timeout
 timeout-rank2-missing|-n 3 -s 0,1 -e HCOMM_TIMEOUT_MS=1500|timeout --allow-io
-colltimeout-2|-n 2 -e HCOMM_TIMEOUT_MS=500|colltimeout
+colltimeout-2|-n 2 -e HCOMM_TIMEOUT_MS=10000 -e HCOMM_COLL_TIMEOUT_MS=500|colltimeout
+collforever-2|-n 2 -e HCOMM_TIMEOUT_MS=10000 -e HCOMM_COLL_TIMEOUT_MS=500|colltimeout --forever
 table-2|-n 2 -m table|basic --expect table
 table-root-2|-n 2 -m table-root|basic --expect table
 env-ompi-2|-n 2 -m ompi|basic --expect ompi
