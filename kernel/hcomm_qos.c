@@ -349,8 +349,9 @@ EXPORT_SYMBOL_IF_KUNIT(hcomm_qos_validate);
  * admitted, even while the user is above @user_limit (the allowance may
  * have been lowered since).
  *
- * Return: 0; -EPERM when the user's reservations would pass @user_limit;
- * -ENOSPC when those of all classes would pass 100.
+ * Return: 0; -ENOSPC when the reservations of all classes would pass 100
+ * (checked first: with @user_limit 100 it is the only error); -EPERM when
+ * the user's would pass @user_limit.
  */
 int hcomm_qos_admit(struct hcomm_qos_sched *s, struct hcomm_qos_class *c,
 		    u32 min_rate, u32 user_limit)
@@ -359,10 +360,10 @@ int hcomm_qos_admit(struct hcomm_qos_sched *s, struct hcomm_qos_class *c,
 
 	if (min_rate <= c->min_rate)
 		return 0;
-	if (mine - c->min_rate + min_rate > user_limit)
-		return -EPERM;
 	if (s->min_sum - c->min_rate + min_rate > 100)
 		return -ENOSPC;
+	if (mine - c->min_rate + min_rate > user_limit)
+		return -EPERM;
 	return 0;
 }
 EXPORT_SYMBOL_IF_KUNIT(hcomm_qos_admit);

@@ -2,31 +2,44 @@
 /*
  * hcomm engine QoS: SET_QOS argument errors and the global min_rate
  * budget (ENOSPC, freed when a context closes), through ioctl() and
- * io_uring passthrough; then the bandwidth split between two processes
- * that both saturate the engine with async transfers: default settings
- * (50/50), a max_rate cap (25/75), and min_rate weights (87.5/12.5).
+ * io_uring passthrough; the per-user rules (an unprivileged user gets
+ * EPERM for a guarantee or priority above the module's allowance, and the
+ * min_rates of one user's contexts together stay within qos_user_min_rate);
+ * then the bandwidth split between tenants that saturate the engine with
+ * async transfers: default settings (50/50), a max_rate cap (25/75),
+ * min_rate weights (87.5/12.5), and one context of root against three of
+ * nobody (50/50: files do not buy shares, users do).
  *
- * The split tests fork two workers; each opens its own context and ring,
- * sets its QoS, and keeps QOS_DEPTH transfers of 4 MiB (NO_INLINE) in
- * flight between two regions of its own.  Both start at the same absolute
- * CLOCK_MONOTONIC time handed out through a pipe, run a warm-up, then
- * count the bytes of the transfers that complete inside the same window;
- * the share of each must be within +-10 percentage points of the target.
- * Workers never ASSERT; they report through a pipe and the test process
- * asserts.  Every wait has a timeout.
+ * The split tests fork one worker per context; each opens its context and
+ * ring, sets its QoS, and keeps QOS_DEPTH transfers of 4 MiB (NO_INLINE)
+ * in flight between two regions of its own until the window ends.  The
+ * shares are measured in engine bytes, not wall time: the test process
+ * samples debugfs "contexts" (served bytes and transfers on the engine per
+ * context) every QOS_SAMPLE_MS and counts an interval only if every tenant
+ * was backlogged through all of it, i.e. served less in it than the work
+ * it certainly had queued at its start.  A loaded machine (workers late to
+ * resubmit, the sampler late) only drops intervals; it cannot skew the
+ * shares.  Each tenant's share of the counted bytes must be within +-10
+ * percentage points of the target.  Workers never ASSERT; they report
+ * through a pipe and the test process asserts.  Every wait has a timeout.
  */
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 
 #include "kselftest_harness.h"
 #include "hcomm_fixture.h"
 
 #define QOS_LEN		(4 * MiB)
-#define QOS_DEPTH	10		/* >= 8 in flight while one is reaped */
+#define QOS_DEPTH	16		/* >= 8 in flight while one is reaped */
 #define QOS_WARM_MS	500
 #define QOS_WINDOW_MS	3000
+#define QOS_SAMPLE_MS	20
+#define QOS_MIN_CHUNKS	64		/* counted bytes needed, in 4 MiB */
+#define QOS_MAX_WORKERS	4
+#define QOS_NOBODY	65534
 #define QOS_TOL_PP	10.0		/* percentage points */
 #define CQE_TIMEOUT_MS	20000
 
@@ -292,9 +305,61 @@ static int queue_xfer(struct hc_ctx *c, struct hcomm_xfer *x, uint64_t sk,
 	return io_uring_submit(c->r) == 1 ? 0 : -EIO;
 }
 
-static void __attribute__((noreturn))
-qos_worker(int go_fd, int rep_fd, pid_t parent, const struct hcomm_qos *q)
+/* One worker: its context's QoS, and whom it runs as. */
+struct qos_spec {
+	struct hcomm_qos q;
+	int tenant;		/* index of the tenant it counts for */
+	int uid;		/* -1: the test's own (root); else setresuid */
+	bool probe_eperm;	/* check that min_rate 1 and priority 1 fail */
+};
+
+static int read_param(const char *name, unsigned int *val)
 {
+	char path[128];
+	FILE *f;
+	int ret;
+
+	snprintf(path, sizeof(path), "/sys/module/hcomm/parameters/%s", name);
+	f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	ret = fscanf(f, "%u", val) == 1 ? 0 : -EINVAL;
+	fclose(f);
+	return ret;
+}
+
+static int write_param(const char *name, unsigned int val)
+{
+	char path[128];
+	FILE *f;
+	int ret;
+
+	snprintf(path, sizeof(path), "/sys/module/hcomm/parameters/%s", name);
+	f = fopen(path, "w");
+	if (!f)
+		return -errno;
+	ret = fprintf(f, "%u\n", val) > 0 ? 0 : -EIO;
+	if (fclose(f))
+		ret = -errno;
+	return ret;
+}
+
+/* Become @uid (and its gid), keeping enough RLIMIT_MEMLOCK to pin. */
+static int become(int uid)
+{
+	struct rlimit rl = { RLIM_INFINITY, RLIM_INFINITY };
+
+	if (setrlimit(RLIMIT_MEMLOCK, &rl))
+		return -errno;
+	if (setresgid(uid, uid, uid) || setresuid(uid, uid, uid))
+		return -errno;
+	return 0;
+}
+
+static void __attribute__((noreturn))
+qos_worker(int go_fd, int rep_fd, pid_t parent, const struct qos_spec *sp)
+{
+	const struct hcomm_qos *q = &sp->q;
 	struct hcomm_xfer xs[QOS_DEPTH];
 	struct hcomm_reg_mem rs, rd;
 	struct qos_report rep;
@@ -318,11 +383,28 @@ qos_worker(int go_fd, int rep_fd, pid_t parent, const struct hcomm_qos *q)
 } while (0)
 
 	alarm(60);
+	/* before PR_SET_PDEATHSIG: a change of credentials clears it */
+	if (sp->uid >= 0) {
+		ret = become(sp->uid);
+		if (ret)
+			FAIL(13, ret);
+	}
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
 		_exit(3);
 	ret = hc_ctx_open(&c, true, 0);
 	if (ret)
 		FAIL(1, ret);
+	if (sp->probe_eperm) {
+		struct hcomm_qos g = { .min_rate = 1, .max_rate = 100 };
+		struct hcomm_qos pr = { .max_rate = 100, .priority = 1 };
+
+		ret = submit(c.fd, NULL, HCOMM_CMD_SET_QOS, &g);
+		if (ret != -EPERM)
+			FAIL(14, ret);
+		ret = submit(c.fd, c.r, HCOMM_CMD_SET_QOS, &pr);
+		if (ret != -EPERM)
+			FAIL(15, ret);
+	}
 	ret = submit(c.fd, NULL, HCOMM_CMD_SET_QOS, &qq);
 	if (ret)
 		FAIL(2, ret);
@@ -412,30 +494,91 @@ qos_worker(int go_fd, int rep_fd, pid_t parent, const struct hcomm_qos *q)
 #undef FAIL
 }
 
-/*
- * Run both workers with @qa and @qb; A's share of the window's bytes must
- * be @want_a percent (B's the rest), +-QOS_TOL_PP.
- */
-static void qos_split(struct __test_metadata *_metadata,
-		      FIXTURE_DATA(qos) *self, const struct hcomm_qos *qa,
-		      const struct hcomm_qos *qb, double want_a,
-		      const char *name)
-{
-	const struct hcomm_qos *qs[2] = { qa, qb };
-	struct qos_report rep[2];
-	struct hcomm_stats s0, s1;
-	int go[2][2], rp[2][2];
-	pid_t pid[2];
-	uint64_t start, total;
-	double share_a, share_b;
-	int i, ret;
 
+/* ------------------------------------------------------------------ */
+/* shares in engine bytes, over intervals where every tenant was busy   */
+/* ------------------------------------------------------------------ */
+
+struct qos_sample {
+	uint64_t served[QOS_MAX_WORKERS];	/* bytes the engine copied */
+	uint32_t xfers[QOS_MAX_WORKERS];	/* transfers on the engine */
+};
+
+/* One line of debugfs "contexts" per context; sum them per worker pid. */
+static int qos_sample(const pid_t *pid, int n, struct qos_sample *out)
+{
+	FILE *f = fopen(HCOMM_DEBUGFS "/contexts", "r");
+	char line[512];
+	int i;
+
+	memset(out, 0, sizeof(*out));
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		long long served;
+		int p, xf;
+
+		if (line[0] == '#' ||
+		    sscanf(line, "%d %*s %*d %*d %*u %d %*u %*u %*u %*u %lld",
+			   &p, &xf, &served) != 3)
+			continue;
+		for (i = 0; i < n; i++)
+			if (pid[i] == p) {
+				out->served[i] += served;
+				out->xfers[i] += xf;
+			}
+	}
+	fclose(f);
+	return 0;
+}
+
+/* Engine workers: chunks of one context that can be in flight at once. */
+static unsigned int qos_engine_workers(void)
+{
+	unsigned int w = 0;
+
+	if (read_param("workers", &w) || !w)
+		w = sysconf(_SC_NPROCESSORS_ONLN);
+	return w < 1 ? 1 : w > 64 ? 64 : w;
+}
+
+/*
+ * Bytes a worker certainly still had queued when it showed @xfers
+ * transfers on the engine: all but the one being handed out, up to @w
+ * whose last chunks are in flight and up to @w landed but not yet ended.
+ */
+static uint64_t qos_backlog(uint32_t xfers, unsigned int w)
+{
+	return xfers > 2 * w + 1 ? (uint64_t)(xfers - 2 * w - 1) * QOS_LEN : 0;
+}
+
+/*
+ * Run one worker per spec; tenant t's share of the engine bytes counted
+ * over the intervals in which every worker was backlogged must be
+ * @want[t] percent, +-QOS_TOL_PP.
+ */
+static void qos_split_n(struct __test_metadata *_metadata,
+			const struct qos_spec *sp, int n, int ntenants,
+			const double *want, const char *name)
+{
+	struct qos_report rep[QOS_MAX_WORKERS];
+	uint64_t start, tenant[QOS_MAX_WORKERS] = {}, counted = 0;
+	uint64_t n_ok = 0, wall_bytes[QOS_MAX_WORKERS] = {};
+	int go[QOS_MAX_WORKERS][2], rp[QOS_MAX_WORKERS][2];
+	unsigned int w = qos_engine_workers(), intervals = 0, seen = 0;
+	struct qos_sample prev, cur;
+	struct hcomm_stats s0, s1;
+	pid_t pid[QOS_MAX_WORKERS];
+	struct timespec ts;
+	int i, t, ret;
+
+	ASSERT_LE(n, QOS_MAX_WORKERS);
 	ASSERT_STATS(s0);
-	for (i = 0; i < 2; i++) {
+	for (i = 0; i < n; i++) {
 		ASSERT_EQ(0, pipe2(go[i], O_CLOEXEC));
 		ASSERT_EQ(0, pipe2(rp[i], O_CLOEXEC));
 	}
-	for (i = 0; i < 2; i++) {
+	for (i = 0; i < n; i++) {
 		pid_t parent = getpid();
 
 		pid[i] = fork();
@@ -443,7 +586,7 @@ static void qos_split(struct __test_metadata *_metadata,
 		if (pid[i] == 0) {
 			int j;
 
-			for (j = 0; j < 2; j++) {
+			for (j = 0; j < n; j++) {
 				close(go[j][1]);
 				close(rp[j][0]);
 				if (j != i) {
@@ -451,76 +594,130 @@ static void qos_split(struct __test_metadata *_metadata,
 					close(rp[j][1]);
 				}
 			}
-			qos_worker(go[i][0], rp[i][1], parent, qs[i]);
+			qos_worker(go[i][0], rp[i][1], parent, &sp[i]);
 		}
 	}
-	for (i = 0; i < 2; i++) {
+	for (i = 0; i < n; i++) {
 		close(go[i][0]);
 		close(rp[i][1]);
 	}
 
-	/* both set up (or one failed) */
-	for (i = 0; i < 2; i++) {
+	/* all set up (or one failed) */
+	for (i = 0; i < n; i++) {
 		ret = read_full(rp[i][0], &rep[i], sizeof(rep[i]), 30000);
-		ASSERT_EQ(0, ret) TH_LOG("%s: worker %c never got ready", name,
-					 'A' + i);
+		ASSERT_EQ(0, ret) TH_LOG("%s: worker %d never got ready", name,
+					 i);
 		ASSERT_EQ(0, rep[i].stage)
-			TH_LOG("%s: worker %c failed at setup step %d: %d (%s)",
-			       name, 'A' + i, rep[i].stage, rep[i].err,
+			TH_LOG("%s: worker %d failed at setup step %d: %d (%s)",
+			       name, i, rep[i].stage, rep[i].err,
 			       strerror(-rep[i].err));
 	}
 	start = now_ns() + 100 * 1000000ULL;
-	for (i = 0; i < 2; i++)
+	for (i = 0; i < n; i++)
 		ASSERT_EQ(sizeof(start), write(go[i][1], &start, sizeof(start)));
-	for (i = 0; i < 2; i++) {
+
+	/* sample from the end of the warm-up to the end of the window */
+	ts.tv_sec = (start + QOS_WARM_MS * 1000000ULL) / 1000000000ULL;
+	ts.tv_nsec = (start + QOS_WARM_MS * 1000000ULL) % 1000000000ULL;
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) ==
+	       EINTR)
+		;
+	ASSERT_EQ(0, qos_sample(pid, n, &prev));
+	while (now_ns() < start + (QOS_WARM_MS + QOS_WINDOW_MS) * 1000000ULL) {
+		bool busy = true;
+
+		hc_sleep_ms(QOS_SAMPLE_MS);
+		ASSERT_EQ(0, qos_sample(pid, n, &cur));
+		seen++;
+		for (i = 0; i < n; i++)
+			if (cur.served[i] - prev.served[i] >=
+			    qos_backlog(prev.xfers[i], w))
+				busy = false;
+		if (busy) {
+			intervals++;
+			for (i = 0; i < n; i++) {
+				tenant[sp[i].tenant] +=
+					cur.served[i] - prev.served[i];
+				counted += cur.served[i] - prev.served[i];
+			}
+		}
+		prev = cur;
+	}
+
+	for (i = 0; i < n; i++) {
 		ret = read_full(rp[i][0], &rep[i], sizeof(rep[i]),
 				QOS_WARM_MS + QOS_WINDOW_MS + 45000);
-		ASSERT_EQ(0, ret) TH_LOG("%s: no report from worker %c", name,
-					 'A' + i);
+		ASSERT_EQ(0, ret) TH_LOG("%s: no report from worker %d", name,
+					 i);
 		ASSERT_EQ(0, rep[i].stage)
-			TH_LOG("%s: worker %c failed at step %d: %d (%s)",
-			       name, 'A' + i, rep[i].stage, rep[i].err,
+			TH_LOG("%s: worker %d failed at step %d: %d (%s)",
+			       name, i, rep[i].stage, rep[i].err,
 			       strerror(-rep[i].err));
+		n_ok += rep[i].n_ok;
+		wall_bytes[sp[i].tenant] += rep[i].bytes;
 	}
-	for (i = 0; i < 2; i++) {
+	for (i = 0; i < n; i++) {
 		ret = wait_child_ms(pid[i], 20000);
-		ASSERT_EQ(0, ret) TH_LOG("%s: worker %c exit %d", name,
-					 'A' + i, ret);
+		ASSERT_EQ(0, ret) TH_LOG("%s: worker %d exit %d", name, i, ret);
 		close(go[i][1]);
 		close(rp[i][0]);
 	}
 	ASSERT_STATS(s1);
 
-	total = rep[0].bytes + rep[1].bytes;
-	ASSERT_NE(0, total) TH_LOG("%s: nothing completed in the window",
-				   name);
-	share_a = 100.0 * rep[0].bytes / total;
-	share_b = 100.0 * rep[1].bytes / total;
-	ksft_print_msg("qos %s: A %.1f%% B %.1f%% (target %.1f/%.1f); "
-		       "window %d ms: A %" PRIu64 " MiB (%" PRIu64 " xfers), "
-		       "B %" PRIu64 " MiB (%" PRIu64 " xfers), %.0f MiB/s\n",
-		       name, share_a, share_b, want_a, 100.0 - want_a,
-		       QOS_WINDOW_MS, rep[0].bytes / MiB, rep[0].n_window,
-		       rep[1].bytes / MiB, rep[1].n_window,
-		       (double)total / MiB / (QOS_WINDOW_MS / 1000.0));
+	for (t = 0; t < ntenants; t++) {
+		double share = counted ? 100.0 * tenant[t] / counted : 0;
+		uint64_t wall = 0;
 
-	/* both were served during the window, by the async engine */
-	ASSERT_LT(0, rep[0].n_window) TH_LOG("%s: A starved", name);
-	ASSERT_LT(0, rep[1].n_window) TH_LOG("%s: B starved", name);
-	ASSERT_DELTA(s0, s1, cmd_set_qos, 2);
-	ASSERT_LE(s0.xfer_async + rep[0].n_ok + rep[1].n_ok, s1.xfer_async)
+		for (i = 0; i < ntenants; i++)
+			wall += wall_bytes[i];
+		ksft_print_msg("qos %s: tenant %c %.1f%% of %" PRIu64
+			       " MiB counted (target %.1f); wall-time "
+			       "window %.1f%%\n", name, 'A' + t, share,
+			       counted / MiB, want[t],
+			       wall ? 100.0 * wall_bytes[t] / wall : 0);
+	}
+	ksft_print_msg("qos %s: %u of %u intervals of %d ms with every "
+		       "worker backlogged (%u engine workers)\n", name,
+		       intervals, seen, QOS_SAMPLE_MS, w);
+
+	for (i = 0, ret = n; i < n; i++)
+		ret += sp[i].probe_eperm ? 2 : 0;	/* refused ones count */
+	ASSERT_DELTA(s0, s1, cmd_set_qos, ret);
+	ASSERT_LE(s0.xfer_async + n_ok, s1.xfer_async)
 		TH_LOG("%s: fewer async transfers counted than completed", name);
-	ASSERT_LE(s0.xfer_bytes + (rep[0].n_ok + rep[1].n_ok) * QOS_LEN,
-		  s1.xfer_bytes);
+	ASSERT_LE(s0.xfer_bytes + n_ok * QOS_LEN, s1.xfer_bytes);
 	ASSERT_DELTA(s0, s1, xfer_inline, 0);
 	ASSERT_LT(s0.engine_busy_ns, s1.engine_busy_ns);
 
-	ASSERT_LE(fabs(share_a - want_a), QOS_TOL_PP)
-		TH_LOG("%s: A got %.1f%% of the engine, target %.1f%% "
-		       "(+-%.0f)", name, share_a, want_a, QOS_TOL_PP);
-	ASSERT_LE(fabs(share_b - (100.0 - want_a)), QOS_TOL_PP)
-		TH_LOG("%s: B got %.1f%%, target %.1f%%", name, share_b,
-		       100.0 - want_a);
+	ASSERT_LE(QOS_MIN_CHUNKS * QOS_LEN, counted)
+		TH_LOG("%s: only %" PRIu64 " MiB in %u intervals with every "
+		       "worker backlogged: too little to measure", name,
+		       counted / MiB, intervals);
+	for (t = 0; t < ntenants; t++) {
+		double share = 100.0 * tenant[t] / counted;
+
+		ASSERT_LT(0, tenant[t]) TH_LOG("%s: tenant %c starved", name,
+					       'A' + t);
+		ASSERT_LE(fabs(share - want[t]), QOS_TOL_PP)
+			TH_LOG("%s: tenant %c got %.1f%% of the engine, "
+			       "target %.1f%% (+-%.0f)", name, 'A' + t, share,
+			       want[t], QOS_TOL_PP);
+	}
+}
+
+/* Two workers of the test's uid, A with @qa and B with @qb. */
+static void qos_split(struct __test_metadata *_metadata,
+		      FIXTURE_DATA(qos) *self, const struct hcomm_qos *qa,
+		      const struct hcomm_qos *qb, double want_a,
+		      const char *name)
+{
+	struct qos_spec sp[2] = {
+		{ .q = *qa, .tenant = 0, .uid = -1 },
+		{ .q = *qb, .tenant = 1, .uid = -1 },
+	};
+	double want[2] = { want_a, 100.0 - want_a };
+
+	qos_split_n(_metadata, sp, 2, 2, want, name);
 }
 
 TEST_F_TIMEOUT(qos, split_default, 120)
@@ -545,6 +742,91 @@ TEST_F_TIMEOUT(qos, split_min_rate_weights, 120)
 	struct hcomm_qos b = { .min_rate = 10, .max_rate = 100 };
 
 	qos_split(_metadata, self, &a, &b, 87.5, "A min 70, B min 10");
+}
+
+/*
+ * One context of root against three of nobody, all default: the users
+ * share the engine 50/50 however many files each opened (per context it
+ * would be 25/75).  nobody is refused a min_rate and a priority (EPERM)
+ * while the module's allowances are 0.
+ */
+TEST_F_TIMEOUT(qos, split_per_user, 120)
+{
+	unsigned int umin = 1, uprio = 1;
+	struct qos_spec sp[4] = {
+		{ .q = { .max_rate = 100 }, .tenant = 0, .uid = -1 },
+		{ .q = { .max_rate = 100 }, .tenant = 1, .uid = QOS_NOBODY },
+		{ .q = { .max_rate = 100 }, .tenant = 1, .uid = QOS_NOBODY },
+		{ .q = { .max_rate = 100 }, .tenant = 1, .uid = QOS_NOBODY },
+	};
+	double want[2] = { 50.0, 50.0 };
+
+	ASSERT_EQ(0, geteuid()) TH_LOG("needs root (setresuid)");
+	ASSERT_EQ(0, read_param("qos_user_min_rate", &umin));
+	ASSERT_EQ(0, read_param("qos_user_priority", &uprio));
+	sp[1].probe_eperm = !umin && !uprio;
+	qos_split_n(_metadata, sp, 4, 2, want,
+		    "root 1 context vs nobody 3 contexts");
+}
+
+/*
+ * The min_rates of one user's contexts together stay within the
+ * qos_user_min_rate allowance: with it at 20, nobody may set 15 on one
+ * context and 5 on another, not 10; lowering is always allowed, and a
+ * closed context gives its part back.  Runs in a child as nobody.
+ */
+TEST_F_TIMEOUT(qos, user_min_rate_allowance, 60)
+{
+	unsigned int old = 0;
+	pid_t pid;
+	int ret;
+
+	ASSERT_EQ(0, geteuid()) TH_LOG("needs root (setresuid)");
+	ASSERT_EQ(0, read_param("qos_user_min_rate", &old));
+	ASSERT_EQ(0, write_param("qos_user_min_rate", 20));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct hc_ctx c1, c2;
+
+		alarm(30);
+		if (become(QOS_NOBODY))
+			_exit(10);
+		if (hc_ctx_open(&c1, false, 0) || hc_ctx_open(&c2, true, 0))
+			_exit(11);
+		if (set_qos(c1.fd, c1.r, 21, 100, 0) != -EPERM)
+			_exit(12);	/* alone above the allowance */
+		if (set_qos(c1.fd, c1.r, 15, 100, 0))
+			_exit(13);
+		if (set_qos(c2.fd, c2.r, 10, 100, 0) != -EPERM)
+			_exit(14);	/* 15 + 10 > 20: per user */
+		if (set_qos(c2.fd, c2.r, 5, 100, 0))
+			_exit(15);
+		if (set_qos(c1.fd, c1.r, 16, 100, 0) != -EPERM)
+			_exit(16);
+		if (set_qos(c1.fd, c1.r, 10, 100, 0))
+			_exit(17);	/* lowering */
+		hc_ctx_close(&c1);
+		/* c1's 10 is given back when its file is released */
+		for (ret = 0; ret < 500; ret++) {
+			if (!set_qos(c2.fd, c2.r, 20, 100, 0))
+				break;
+			hc_sleep_ms(10);
+		}
+		if (ret == 500)
+			_exit(18);
+		if (set_qos(c2.fd, c2.r, 0, 100, 0))
+			_exit(19);
+		hc_ctx_close(&c2);
+		_exit(0);
+	}
+	ret = wait_child_ms(pid, 40000);
+	EXPECT_EQ(0, write_param("qos_user_min_rate", old));
+	ASSERT_EQ(0, ret) TH_LOG("child as nobody failed at step %d "
+				 "(12: one context above the allowance, "
+				 "14: the user's contexts together above it, "
+				 "18: a closed context's part not given back)",
+				 ret);
 }
 
 TEST_HARNESS_MAIN
