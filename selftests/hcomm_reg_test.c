@@ -746,4 +746,74 @@ TEST_F(hcomm, pinned_pages_stay_put)
 	munmap(buf, len);
 }
 
+/*
+ * A scratch ext2 file system on a loop device, mounted at @dir; false (the
+ * test skips) where the kernel has no loop device or ext2/ext4 (the debug
+ * kernel) or mkfs is missing.
+ */
+static bool scratch_fs(const char *dir, const char *img)
+{
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd),
+		 "mkdir -p %s && truncate -s 32M %s && "
+		 "mkfs.ext2 -q -F %s >/dev/null 2>&1 && "
+		 "(modprobe loop; modprobe ext4) >/dev/null 2>&1; "
+		 "mount -o loop %s %s >/dev/null 2>&1", dir, img, img, img, dir);
+	return system(cmd) == 0;
+}
+
+/*
+ * A writable long-term pin of a MAP_SHARED mapping of a file that writes
+ * back (ext2 here) is refused with EOPNOTSUPP on every kernel; the same
+ * file read-only, or mapped MAP_PRIVATE, and memfd (shmem) register.
+ */
+TEST_F(hcomm, file_shared_writable_refused)
+{
+	const char *dir = "/tmp/hcomm-extfs", *img = "/tmp/hcomm-extfs.img";
+	struct hcomm_reg_mem r;
+	char path[256];
+	void *p, *q, *m;
+	int fd, mfd, ret;
+
+	if (!scratch_fs(dir, img))
+		SKIP(return, "no loop-mounted ext2 here (loop/ext4 modules, "
+			     "mkfs.ext2)");
+	snprintf(path, sizeof(path), "%s/f", dir);
+	fd = open(path, O_RDWR | O_CREAT, 0600);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, ftruncate(fd, 16 * PG));
+	p = mmap(NULL, 16 * PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	touch(p, 16 * PG);
+	ret = hc_reg_mem(self->fd, self->r, p, 16 * PG, ACC_RW, &r);
+	ASSERT_EQ(-EOPNOTSUPP, ret) TH_LOG("writable pin of a shared ext2 "
+					   "mapping: %d (%s)", ret,
+					   strerror(-ret));
+	ret = hc_reg_mem(self->fd, self->r, p, 16 * PG,
+			 HCOMM_ACCESS_REMOTE_READ, &r);
+	ASSERT_EQ(0, ret) TH_LOG("read-only pin: %s", strerror(-ret));
+	ASSERT_EQ(0, hc_dereg(self->fd, self->r, r.region));
+	q = mmap(NULL, 16 * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	ASSERT_NE(MAP_FAILED, q);
+	ret = hc_reg_mem(self->fd, self->r, q, 16 * PG, ACC_RW, &r);
+	ASSERT_EQ(0, ret) TH_LOG("MAP_PRIVATE: %s", strerror(-ret));
+	ASSERT_EQ(0, hc_dereg(self->fd, self->r, r.region));
+	mfd = memfd_create("hcomm", MFD_CLOEXEC);
+	ASSERT_LE(0, mfd);
+	ASSERT_EQ(0, ftruncate(mfd, 16 * PG));
+	m = mmap(NULL, 16 * PG, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+	ASSERT_NE(MAP_FAILED, m);
+	ret = hc_reg_mem(self->fd, self->r, m, 16 * PG, ACC_RW, &r);
+	ASSERT_EQ(0, ret) TH_LOG("memfd: %s", strerror(-ret));
+	ASSERT_EQ(0, hc_dereg(self->fd, self->r, r.region));
+	munmap(m, 16 * PG);
+	munmap(q, 16 * PG);
+	munmap(p, 16 * PG);
+	close(mfd);
+	close(fd);
+	ret = system("umount /tmp/hcomm-extfs; rm -f /tmp/hcomm-extfs.img");
+	(void)ret;
+}
+
 TEST_HARNESS_MAIN

@@ -15,12 +15,32 @@
  *    IORING_SETUP_SQE128 (a ring created with it works too; the extra
  *    64 bytes of the SQE are ignored).  cqe->res is 0 or -errno, exactly
  *    what ioctl() would have returned; output fields are written to *arg
- *    before the CQE is posted.
+ *    before the CQE is posted.  The argument struct is read when the
+ *    command is issued and written when it completes: it must stay valid,
+ *    and unchanged, until the command's CQE has been reaped.  Outputs
+ *    differ between the two paths only where a struct says "(ioctl)":
+ *    XFER's done and engine and DB_WAIT's current_value and timeout_ns are
+ *    written by ioctl() only; through io_uring, rings created with
+ *    IORING_SETUP_CQE32 get XFER's bytes copied or DB_WAIT's doorbell value
+ *    in cqe->big_cqe[0].
+ *  - Do not link an hcomm command (IOSQE_IO_LINK) behind another request
+ *    on kernels 6.8 .. 6.14: they issue a linked request after its SQE
+ *    slot may have been reused, and read the payload from the slot.
  *
- * Structs use fixed-width types, are naturally aligned, and never change
- * layout once released: they grow only at the end, and the size is part of
- * the command number (_IOWR).  Every field documented "must be zero" is
- * checked; non-zero gives -EINVAL so that it can be given a meaning later.
+ * Who may issue commands: a context belongs to the process that opened
+ * it.  Only threads sharing the opener's address space may issue its
+ * commands or mmap() it; any other process (a fork() child, a process
+ * that received the fd over SCM_RIGHTS, the opener itself after exec())
+ * gets -EPERM for every command, GET_INFO included.
+ *
+ * How the ABI grows: structs use fixed-width types, are naturally aligned,
+ * and never change layout once released.  The struct size is part of the
+ * command number (_IOWR) and a number is served for exactly its size, so
+ * a struct is never extended in place: a command that needs more fields
+ * gets a new command number with the larger struct, the old number keeps
+ * its meaning, and a feature bit in GET_INFO says the new one exists.
+ * Every field documented "must be zero" is checked; non-zero gives -EINVAL
+ * so that it can be given a meaning later without a new number.
  */
 #ifndef _UAPI_LINUX_HCOMM_H
 #define _UAPI_LINUX_HCOMM_H
@@ -281,7 +301,8 @@ struct hcomm_query {
  * @db_value: in: value to add or store, else 0.
  * @done:     out (ioctl): bytes copied.  Through io_uring, rings created
  *            with IORING_SETUP_CQE32 get it in cqe->big_cqe[0].
- * @engine:   out (ioctl): HCOMM_ENGINE_* that copied the data.
+ * @engine:   out (ioctl): HCOMM_ENGINE_* that copied the data (INLINE or
+ *            CPU; no version of the module copies with a dmaengine).
  * @reserved0: must be zero.
  * @reserved: must be zero.
  *
@@ -289,6 +310,15 @@ struct hcomm_query {
  * granted the caller access with HCOMM_CMD_GRANT.  The source must be
  * readable by the caller, the destination writable.  The doorbell, if any,
  * is updated with release ordering after every byte is visible.
+ *
+ * Revocation is a barrier: once the owner's DEREG or GRANT (or its close)
+ * returns, no chunk of another context's transfer touches the region under
+ * the rights it withdrew; such a transfer ends at its next chunk with
+ * -ENOENT (region gone) or -EACCES (no longer granted), @done bytes (a
+ * prefix) having landed.  A transfer of the owner itself keeps its region
+ * pinned until it ends.  A transfer copies between the pages pinned at
+ * registration, even if the range was since unmapped or remapped (RDMA
+ * memory-region semantics; the generation page tells when that happened).
  *
  * Completion: ioctl() returns when the copy is complete.  Through
  * io_uring a transfer of at most max_inline bytes completes in the
@@ -358,9 +388,13 @@ struct hcomm_fence {
  * @flags:      in: must be zero.
  * @value:      in: complete once doorbell >= value (unsigned compare).
  * @tag:        in: tag for HCOMM_CMD_CANCEL.
- * @timeout_ns: in: give up with -ETIME after this long; 0 waits forever.
- *              out (ioctl): when a signal interrupts the wait, the time
- *              left, so that the restarted call waits no longer in all.
+ * @timeout_ns: in: give up with -ETIME after this long; 0, or a value
+ *              whose deadline does not fit a signed 64-bit nanosecond
+ *              clock (about 292 years), waits forever.  -ETIME only once
+ *              the time has passed: never because of a signal.
+ *              out (ioctl): when a signal interrupts a finite wait, the
+ *              time left, so that the restarted call waits no longer in
+ *              all (with SA_RESTART the restart is transparent).
  * @current_value: out (ioctl): doorbell value when the wait ended.
  * @reserved:   must be zero.
  *
@@ -394,6 +428,11 @@ struct hcomm_db_wait {
  * @flags:    in: must be zero.
  * @reserved0: must be zero.
  * @reserved: must be zero.
+ *
+ * Scope, access and uid take effect together (a transfer sees the old
+ * grant or the new one, never a mix).  Returns once no transfer of
+ * another context still copies under rights the new grant withdrew (see
+ * struct hcomm_xfer).
  */
 struct hcomm_grant {
 	__u32 region;
@@ -456,15 +495,18 @@ struct hcomm_ctx_opts {
  * HCOMM_MMAP_DOORBELLS: nr_doorbells __u64 counters, readable and writable,
  * zero at creation, the same pages for every mapping of the context.  The
  * length may be any multiple of the page size up to the whole array.  The
- * mapping is not inherited by fork() children.  Transfers publish with
+ * mapping is not inherited by fork() children, and madvise(MADV_DOFORK)
+ * on it fails with EINVAL (the mapping is VM_IO).  Transfers publish with
  * release semantics: a reader that sees the new value with an acquire load
  * (__atomic_load_n(p, __ATOMIC_ACQUIRE)) also sees the transferred data.
  *
  * HCOMM_MMAP_GENERATION: HCOMM_GEN_SLOTS read-only __u64 counters (one
  * page of 4 KiB).  Slot (region % HCOMM_GEN_SLOTS) changes whenever a
  * region using it is registered, deregistered, or loses the pages it
- * registered from its address range (munmap, mremap,
- * madvise(MADV_DONTNEED), fork copy-on-write ...).
+ * registered from its address range (munmap, mremap, mprotect,
+ * madvise(MADV_DONTNEED) ...).  This holds for every host region,
+ * HCOMM_REG_NOCACHE ones included (a range that cannot be watched is not
+ * registered); dma-buf regions report invalidation in QUERY's state.
  * Slots are shared, so a change may concern another region: re-check with
  * REG_MEM (a cache hit when nothing changed).
  */
@@ -482,7 +524,9 @@ struct hcomm_ctx_opts {
  *              size differs from _IOC_SIZE(cmd_op) or whose flags are set, a
  *              non-zero flags or reserved field, or an unknown bit;
  *   EFAULT     the argument struct (or QUERY's extent array) is not
- *              accessible.
+ *              accessible;
+ *   EPERM      the caller is not a thread of the process that opened the
+ *              context (see "Who may issue commands" at the top).
  *
  * GET_INFO:    no other errors.
  * REG_MEM:     EINVAL    len == 0, unknown access bits, REMOTE_WRITE without
@@ -495,8 +539,13 @@ struct hcomm_ctx_opts {
  *                        exceeded (nothing is left pinned), or the kernel
  *                        is out of memory;
  *              ENOSPC    the context already holds max_regions regions;
- *              EPERM     the caller's address space is not the opener's
- *                        (e.g. a forked child using the parent's fd);
+ *              EOPNOTSUPP LOCAL_WRITE on a MAP_SHARED mapping of a file
+ *                        whose page cache writes back (ext4, xfs, ...):
+ *                        a writable long-term pin would bypass dirty
+ *                        tracking.  Anonymous, shmem/memfd, hugetlb and
+ *                        MAP_PRIVATE memory register;
+ *              ENOMEM    also: the range could not be watched for
+ *                        changes (mmu interval notifier);
  *              EINTR     a fatal signal arrived while pinning;
  *              other     errors of pin_user_pages_fast().
  * REG_DMABUF:  EBADF     fd is not an open file;
@@ -505,6 +554,9 @@ struct hcomm_ctx_opts {
  *                        access bits, REMOTE_WRITE without LOCAL_WRITE, or
  *                        the exporter's mapping is not page aligned;
  *              E2BIG     len > max_region_size;
+ *              EACCES    LOCAL_WRITE or REMOTE_WRITE on a dma-buf exported
+ *                        read-only (no O_RDWR, e.g. PRIME without
+ *                        DRM_RDWR);
  *              ENOSPC    as for REG_MEM;
  *              ENOMEM    out of memory;
  *              EINTR     a signal arrived while waiting for the exporter's
@@ -515,9 +567,12 @@ struct hcomm_ctx_opts {
  *              EINTR     a fatal signal arrived while writing extents.
  *              The extents of an HCOMM_STATE_INVALID region are stale.
  * XFER:        ENOENT    a key names no live region (never issued, or
- *                        deregistered: the two are indistinguishable);
+ *                        deregistered: the two are indistinguishable), or
+ *                        the other context's region was deregistered while
+ *                        the transfer ran;
  *              EACCES    the region belongs to another context that did
- *                        not grant this caller the access needed, or the
+ *                        not grant this caller the access needed (or
+ *                        withdrew it while the transfer ran), or the
  *                        caller's own destination lacks LOCAL_WRITE;
  *              EINVAL    DB_ADD with DB_SET, a doorbell field without a
  *                        DB flag, a doorbell index >= nr_doorbells;
@@ -525,9 +580,12 @@ struct hcomm_ctx_opts {
  *              EOPNOTSUPP a dma-buf region whose exporter gives no kernel
  *                        mapping of system memory (the CPU cannot copy);
  *              ESTALE    a dma-buf region invalidated by move_notify;
- *              EPERM     as for REG_MEM;
  *              ECANCELED cancelled (see struct hcomm_xfer);
- *              EINTR     (ioctl) a fatal signal cancelled the copy;
+ *              EINTR     (ioctl) a fatal signal cancelled the copy, or
+ *                        any signal interrupted the wait for a dma-buf's
+ *                        fences and its handler does not restart system
+ *                        calls (with SA_RESTART the call restarts: nothing
+ *                        was copied yet);
  *              ENOMEM    out of memory.
  * CANCEL:      no other errors; count may be 0.
  * FENCE:       ECANCELED, EINTR as for XFER.
