@@ -401,7 +401,7 @@ struct hcomm_cmd_io {
 
 int hcomm_engine_init(void);
 void hcomm_engine_exit(void);
-void hcomm_ctx_engine_init(struct hcomm_ctx *ctx);
+int hcomm_ctx_engine_init(struct hcomm_ctx *ctx);
 void hcomm_ctx_engine_release(struct hcomm_ctx *ctx);
 void hcomm_ctx_cancel_all(struct hcomm_ctx *ctx);
 unsigned int hcomm_ctx_cancel_orphans(struct hcomm_ctx *ctx);

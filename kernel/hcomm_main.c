@@ -190,13 +190,21 @@ static int hcomm_open(struct inode *inode, struct file *file)
 	ctx->cache_tree = RB_ROOT_CACHED;
 	INIT_LIST_HEAD(&ctx->lru);
 	ctx->cache_limit = READ_ONCE(hcomm_cache_limit);
-	hcomm_ctx_engine_init(ctx);
+	ret = hcomm_ctx_engine_init(ctx);
+	if (ret) {
+		free_page((unsigned long)ctx->gen);
+		mutex_destroy(&ctx->cache_lock);
+		mutex_destroy(&ctx->db_mutex);
+		kfree(ctx);
+		return ret;
+	}
 	mmgrab(current->mm);
 	ctx->mm = current->mm;
 	ctx->dev = hcomm_dma_dev;
 	ctx->mn.ops = &hcomm_mm_ops;
 	ret = hcomm_ctx_watch_exit(ctx);
 	if (ret) {
+		hcomm_ctx_engine_release(ctx);
 		mmdrop(ctx->mm);
 		free_page((unsigned long)ctx->gen);
 		mutex_destroy(&ctx->cache_lock);

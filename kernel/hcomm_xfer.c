@@ -134,7 +134,6 @@ static struct hcomm_engine {
 	spinlock_t lock;		/* everything below but wq */
 	struct hcomm_qos_sched sched;
 	struct list_head reap;		/* cancelled transfers to end */
-	u32 min_sum;			/* sum of the contexts' min_rate */
 	struct workqueue_struct *wq;
 	struct workqueue_struct *timer_wq;	/* DB_WAIT timeouts */
 	unsigned int nr_workers;
@@ -1362,6 +1361,7 @@ void hcomm_uring_cancel(struct io_uring_cmd *ioucmd)
 int hcomm_set_qos(struct hcomm_ctx *ctx, struct hcomm_qos *arg)
 {
 	struct hcomm_engine *eng = &hcomm_engine;
+	u32 limit;
 	int ret;
 
 	if (arg->flags || arg->reserved[0] || arg->reserved[1])
@@ -1378,15 +1378,23 @@ int hcomm_set_qos(struct hcomm_ctx *ctx, struct hcomm_qos *arg)
 	     arg->priority > READ_ONCE(hcomm_qos_user_priority)) &&
 	    !capable(CAP_SYS_NICE))
 		return -EPERM;
+	/*
+	 * The min_rates of one user's contexts together stay within
+	 * qos_user_min_rate unless the caller has CAP_SYS_NICE; those of
+	 * everybody within 100 (hcomm_qos_admit()).
+	 */
+	limit = READ_ONCE(hcomm_qos_user_min_rate);
+again:
 	spin_lock(&eng->lock);
-	if (eng->min_sum - ctx->qos.min_rate + arg->min_rate > 100) {
-		ret = -ENOSPC;
-	} else {
-		eng->min_sum += arg->min_rate - ctx->qos.min_rate;
+	ret = hcomm_qos_admit(&eng->sched, &ctx->qos, arg->min_rate, limit);
+	if (!ret)
 		hcomm_qos_set(&eng->sched, &ctx->qos, arg->min_rate,
 			      arg->max_rate, arg->priority);
-	}
 	spin_unlock(&eng->lock);
+	if (ret == -EPERM && limit < 100 && capable(CAP_SYS_NICE)) {
+		limit = 100;
+		goto again;
+	}
 	return ret;
 }
 
@@ -1410,9 +1418,19 @@ void hcomm_ctx_qos_info(struct hcomm_ctx *ctx, struct hcomm_qos *out,
 /**
  * hcomm_ctx_engine_init() - engine state of a new context.
  * @ctx: the context.
+ *
+ * The context joins the QoS user of the caller's effective uid, which is
+ * created with its first context and freed with its last.
+ *
+ * Return: 0 or -ENOMEM.
  */
-void hcomm_ctx_engine_init(struct hcomm_ctx *ctx)
+int hcomm_ctx_engine_init(struct hcomm_ctx *ctx)
 {
+	struct hcomm_qos_user *spare;
+
+	spare = hcomm_qos_user_alloc(current_euid(), GFP_KERNEL_ACCOUNT);
+	if (!spare)
+		return -ENOMEM;
 	spin_lock_init(&ctx->op_lock);
 	spin_lock_init(&ctx->db_lock);
 	mutex_init(&ctx->db_mutex);
@@ -1423,6 +1441,11 @@ void hcomm_ctx_engine_init(struct hcomm_ctx *ctx)
 	init_llist_head(&ctx->incoming);
 	hcomm_qos_class_init(&ctx->qos);
 	ctx->max_inline = hcomm_max_inline_now();
+	spin_lock(&hcomm_engine.lock);
+	hcomm_qos_attach(&hcomm_engine.sched, &ctx->qos, &spare);
+	spin_unlock(&hcomm_engine.lock);
+	hcomm_qos_user_free(spare);	/* the user existed already */
+	return 0;
 }
 
 /**
@@ -1432,12 +1455,14 @@ void hcomm_ctx_engine_init(struct hcomm_ctx *ctx)
 void hcomm_ctx_engine_release(struct hcomm_ctx *ctx)
 {
 	struct hcomm_engine *eng = &hcomm_engine;
+	struct hcomm_qos_user *gone;
 
 	spin_lock(&eng->lock);
-	if (test_and_clear_bit(0, &ctx->queued))
-		hcomm_qos_deactivate(&eng->sched, &ctx->qos);
-	eng->min_sum -= ctx->qos.min_rate;
+	clear_bit(0, &ctx->queued);
+	/* deactivates, gives the min_rate back, drops the user */
+	gone = hcomm_qos_detach(&eng->sched, &ctx->qos);
 	spin_unlock(&eng->lock);
+	hcomm_qos_user_free(gone);
 	WARN_ON_ONCE(!list_empty(&ctx->pending) || !list_empty(&ctx->xq) ||
 		     !list_empty(&ctx->waiters) || !list_empty(&ctx->fences));
 }
