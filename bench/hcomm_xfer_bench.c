@@ -181,7 +181,7 @@ static uint64_t stats_delta(const struct stats *a, const struct stats *b,
 static void stats_engine(const struct stats *a, const struct stats *b,
 			 char *buf, size_t len)
 {
-	uint64_t in, as, dma;
+	uint64_t in, as;
 
 	if (!a->ok || !b->ok) {
 		snprintf(buf, len, "?");
@@ -189,12 +189,7 @@ static void stats_engine(const struct stats *a, const struct stats *b,
 	}
 	in = stats_delta(a, b, "xfer_inline");
 	as = stats_delta(a, b, "xfer_async");
-	dma = stats_delta(a, b, "xfer_dma");
-	if (dma && (as > dma || in))
-		snprintf(buf, len, "mixed+dma");
-	else if (dma)
-		snprintf(buf, len, "dma");
-	else if (as && in)
+	if (as && in)
 		snprintf(buf, len, "inline+workers");
 	else if (as)
 		snprintf(buf, len, "cpu-workers");
@@ -227,7 +222,6 @@ static const char *engine_name(uint32_t e)
 	switch (e) {
 	case HCOMM_ENGINE_INLINE: return "inline";
 	case HCOMM_ENGINE_CPU: return "cpu-workers";
-	case HCOMM_ENGINE_DMA: return "dma";
 	default: return "?";
 	}
 }
@@ -1417,15 +1411,13 @@ static int write_json(const char *path, const struct stats *s0,
 			"\"features\": %llu, \"max_inline\": %u, "
 			"\"chunk_size\": %u, \"nr_doorbells\": %u, "
 			"\"cache_limit\": %llu, \"workers\": %lld, "
-			"\"dma_engine\": %s},\n",
+			"\"dma_engine\": false},\n",
 			S.info.abi_version,
 			(unsigned long long)S.info.features,
 			S.info.max_inline, S.info.chunk_size,
 			S.info.nr_doorbells,
 			(unsigned long long)S.info.cache_limit,
-			read_param("workers"),
-			(S.info.features & HCOMM_FEAT_DMA_ENGINE) ?
-			"true" : "false");
+			read_param("workers"));
 	}
 	fprintf(f, "  \"stats_delta\": ");
 	if (s0->ok && s1->ok) {
@@ -1692,10 +1684,9 @@ int main(int argc, char **argv)
 	print_host();
 	if (!opt_baselines_only)
 		printf("hcomm: max_inline %u B, chunk_size %u B, workers %lld, "
-		       "dma engine %s, ring %s; debugfs stats %s\n",
+		       "copies by the CPU, ring %s; debugfs stats %s\n",
 		       S.info.max_inline, S.info.chunk_size,
 		       read_param("workers"),
-		       (S.info.features & HCOMM_FEAT_DMA_ENGINE) ? "yes" : "no",
 		       (S.ring.flags & IORING_SETUP_CQE32) ? "CQE32" : "plain",
 		       s0.ok ? "readable" : "not readable (not root, or no "
 		       "debugfs)");
@@ -1801,13 +1792,12 @@ int main(int argc, char **argv)
 	stats_read(&s1);
 	if (s0.ok && s1.ok) {
 		printf("\n== debugfs stats over the run: xfer_inline %llu, "
-		       "xfer_async %llu, xfer_dma %llu, xfer_chunks %llu, "
+		       "xfer_async %llu, xfer_chunks %llu, "
 		       "xfer_bytes %llu,\n   xfer_failed %llu, db_signals %llu, "
 		       "db_wakeups %llu, cache_hits %llu, cache_misses %llu, "
 		       "engine_busy_ns %llu\n",
 		       (unsigned long long)stats_delta(&s0, &s1, "xfer_inline"),
 		       (unsigned long long)stats_delta(&s0, &s1, "xfer_async"),
-		       (unsigned long long)stats_delta(&s0, &s1, "xfer_dma"),
 		       (unsigned long long)stats_delta(&s0, &s1, "xfer_chunks"),
 		       (unsigned long long)stats_delta(&s0, &s1, "xfer_bytes"),
 		       (unsigned long long)stats_delta(&s0, &s1, "xfer_failed"),
@@ -1818,8 +1808,6 @@ int main(int argc, char **argv)
 		       (unsigned long long)stats_delta(&s0, &s1,
 						       "engine_busy_ns"));
 		printf("   engine: %s\n",
-		       stats_delta(&s0, &s1, "xfer_dma") ?
-		       "dmaengine memcpy channel for large transfers" :
 		       stats_delta(&s0, &s1, "xfer_async") ?
 		       "CPU engine workers for large transfers (no DMA)" :
 		       "inline only");

@@ -104,7 +104,6 @@ struct hcomm_stats {
 	atomic64_t ioctls;
 	atomic64_t xfer_inline;
 	atomic64_t xfer_async;
-	atomic64_t xfer_dma;
 	atomic64_t xfer_bytes;
 	atomic64_t xfer_chunks;
 	atomic64_t xfer_cancelled;

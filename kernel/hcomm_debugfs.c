@@ -55,7 +55,6 @@ static int hcomm_stats_show(struct seq_file *m, void *unused)
 	hcomm_show(m, "ioctls", &s->ioctls);
 	hcomm_show(m, "xfer_inline", &s->xfer_inline);
 	hcomm_show(m, "xfer_async", &s->xfer_async);
-	hcomm_show(m, "xfer_dma", &s->xfer_dma);
 	hcomm_show(m, "xfer_bytes", &s->xfer_bytes);
 	hcomm_show(m, "xfer_chunks", &s->xfer_chunks);
 	hcomm_show(m, "xfer_cancelled", &s->xfer_cancelled);

@@ -12,7 +12,7 @@
  * exporter's kernel mapping, bracketed by begin/end_cpu_access and after
  * its fences.  No transfer is copied by a dmaengine channel:
  * the machines hcomm targets have none for memory-to-memory copies, so
- * the CPU copies and HCOMM_FEAT_DMA_ENGINE stays clear.
+ * the CPU copies (the uapi keeps no dmaengine feature bit or counter).
  *
  * Submission takes no engine-wide lock: a transfer is pushed on its
  * context's lock-free list, and only a context that was idle takes the

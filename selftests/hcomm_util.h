@@ -83,7 +83,6 @@ struct hcomm_stats {
 	uint64_t ioctls;
 	uint64_t xfer_inline;
 	uint64_t xfer_async;
-	uint64_t xfer_dma;
 	uint64_t xfer_bytes;
 	uint64_t xfer_chunks;
 	uint64_t xfer_cancelled;
@@ -130,7 +129,6 @@ static const struct {
 	HC_STAT(ioctls, false),
 	HC_STAT(xfer_inline, false),
 	HC_STAT(xfer_async, false),
-	HC_STAT(xfer_dma, false),
 	HC_STAT(xfer_bytes, false),
 	HC_STAT(xfer_chunks, false),
 	HC_STAT(xfer_cancelled, false),

@@ -164,7 +164,7 @@ static const char *fmt_bytes(uint64_t v, char *buf, size_t len)
 
 static const char *const feat_names[] = {
 	"URING_CMD", "DMABUF", "DMABUF_MOVE_NOTIFY", "HUGE_EXTENTS", "XFER",
-	"REG_CACHE", "DMA_ENGINE",
+	"REG_CACHE",
 };
 #define NR_FEATS ((int)(sizeof(feat_names) / sizeof(feat_names[0])))
 
@@ -173,8 +173,7 @@ _Static_assert(HCOMM_FEAT_URING_CMD == 1ULL << 0 &&
 	       HCOMM_FEAT_DMABUF_MOVE_NOTIFY == 1ULL << 2 &&
 	       HCOMM_FEAT_HUGE_EXTENTS == 1ULL << 3 &&
 	       HCOMM_FEAT_XFER == 1ULL << 4 &&
-	       HCOMM_FEAT_REG_CACHE == 1ULL << 5 &&
-	       HCOMM_FEAT_DMA_ENGINE == 1ULL << 6, "feature bits");
+	       HCOMM_FEAT_REG_CACHE == 1ULL << 5, "feature bits");
 
 /* ------------------------------------------------------------------ */
 /* Gathering                                                           */

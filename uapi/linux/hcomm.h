@@ -80,8 +80,7 @@ struct hcomm_uring_cmd {
 #define HCOMM_FEAT_XFER			_BITULL(4)
 /* REG_MEM consults a registration cache with mmu-notifier invalidation. */
 #define HCOMM_FEAT_REG_CACHE		_BITULL(5)
-/* A dmaengine DMA_MEMCPY channel serves large transfers. */
-#define HCOMM_FEAT_DMA_ENGINE		_BITULL(6)
+/* Bit 6 is reserved: it never meant anything (no dmaengine copies). */
 
 /**
  * struct hcomm_info - answer of HCOMM_CMD_GET_INFO.
@@ -285,7 +284,7 @@ struct hcomm_query {
 /* hcomm_xfer.engine (out, ioctl only) */
 #define HCOMM_ENGINE_INLINE	1	/* copied by the CPU in the submitter */
 #define HCOMM_ENGINE_CPU	2	/* copied by the CPU on engine workers */
-#define HCOMM_ENGINE_DMA	3	/* copied by a dmaengine memcpy channel */
+/* 3 is reserved (never reported). */
 
 /**
  * struct hcomm_xfer - argument of HCOMM_CMD_XFER.
