@@ -1070,11 +1070,12 @@ void hcomm_db_wake(struct hcomm_ctx *ctx, u32 index)
  */
 static void hcomm_wait_arm(struct hcomm_op *op, ktime_t now)
 {
-	u64 left = ktime_to_ns(ktime_sub(op->w.deadline, now));
+	s64 left = ktime_to_ns(ktime_sub(op->w.deadline, now));
 
 	lockdep_assert_held(&op->ctx->db_lock);
+	/* already past (a 1 ns timeout): expire now, never "in 2^64 ns" */
 	mod_delayed_work(hcomm_engine.timer_wq, &op->w.timeout,
-			 nsecs_to_jiffies(left) + 1);
+			 left > 0 ? nsecs_to_jiffies(left) + 1 : 0);
 }
 
 static void hcomm_wait_timeout(struct work_struct *work)

@@ -367,7 +367,7 @@ TEST_F(hcomm, dmabuf_readonly)
 	ASSERT_EQ(O_RDONLY, fcntl(buf, F_GETFL) & O_ACCMODE);
 	dmabuf_init(&a, buf, 0, PG, ACC_RW);
 	dmabuf_fails(_metadata, self, &a, EACCES, "LOCAL_WRITE, read-only");
-	dmabuf_init(&a, buf, 0, PG, rd | HCOMM_ACCESS_REMOTE_WRITE);
+	dmabuf_init(&a, buf, 0, PG, HCOMM_ACCESS_ALL);
 	dmabuf_fails(_metadata, self, &a, EACCES, "REMOTE_WRITE, read-only");
 	ASSERT_EQ(0, hc_reg_dmabuf(self->fd, self->r, buf, 0, PG, rd, &a));
 	ASSERT_EQ(0, hc_dereg(self->fd, self->r, a.region));
