@@ -839,6 +839,19 @@ static int cb_measure(unsigned int inflight, struct lat *l)
 	}
 	if (!rc && cb_wait(issued))
 		rc = -HCOMM_ERR_TIMEOUT;
+	/*
+	 * cb_seen counts callbacks that ran, but a request is the library's
+	 * until its done reads 1, stored after its callback returned: flush
+	 * (every callback returned, every done stored) before reading the
+	 * requests or freeing them - also after a timeout or a failed issue,
+	 * with requests still in flight.
+	 */
+	if (issued) {
+		int frc = hcomm_flush(C.comm);
+
+		if (!rc && frc)
+			rc = frc;
+	}
 	for (i = 0; !rc && i < issued; i++) {
 		if (reqs[i].status)
 			rc = reqs[i].status;

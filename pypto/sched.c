@@ -18,6 +18,13 @@
  * transport's callback; the last one of a tile releases its consumers.  A
  * tile with a failed descriptor is issued again (max_retries times).
  *
+ * A round holds its descriptors' requests, which belong to the transport
+ * until each one's done reads 1 - after its callback returned (libhcomm's
+ * rule) - so no callback frees its round: the last one hands the round
+ * back to the worker that filled it (an MPSC queue), and that worker frees
+ * it (or keeps one for its next round) once every request reads done,
+ * when it next starts a round; pypto_run() frees the rest at its end.
+ *
  * The transfer cap (prefetch_depth, double_buffering): a device has
  * (double_buffering ? prefetch_depth + 1 : 1) slots, the count of buffer
  * sets the GEMM builder gives it, and a transfer tile goes out only
@@ -93,11 +100,19 @@ static void ec_notify(struct evcount *ec, int nr)
 
 struct sched;
 
-/* One batch of descriptors; freed by the completion of its last one. */
+/*
+ * One batch of descriptors.  The callback of its last one to complete
+ * pushes it to its owner's retired queue; the owner frees it once every
+ * request reads done (the transport no longer touches them).
+ */
 struct round {
 	_Atomic uint32_t left;
 	uint32_t n, cap;
+	uint32_t checked;		/* requests seen done (owner) */
 	struct sched *s;
+	struct worker *owner;		/* the worker that filled it */
+	struct hcomm_mpsc_node node;	/* in owner->retired */
+	struct round *next;		/* in owner->pend */
 	struct pypto_tile **tile;	/* per descriptor */
 	struct hcomm_xfer_desc *d;
 	struct hcomm_request *hr;
@@ -113,11 +128,15 @@ struct worker {
 	pthread_t thread;
 	struct pypto_evbuf *eb;
 	struct round *round;		/* being filled */
+	struct round *pend;		/* retired, some request not done yet */
+	struct round *spare;		/* retired and done: the next round */
 	uint64_t rng;
 	/* Counters (this worker only). */
 	uint64_t steals, steal_attempts, parks, rounds, descs;
 	uint64_t compute_ns, host_ns, busy_ns;
 	uint64_t n_compute, n_host, n_transfer;
+	/* Rounds whose last callback returned (pushed by any thread). */
+	struct hcomm_mpsc retired;
 } __attribute__((aligned(PYPTO_CACHELINE)));
 
 /* A device's transfer slots and its queue of tiles waiting for one. */
@@ -263,20 +282,67 @@ static void tile_done(struct sched *s, struct worker *self,
 
 /* ---- transfers ---------------------------------------------------------- */
 
-static struct round *round_new(struct sched *s)
+/* 1 once the transport is done with every request of rd (owner only). */
+static bool round_idle(struct round *rd)
 {
+	while (rd->checked < rd->n &&
+	       __atomic_load_n(&rd->hr[rd->checked].done, __ATOMIC_ACQUIRE))
+		rd->checked++;
+	return rd->checked == rd->n;
+}
+
+/*
+ * Take w's retired rounds in; free those whose requests all read done
+ * (keeping one as w->spare).  Never waits: a round whose last done store
+ * is still to come stays on w->pend for the next call.
+ */
+static void round_reclaim(struct worker *w)
+{
+	struct hcomm_mpsc_node *n;
+	struct round **pp, *rd;
+
+	while ((n = hcomm_mpsc_pop(&w->retired))) {
+		rd = (struct round *)(void *)((char *)n -
+					       offsetof(struct round, node));
+		rd->next = w->pend;
+		w->pend = rd;
+	}
+	for (pp = &w->pend; (rd = *pp);) {
+		if (!round_idle(rd)) {
+			pp = &rd->next;
+			continue;
+		}
+		*pp = rd->next;
+		if (!w->spare)
+			w->spare = rd;
+		else
+			free(rd);
+	}
+}
+
+static struct round *round_new(struct worker *w)
+{
+	struct sched *s = w->s;
 	uint32_t cap = s->cfg->batch_max;
 	struct round *rd;
 	size_t sz = sizeof(*rd) + cap * (sizeof(struct pypto_tile *) +
 					 sizeof(struct hcomm_xfer_desc) +
 					 sizeof(struct hcomm_request));
 
-	rd = malloc(sz);
+	round_reclaim(w);
+	rd = w->spare;
+	if (rd)
+		w->spare = NULL;
+	else
+		rd = malloc(sz);
 	if (!rd)
 		return NULL;
 	rd->n = 0;
 	rd->cap = cap;
+	rd->checked = 0;
 	rd->s = s;
+	rd->owner = w;
+	rd->next = NULL;
 	/* Requests first: they hold 64-bit fields; descriptors are 48 B. */
 	rd->hr = (struct hcomm_request *)(rd + 1);
 	rd->d = (struct hcomm_xfer_desc *)(rd->hr + cap);
@@ -286,15 +352,18 @@ static struct round *round_new(struct sched *s)
 
 static void xfer_cb(struct hcomm_request *req, void *arg);
 
-/* Complete descriptor i of rd with status st (the transport failed it). */
+/*
+ * Complete descriptor i of rd with status st (the transport failed it),
+ * as a transport does: the callback, then done.
+ */
 static void round_fail_desc(struct round *rd, uint32_t i, int st)
 {
 	struct hcomm_request *req = &rd->hr[i];
 
 	req->status = st;
 	req->bytes = 0;
-	req->done = 1;
 	xfer_cb(req, rd);
+	__atomic_store_n(&req->done, 1, __ATOMIC_RELEASE);
 }
 
 /* Send the worker's round, if any, as one batch. */
@@ -348,7 +417,7 @@ static void round_add_tile(struct worker *w, struct pypto_tile *t)
 				rd = NULL;
 			}
 			if (!rd) {
-				rd = round_new(s);
+				rd = round_new(w);
 				if (!rd) {
 					sched_fail(s, pypto__fail(PYPTO_ERR_NOMEM,
 								  "transfer round"));
@@ -552,8 +621,13 @@ static void xfer_cb(struct hcomm_request *req, void *arg)
 				      memory_order_acq_rel) == 1 &&
 	    !atomic_load_explicit(&s->finished, memory_order_acquire))
 		xfer_tile_done(s, t);
+	/*
+	 * The last callback of the round: back to its owner, who frees it
+	 * once every request reads done (the transport stores done after
+	 * this returns: req must stay valid until then).
+	 */
 	if (atomic_fetch_sub_explicit(&rd->left, 1, memory_order_acq_rel) == 1)
-		free(rd);
+		hcomm_mpsc_push(&rd->owner->retired, &rd->node);
 	/* Last access to the run: pypto_run() waits for this to reach 0. */
 	atomic_fetch_sub_explicit(&s->inflight, 1, memory_order_release);
 }
@@ -787,13 +861,33 @@ static int check_graph(struct pypto_graph *g, struct pypto_xport *x)
 	return 0;
 }
 
+/*
+ * After wait_inflight() (every callback finished touching the run) and the
+ * workers' end: free w's retired rounds, waiting for the transport's done
+ * stores that follow their last callbacks.
+ */
+static void round_reclaim_all(struct worker *w)
+{
+	struct timespec ts = { 0, 50000 };
+
+	round_reclaim(w);
+	while (w->pend || !hcomm_mpsc_empty(&w->retired)) {
+		nanosleep(&ts, NULL);
+		round_reclaim(w);
+	}
+	free(w->spare);
+	w->spare = NULL;
+}
+
 static void sched_free(struct sched *s)
 {
 	uint32_t i;
 
 	if (s->w) {
 		for (i = 0; i < s->nw; i++) {
+			/* Never submitted: nobody else holds it. */
 			free(s->w[i].round);
+			round_reclaim_all(&s->w[i]);
 			pypto_deque_destroy(&s->w[i].dq);
 		}
 	}
@@ -889,6 +983,7 @@ PYPTO_EXPORT int pypto_run(struct pypto_graph *g, const struct pypto_config *ucf
 		w->rng = (cfg.seed ? cfg.seed : 1) * 0x9e3779b97f4a7c15ULL +
 			 i + 1;
 		hcomm_mpsc_init(&w->inbox);
+		hcomm_mpsc_init(&w->retired);
 		if (pypto_deque_init(&w->dq, 8)) {
 			while (i--)
 				pypto_deque_destroy(&s.w[i].dq);

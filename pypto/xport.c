@@ -302,10 +302,14 @@ static void mc_run(struct xport_memcpy *mx, struct mc_batch *b)
 		atomic_fetch_add_explicit(&mx->busy_ns,
 					  req->t_complete_ns - t0,
 					  memory_order_relaxed);
-		__atomic_store_n(&req->done, 1, __ATOMIC_RELEASE);
-		/* The request is the caller's once its callback runs. */
+		/*
+		 * As libhcomm: the callback first (done still reads 0), then
+		 * done; after that store the request is the caller's again
+		 * and this thread no longer touches it.
+		 */
 		if (req->cb)
 			req->cb(req, req->cb_arg);
+		__atomic_store_n(&req->done, 1, __ATOMIC_RELEASE);
 	}
 	free(b);
 }
