@@ -15,6 +15,7 @@
 #include <linux/xarray.h>
 #include <linux/mm_types.h>
 #include <linux/hashtable.h>
+#include <linux/rhashtable-types.h>
 #include <linux/atomic.h>
 #include <linux/mutex.h>
 #include <linux/spinlock.h>
@@ -255,7 +256,10 @@ struct hcomm_umem {
  * struct hcomm_region - a registered range of host or device memory.
  * @ref:      lifetime; the context's table holds one reference, every
  *            transfer using it one more.
- * @key_node: entry in the global key table.
+ * @key_node: entry in the global key table (an rhashtable, RCU lookups).
+ * @key_hashed: @key_node is in the table (registration and release only).
+ * @live:     registration finished: lookups by key may return it.
+ * @rcu:      the struct is freed after a grace period (lockless lookups).
  * @ctx:      owner (a reference).
  * @umem_node: entry in umem->regions.
  * @umem:     host regions: the pinned range.
@@ -285,7 +289,10 @@ struct hcomm_umem {
  */
 struct hcomm_region {
 	struct kref ref;
-	struct hlist_node key_node;
+	struct rhash_head key_node;
+	bool key_hashed;
+	bool live;
+	struct rcu_head rcu;
 	struct hcomm_ctx *ctx;
 	struct list_head umem_node;
 	struct hcomm_umem *umem;
@@ -374,7 +381,10 @@ static inline void hcomm_ctx_get(struct hcomm_ctx *ctx)
 
 /* hcomm_key.c */
 u64 hcomm_key_new(void);
-void hcomm_key_publish(struct hcomm_region *r);
+int hcomm_keys_init(void);
+void hcomm_keys_exit(void);
+int hcomm_key_publish(struct hcomm_region *r);
+void hcomm_key_activate(struct hcomm_region *r);
 void hcomm_key_revoke(struct hcomm_region *r);
 struct hcomm_region *hcomm_key_lookup(struct hcomm_ctx *ctx, u64 key,
 				      u32 need, u32 *rev);

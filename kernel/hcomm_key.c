@@ -4,11 +4,13 @@
  *
  * Owns the global key table.  A key is drawn from get_random_u64(), is
  * never zero, and is unique among live regions; revoking removes it so a
- * later lookup by that key fails.  The table lock is a spinlock and is
- * never held across anything that sleeps.
+ * later lookup by that key fails.  The table is an rhashtable: lookups
+ * take no lock and cost O(1) however many regions exist.
  */
 #include <linux/random.h>
 #include <linux/spinlock.h>
+#include <linux/rhashtable.h>
+#include <linux/rcupdate.h>
 #include <linux/cred.h>
 #include <linux/err.h>
 #include <linux/mutex.h>
@@ -17,12 +19,39 @@
 
 #include "hcomm.h"
 
-#define HCOMM_KEY_BITS	12
+/*
+ * Keys by value.  Lookups take no lock (RCU; regions are freed after a
+ * grace period); the table grows with the number of regions, so a lookup
+ * costs the same however many regions users register.
+ */
+static struct rhashtable hcomm_keys;
+static const struct rhashtable_params hcomm_key_params = {
+	.key_len = sizeof(u64),
+	.key_offset = offsetof(struct hcomm_region, key),
+	.head_offset = offsetof(struct hcomm_region, key_node),
+	.automatic_shrinking = true,
+};
 
-static DEFINE_HASHTABLE(hcomm_keys, HCOMM_KEY_BITS);
-static DEFINE_SPINLOCK(hcomm_keys_lock);	/* protects hcomm_keys */
 /* Serialises changes of any region's acc_rev (GRANT, revocation). */
 static DEFINE_MUTEX(hcomm_revoke_lock);
+
+/**
+ * hcomm_keys_init() - create the key table.
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int hcomm_keys_init(void)
+{
+	return rhashtable_init(&hcomm_keys, &hcomm_key_params);
+}
+
+/**
+ * hcomm_keys_exit() - destroy the (empty) key table.
+ */
+void hcomm_keys_exit(void)
+{
+	rhashtable_destroy(&hcomm_keys);
+}
 
 /**
  * hcomm_key_new() - draw a fresh non-zero random key.
@@ -40,42 +69,51 @@ u64 hcomm_key_new(void)
 }
 EXPORT_SYMBOL_IF_KUNIT(hcomm_key_new);
 
-static bool hcomm_key_used(u64 key)
+/**
+ * hcomm_key_publish() - put @r in the key table under a unique key.
+ * @r: a region being registered; not yet found by lookups (@r->live).
+ *
+ * A collision draws again.
+ *
+ * Return: 0, or -ENOMEM (or -EBUSY) when the table cannot take it.
+ */
+int hcomm_key_publish(struct hcomm_region *r)
 {
-	struct hcomm_region *r;
+	int ret;
 
-	lockdep_assert_held(&hcomm_keys_lock);
-	hash_for_each_possible(hcomm_keys, r, key_node, key)
-		if (r->key == key)
-			return true;
-	return false;
+	for (;;) {
+		ret = rhashtable_lookup_insert_fast(&hcomm_keys, &r->key_node,
+						    hcomm_key_params);
+		if (ret != -EEXIST)
+			break;
+		r->key = hcomm_key_new();
+	}
+	r->key_hashed = !ret;
+	return ret;
 }
 
 /**
- * hcomm_key_publish() - give @r a unique key and make it findable by it.
- * @r: region not yet published.
- *
- * A collision simply draws again.
+ * hcomm_key_activate() - let lookups by key find @r (registration done).
+ * @r: a published region.
  */
-void hcomm_key_publish(struct hcomm_region *r)
+void hcomm_key_activate(struct hcomm_region *r)
 {
-	spin_lock(&hcomm_keys_lock);
-	while (hcomm_key_used(r->key))
-		r->key = hcomm_key_new();
-	hash_add(hcomm_keys, &r->key_node, r->key);
-	spin_unlock(&hcomm_keys_lock);
+	/* Pairs with the acquire in hcomm_key_lookup(). */
+	smp_store_release(&r->live, true);
 }
 
 /**
  * hcomm_key_revoke() - remove @r's key from the table.
- * @r: a published region; revoking twice is harmless.
+ * @r: a region; revoking twice, or an unpublished region, is harmless.
+ *     Called by the region's owner paths one at a time (DEREG, release).
  */
 void hcomm_key_revoke(struct hcomm_region *r)
 {
-	spin_lock(&hcomm_keys_lock);
-	if (!hlist_unhashed(&r->key_node))
-		hash_del(&r->key_node);
-	spin_unlock(&hcomm_keys_lock);
+	if (!r->key_hashed)
+		return;
+	WRITE_ONCE(r->live, false);
+	rhashtable_remove_fast(&hcomm_keys, &r->key_node, hcomm_key_params);
+	r->key_hashed = false;
 }
 
 /*
@@ -129,14 +167,12 @@ struct hcomm_region *hcomm_key_lookup(struct hcomm_ctx *ctx, u64 key,
 	struct hcomm_region *r, *found = NULL;
 	int ret;
 
-	spin_lock(&hcomm_keys_lock);
-	hash_for_each_possible(hcomm_keys, r, key_node, key) {
-		if (r->key == key && kref_get_unless_zero(&r->ref)) {
-			found = r;
-			break;
-		}
-	}
-	spin_unlock(&hcomm_keys_lock);
+	rcu_read_lock();
+	r = rhashtable_lookup(&hcomm_keys, &key, hcomm_key_params);
+	/* Pairs with hcomm_key_activate(): a live region is complete. */
+	if (r && smp_load_acquire(&r->live) && kref_get_unless_zero(&r->ref))
+		found = r;
+	rcu_read_unlock();
 	if (!found)
 		return ERR_PTR(-ENOENT);
 	/* The revision first: a GRANT after this is seen at the first chunk. */

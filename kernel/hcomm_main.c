@@ -271,9 +271,12 @@ static int __init hcomm_init(void)
 	hcomm_sweep_wq = alloc_workqueue("hcomm_sweep", 0, 0);
 	if (!hcomm_sweep_wq)
 		goto err_unregister_root;
-	ret = hcomm_engine_init();
+	ret = hcomm_keys_init();
 	if (ret)
 		goto err_sweep;
+	ret = hcomm_engine_init();
+	if (ret)
+		goto err_keys;
 	hcomm_debugfs_init();
 	hcomm_misc.parent = hcomm_dma_dev;
 	ret = misc_register(&hcomm_misc);
@@ -284,6 +287,8 @@ static int __init hcomm_init(void)
 err_debugfs:
 	hcomm_debugfs_exit();
 	hcomm_engine_exit();
+err_keys:
+	hcomm_keys_exit();
 err_sweep:
 	destroy_workqueue(hcomm_sweep_wq);
 err_unregister_root:
@@ -298,6 +303,9 @@ static void __exit hcomm_exit(void)
 	destroy_workqueue(hcomm_sweep_wq);
 	hcomm_debugfs_exit();
 	hcomm_engine_exit();
+	hcomm_keys_exit();
+	/* kfree_rcu() of the last regions */
+	rcu_barrier();
 	root_device_unregister(hcomm_dma_dev);
 }
 

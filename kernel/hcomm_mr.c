@@ -54,7 +54,6 @@ static struct hcomm_region *hcomm_region_alloc(struct hcomm_ctx *ctx,
 	if (!r)
 		return NULL;
 	kref_init(&r->ref);
-	INIT_HLIST_NODE(&r->key_node);
 	INIT_LIST_HEAD(&r->umem_node);
 	hcomm_vat_init(&r->vat);
 	r->type = type;
@@ -62,6 +61,11 @@ static struct hcomm_region *hcomm_region_alloc(struct hcomm_ctx *ctx,
 	r->state = HCOMM_STATE_ACTIVE;
 	r->key = hcomm_key_new();
 	r->grant = hcomm_grant_word(HCOMM_GRANT_NONE, 0, GLOBAL_ROOT_UID);
+	/* In the key table now (not yet found: @live), so commit cannot fail. */
+	if (hcomm_key_publish(r)) {
+		kfree(r);
+		return NULL;
+	}
 	hcomm_ctx_get(ctx);
 	r->ctx = ctx;
 	return r;
@@ -69,9 +73,11 @@ static struct hcomm_region *hcomm_region_alloc(struct hcomm_ctx *ctx,
 
 static void hcomm_region_free(struct hcomm_region *r)
 {
+	hcomm_key_revoke(r);
 	hcomm_vat_free(&r->vat);
 	hcomm_ctx_put(r->ctx);
-	kfree(r);
+	/* A lockless key lookup may still be looking at it. */
+	kfree_rcu(r, rcu);
 }
 
 /*
@@ -574,7 +580,7 @@ static u64 hcomm_region_commit(struct hcomm_ctx *ctx, struct hcomm_region *r,
 {
 	u64 gen;
 
-	hcomm_key_publish(r);
+	hcomm_key_activate(r);
 	*id = r->id;
 	*key = r->key;
 	kref_get(&r->ref);

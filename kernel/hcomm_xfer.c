@@ -802,7 +802,7 @@ int hcomm_xfer(struct hcomm_ctx *ctx, struct hcomm_xfer *arg,
 	struct hcomm_ctx *db_ctx = NULL;
 	bool signal = arg->flags & (HCOMM_XFER_DB_ADD | HCOMM_XFER_DB_SET);
 	struct hcomm_op *op;
-	u32 srev, drev;
+	u32 srev, drev, inline_max;
 	int ret;
 
 	ret = hcomm_xfer_check(arg);
@@ -832,9 +832,9 @@ int hcomm_xfer(struct hcomm_ctx *ctx, struct hcomm_xfer *arg,
 			goto out_dst;
 	}
 
-	if (arg->len <= min_t(u32, READ_ONCE(ctx->max_inline),
-				 HCOMM_MAX_INLINE_CAP) &&
-	    !(arg->flags & HCOMM_XFER_NO_INLINE)) {
+	inline_max = min_t(u32, READ_ONCE(ctx->max_inline),
+			   HCOMM_MAX_INLINE_CAP);
+	if (arg->len <= inline_max && !(arg->flags & HCOMM_XFER_NO_INLINE)) {
 		ret = hcomm_region_enter(src, ctx, current_euid(),
 					 HCOMM_ACCESS_REMOTE_READ, &srev);
 		if (ret)
