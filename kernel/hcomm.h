@@ -34,6 +34,9 @@
 
 #include <uapi/linux/hcomm.h>
 
+/* Parked DB_WAITs of a context are kept in this many lists. */
+#define HCOMM_WAIT_BUCKETS	64
+
 /* Number of commands: HCOMM_CMD_* numbers are 0 .. HCOMM_NR_CMDS - 1. */
 #define HCOMM_NR_CMDS	12
 
@@ -153,7 +156,8 @@ extern struct hcomm_stats hcomm_stats;
  * @db_pages: the pages of @db, mapped into userspace by mmap.
  * @db_npages: pages in @db_pages.
  * @nr_db:   doorbells in @db.
- * @waiters: parked DB_WAIT operations.
+ * @waiters: parked DB_WAIT operations, by doorbell index modulo
+ *           HCOMM_WAIT_BUCKETS: a signal looks at one bucket only.
  * @op_lock: protects @pending and @fences.
  * @pending: submitted transfers not yet completed, in submission order.
  * @fences:  parked FENCE operations, in submission order.
@@ -194,7 +198,7 @@ struct hcomm_ctx {
 	struct page **db_pages;
 	unsigned int db_npages;
 	u32 nr_db;
-	struct list_head waiters;
+	struct list_head waiters[HCOMM_WAIT_BUCKETS];
 
 	spinlock_t op_lock;		/* see @op_lock above */
 	struct list_head pending;

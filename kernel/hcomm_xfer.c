@@ -60,7 +60,7 @@ enum hcomm_op_kind {
  * @kind:      HCOMM_OP_*.
  * @cancelled: cancellation was asked.
  * @ctx:       submitting context (a reference until delivery).
- * @node:      entry in ctx->pending, ctx->fences or ctx->waiters (under
+ * @node:      entry in ctx->pending, ctx->fences or ctx->waiters[] (under
  *             ctx->op_lock or ctx->db_lock).  Ownership rule: a parked
  *             FENCE or DB_WAIT belongs to whoever unlinks @node under that
  *             lock (list_del_init(), then @node is empty); only that path
@@ -1022,6 +1022,11 @@ int hcomm_fence(struct hcomm_ctx *ctx, struct hcomm_fence *arg,
 /* doorbell waits                                                      */
 /* ------------------------------------------------------------------ */
 
+static struct list_head *hcomm_wait_bucket(struct hcomm_ctx *ctx, u32 index)
+{
+	return &ctx->waiters[index % HCOMM_WAIT_BUCKETS];
+}
+
 static u64 hcomm_db_read(struct hcomm_ctx *ctx, u32 index)
 {
 	return atomic64_read_acquire(&ctx->db[array_index_nospec(index,
@@ -1050,7 +1055,7 @@ void hcomm_db_wake(struct hcomm_ctx *ctx, u32 index)
 	LIST_HEAD(ready);
 
 	spin_lock(&ctx->db_lock);
-	list_for_each_entry_safe(op, tmp, &ctx->waiters, node) {
+	list_for_each_entry_safe(op, tmp, hcomm_wait_bucket(ctx, index), node) {
 		if (op->w.index == index &&
 		    hcomm_db_read(ctx, index) >= op->w.value)
 			hcomm_op_claim(op, &ready);
@@ -1166,7 +1171,7 @@ int hcomm_db_wait(struct hcomm_ctx *ctx, struct hcomm_db_wait *arg,
 	}
 	atomic64_inc(&hcomm_stats.waits_pending);
 	spin_lock(&ctx->db_lock);
-	list_add_tail(&op->node, &ctx->waiters);
+	list_add_tail(&op->node, hcomm_wait_bucket(ctx, op->w.index));
 	if (op->w.deadline != KTIME_MAX)
 		hcomm_wait_arm(op, ktime_get());
 	spin_unlock(&ctx->db_lock);
@@ -1212,7 +1217,7 @@ static unsigned int hcomm_cancel_match(struct hcomm_ctx *ctx, u64 tag,
 				       bool all)
 {
 	struct hcomm_op *op, *tmp;
-	unsigned int count = 0;
+	unsigned int count = 0, i;
 	LIST_HEAD(fences);
 	LIST_HEAD(waits);
 
@@ -1226,9 +1231,10 @@ static unsigned int hcomm_cancel_match(struct hcomm_ctx *ctx, u64 tag,
 	spin_unlock(&ctx->op_lock);
 
 	spin_lock(&ctx->db_lock);
-	list_for_each_entry_safe(op, tmp, &ctx->waiters, node)
-		if (all || op->tag == tag)
-			hcomm_op_claim(op, &waits);
+	for (i = 0; i < HCOMM_WAIT_BUCKETS; i++)
+		list_for_each_entry_safe(op, tmp, &ctx->waiters[i], node)
+			if (all || op->tag == tag)
+				hcomm_op_claim(op, &waits);
 	spin_unlock(&ctx->db_lock);
 
 	list_for_each_entry_safe(op, tmp, &fences, claimed) {
@@ -1257,7 +1263,7 @@ static unsigned int hcomm_cancel_match(struct hcomm_ctx *ctx, u64 tag,
 unsigned int hcomm_ctx_cancel_orphans(struct hcomm_ctx *ctx)
 {
 	struct hcomm_op *op, *tmp;
-	unsigned int left = 0;
+	unsigned int left = 0, i;
 	LIST_HEAD(fences);
 	LIST_HEAD(waits);
 
@@ -1281,13 +1287,15 @@ unsigned int hcomm_ctx_cancel_orphans(struct hcomm_ctx *ctx)
 	spin_unlock(&ctx->op_lock);
 
 	spin_lock(&ctx->db_lock);
-	list_for_each_entry_safe(op, tmp, &ctx->waiters, node) {
-		if (!op->ioucmd)
-			continue;
-		if (hcomm_uring_orphaned(op->ioucmd))
-			hcomm_op_claim(op, &waits);
-		else
-			left++;
+	for (i = 0; i < HCOMM_WAIT_BUCKETS; i++) {
+		list_for_each_entry_safe(op, tmp, &ctx->waiters[i], node) {
+			if (!op->ioucmd)
+				continue;
+			if (hcomm_uring_orphaned(op->ioucmd))
+				hcomm_op_claim(op, &waits);
+			else
+				left++;
+		}
 	}
 	spin_unlock(&ctx->db_lock);
 
@@ -1428,6 +1436,7 @@ void hcomm_ctx_qos_info(struct hcomm_ctx *ctx, struct hcomm_qos *out,
 int hcomm_ctx_engine_init(struct hcomm_ctx *ctx)
 {
 	struct hcomm_qos_user *spare;
+	unsigned int i;
 
 	spare = hcomm_qos_user_alloc(current_euid(), GFP_KERNEL_ACCOUNT);
 	if (!spare)
@@ -1437,7 +1446,8 @@ int hcomm_ctx_engine_init(struct hcomm_ctx *ctx)
 	mutex_init(&ctx->db_mutex);
 	INIT_LIST_HEAD(&ctx->pending);
 	INIT_LIST_HEAD(&ctx->fences);
-	INIT_LIST_HEAD(&ctx->waiters);
+	for (i = 0; i < HCOMM_WAIT_BUCKETS; i++)
+		INIT_LIST_HEAD(&ctx->waiters[i]);
 	INIT_LIST_HEAD(&ctx->xq);
 	init_llist_head(&ctx->incoming);
 	hcomm_qos_class_init(&ctx->qos);
@@ -1457,6 +1467,7 @@ void hcomm_ctx_engine_release(struct hcomm_ctx *ctx)
 {
 	struct hcomm_engine *eng = &hcomm_engine;
 	struct hcomm_qos_user *gone;
+	unsigned int i;
 
 	spin_lock(&eng->lock);
 	clear_bit(0, &ctx->queued);
@@ -1465,7 +1476,9 @@ void hcomm_ctx_engine_release(struct hcomm_ctx *ctx)
 	spin_unlock(&eng->lock);
 	hcomm_qos_user_free(gone);
 	WARN_ON_ONCE(!list_empty(&ctx->pending) || !list_empty(&ctx->xq) ||
-		     !list_empty(&ctx->waiters) || !list_empty(&ctx->fences));
+		     !list_empty(&ctx->fences));
+	for (i = 0; i < HCOMM_WAIT_BUCKETS; i++)
+		WARN_ON_ONCE(!list_empty(&ctx->waiters[i]));
 }
 
 /**
