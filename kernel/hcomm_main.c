@@ -59,7 +59,7 @@ MODULE_PARM_DESC(workers,
 unsigned int hcomm_qos_user_min_rate;
 module_param_named(qos_user_min_rate, hcomm_qos_user_min_rate, uint, 0644);
 MODULE_PARM_DESC(qos_user_min_rate,
-		 "Largest SET_QOS min_rate (percent) a context may set without CAP_SYS_NICE (default 0)");
+		 "Percent of the engine all contexts of one user may reserve with SET_QOS min_rate without CAP_SYS_NICE (default 0)");
 
 unsigned int hcomm_qos_user_priority;
 module_param_named(qos_user_priority, hcomm_qos_user_priority, uint, 0644);

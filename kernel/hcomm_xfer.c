@@ -1379,12 +1379,15 @@ int hcomm_set_qos(struct hcomm_ctx *ctx, struct hcomm_qos *arg)
 	if (ret)
 		return ret;
 	/*
-	 * A guarantee or a priority above what the administrator allows every
-	 * user (module parameters qos_user_min_rate, qos_user_priority;
-	 * default 0) holds other users back: CAP_SYS_NICE, as for nice(2).
+	 * Raising a guarantee or a priority above what the administrator
+	 * allows every user (module parameters qos_user_min_rate,
+	 * qos_user_priority; default 0) holds other users back: CAP_SYS_NICE,
+	 * as for nice(2).  Lowering one's own is never refused.
 	 */
-	if ((arg->min_rate > READ_ONCE(hcomm_qos_user_min_rate) ||
-	     arg->priority > READ_ONCE(hcomm_qos_user_priority)) &&
+	if (((arg->min_rate > READ_ONCE(hcomm_qos_user_min_rate) &&
+	      arg->min_rate > READ_ONCE(ctx->qos.min_rate)) ||
+	     (arg->priority > READ_ONCE(hcomm_qos_user_priority) &&
+	      arg->priority > READ_ONCE(ctx->qos.priority))) &&
 	    !capable(CAP_SYS_NICE))
 		return -EPERM;
 	/*

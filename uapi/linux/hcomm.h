@@ -600,10 +600,12 @@ struct hcomm_ctx_opts {
  *                        mapped in the caller's user namespace.
  * SET_QOS:     EINVAL    min_rate > max_rate, max_rate 0 or > 100,
  *                        priority > 7;
- *              EPERM     min_rate above the module parameter
- *                        qos_user_min_rate or priority above
- *                        qos_user_priority (both 0 by default) without
- *                        CAP_SYS_NICE;
+ *              EPERM     without CAP_SYS_NICE: raising min_rate above the
+ *                        module parameter qos_user_min_rate, or the
+ *                        min_rate of all the user's contexts together
+ *                        above it, or raising priority above
+ *                        qos_user_priority (both 0 by default); lowering
+ *                        one's own is never refused by these limits;
  *              ENOSPC    the contexts' min_rate would sum above 100.
  * SET_CTX:     EINVAL    unknown mask bit, max_inline above the module's.
  */
