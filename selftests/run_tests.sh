@@ -14,6 +14,9 @@
 # Assumes: root, hcomm.ko loaded, debugfs mounted at /sys/kernel/debug.
 # HCOMM_KO (path of hcomm.ko) enables the unload/reload test.
 # HCOMM_TEST_TIMEOUT bounds each binary (seconds, default 1800).
+# HCOMM_SELFTEST_EXCLUDE_VARIANT=NAME runs every binary with -V NAME: the
+# fixture variant NAME (e.g. ioctl) is left out (the debug kernel runs the
+# io_uring variant only; the stock kernels prove the ioctl front).
 #
 # Output: one TAP stream; each binary's own TAP is nested under "# ", then
 # "ok/not ok N selftests: hcomm: NAME".  Last line:
@@ -31,7 +34,7 @@ not_run=
 if [ -d /sys/kernel/debug/failslab ]; then
 	ALL="hcomm_uapi_test hcomm_reg_test hcomm_errors_test hcomm_fault_test
 hcomm_dmabuf_test hcomm_proc_test hcomm_xfer_test hcomm_xproc_test
-hcomm_cache_test hcomm_qos_test hcomm_rmmod_test"
+hcomm_cache_test hcomm_qos_test hcomm_race_test hcomm_rmmod_test"
 else
 	not_run="# hcomm_fault_test: not run (no failslab: debug kernel only)"
 fi
@@ -91,10 +94,13 @@ for t in $list; do
 	: >"$log"
 	rm -f "$tmp/rc"
 	{
+		set --
+		[ -n "${HCOMM_SELFTEST_EXCLUDE_VARIANT:-}" ] &&
+			set -- -V "$HCOMM_SELFTEST_EXCLUDE_VARIANT"
 		if command -v timeout >/dev/null 2>&1; then
-			timeout -k 10 "$timeout_s" "$bin" 2>&1
+			timeout -k 10 "$timeout_s" "$bin" "$@" 2>&1
 		else
-			"$bin" 2>&1
+			"$bin" "$@" 2>&1
 		fi
 		echo "$?" >"$tmp/rc"
 	} | while IFS= read -r line; do

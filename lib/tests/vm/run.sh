@@ -5,13 +5,17 @@
 # root, with hcomm.ko loaded).  Builds nothing: make -C lib/tests/vm first
 # (the binaries are in build/lib/vm/, or in $HCOMM_LIBVM_DIR).
 #
-#   lib/tests/vm/run.sh [--quick] [--list] [CASE...]
+#   lib/tests/vm/run.sh [--quick] [--module] [--list] [CASE...]
 #
 # Every case starts 2 to 4 ranks of build/lib/vm/hcomm_vm_test on this host
 # through build/lib/vm/hcomm_vm_launch (fork/exec with HCOMM_RANK,
 # HCOMM_WORLD_SIZE and a root address of its own, or a rank table, or the
 # variables of Open MPI, Slurm or PMI), or through a real mpirun.  --quick
-# caps the large transfers (for slow kernels); CASE names restrict the run.
+# caps the large transfers (for slow kernels); --module runs only the cases
+# that drive the module in a way of their own (data path, callbacks,
+# caches, both fronts: MODULE_CASES below), not those of the bootstrap and
+# the launchers, which do the same on every kernel; CASE names restrict the
+# run.
 #
 # Output: TAP, each case's output nested under "# ", then the line
 #   libvm: N passed, N failed, N skipped
@@ -30,11 +34,12 @@ launch=$dir/hcomm_vm_launch
 case_timeout=${HCOMM_LIBVM_TIMEOUT:-120}
 export HCOMM_VMTEST_ALARM=${HCOMM_VMTEST_ALARM:-100}
 
-quick=0 list=0
+quick=0 list=0 module=0
 want=
 for a in "$@"; do
 	case $a in
 	--quick) quick=1 ;;
+	--module) module=1 ;;
 	--list) list=1 ;;
 	-h|--help) sed -n '3,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) echo "run.sh: unknown option $a" >&2; exit 2 ;;
@@ -106,7 +111,15 @@ rcache-1|-n 1 -e HCOMM_STATS_DIR=/tmp|rcache
 rcache-nouring-1|-n 1 -e HCOMM_STATS_DIR=/tmp -e HCOMM_NO_URING=1|rcache
 "
 
+# The cases --module keeps: one of each way the library drives the module.
+MODULE_CASES="putget-2 putget-4 signal-4 batch-4 cb-thread-4 cbnest-inline-1
+cbnest-locked-nouring-1 fence-2 errors-2 threads-qps4-2 putget-nouring-2
+batch-nouring-2 fence-nouring-2 regcache-1 rcache-1 rcache-nouring-1"
+
 selected() {
+	if [ "$module" = 1 ]; then
+		case " $(echo $MODULE_CASES) " in *" $1 "*) ;; *) return 1 ;; esac
+	fi
 	[ -z "$want" ] && return 0
 	case " $want " in *" $1 "*) return 0 ;; esac
 	return 1
