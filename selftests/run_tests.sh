@@ -93,6 +93,7 @@ for t in $list; do
 	fi
 	: >"$log"
 	rm -f "$tmp/rc"
+	t0=$(cut -d' ' -f1 /proc/uptime)
 	{
 		set --
 		[ -n "${HCOMM_SELFTEST_EXCLUDE_VARIANT:-}" ] &&
@@ -135,6 +136,8 @@ for t in $list; do
 	failed=$((failed + f))
 	skipped=$((skipped + s))
 
+	secs=$(echo "$(cut -d' ' -f1 /proc/uptime) $t0" | awk '{printf "%.1f", $1 - $2}')
+	echo "# $t: ${secs}s"
 	if [ "$f" -gt 0 ]; then
 		echo "not ok $i selftests: hcomm: $t # exit=$rc"
 	elif [ "$p" -eq 0 ] && [ "$s" -gt 0 ]; then
