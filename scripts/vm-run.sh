@@ -269,52 +269,70 @@ keep=$(for p in "$repo" "$HCOMM_CACHE" "$cwd"; do
 done | sort -u | paste -sd, -)
 cmdline="$cmdline transparent_hugepage=madvise hcomm_run=$rundir/run.sh$append"
 [ -n "$keep" ] && cmdline="$cmdline hcomm_keep=$keep"
-: > "$log"
-: > "$out"
-log "vm: $(basename "$kernel") (modules: $kver) timeout ${timeout}s log $log"
-log "vm: command: $*"
-t0=$(date +%s.%N)
-qemu-system-x86_64 \
-	-m "$mem" -smp "$smp" -nographic -no-reboot -monitor none \
-	-machine "$machine" -cpu max -nic none \
-	-kernel "$kernel" -initrd "$initrd" -append "$cmdline" \
-	-serial "file:$log" -serial "file:$out" \
-	-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
-	< /dev/null > "$log.qemu" 2>&1 &
-qpid=$!
-if [ "$live" = 1 ]; then
-	# From the command's start on (--live-all: the whole boot), unbuffered.
-	tail -n +1 -F -s 0.2 --pid="$qpid" "$log" 2>/dev/null |
-		awk -v all="$live_all" '{ sub(/\r$/, "") }
-			all || on || /HCOMM-START/ { on = 1; print; fflush() }' &
-	tailpid=$!
-fi
-# Watchdog: poll instead of `timeout` so the trap can always kill qemu.
-timed_out=0
-deadline=$(( $(date +%s) + timeout ))
-while kill -0 "$qpid" 2>/dev/null; do
-	if [ "$(date +%s)" -ge "$deadline" ]; then
-		timed_out=1
-		kill -9 "$qpid" 2>/dev/null || true
-		break
+# A kernel that dies before the command starts (the guest never printed
+# HCOMM-START; e.g. a stock kernel's Oops in boot-time code patching under
+# TCG, seen once) has run nothing of ours: boot again, up to
+# HCOMM_VM_BOOT_TRIES (default 3) times in all; each such console is kept
+# as <log>.boot-<n>.  A crash after the command started is never retried.
+tries=${HCOMM_VM_BOOT_TRIES:-3}
+attempt=1
+while :; do
+	: > "$log"
+	: > "$out"
+	log "vm: $(basename "$kernel") (modules: $kver) timeout ${timeout}s log $log"
+	log "vm: command: $*"
+	t0=$(date +%s.%N)
+	qemu-system-x86_64 \
+		-m "$mem" -smp "$smp" -nographic -no-reboot -monitor none \
+		-machine "$machine" -cpu max -nic none \
+		-kernel "$kernel" -initrd "$initrd" -append "$cmdline" \
+		-serial "file:$log" -serial "file:$out" \
+		-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
+		< /dev/null > "$log.qemu" 2>&1 &
+	qpid=$!
+	if [ "$live" = 1 ]; then
+		# From the command's start on (--live-all: the whole boot), unbuffered.
+		tail -n +1 -F -s 0.2 --pid="$qpid" "$log" 2>/dev/null |
+			awk -v all="$live_all" '{ sub(/\r$/, "") }
+				all || on || /HCOMM-START/ { on = 1; print; fflush() }' &
+		tailpid=$!
 	fi
-	sleep 0.2
-done
-qrc=0
-{ wait "$qpid"; } 2>/dev/null || qrc=$?
-qpid=
-if [ -n "$tailpid" ]; then
-	# tail notices qemu's exit by itself and reads the rest first.
-	wait "$tailpid" 2>/dev/null || true
-	tailpid=
-fi
-wall=$(echo "$(date +%s.%N) - $t0" | bc)
+	# Watchdog: poll instead of `timeout` so the trap can always kill qemu.
+	timed_out=0
+	deadline=$(( $(date +%s) + timeout ))
+	while kill -0 "$qpid" 2>/dev/null; do
+		if [ "$(date +%s)" -ge "$deadline" ]; then
+			timed_out=1
+			kill -9 "$qpid" 2>/dev/null || true
+			break
+		fi
+		sleep 0.2
+	done
+	qrc=0
+	{ wait "$qpid"; } 2>/dev/null || qrc=$?
+	qpid=
+	if [ -n "$tailpid" ]; then
+		# tail notices qemu's exit by itself and reads the rest first.
+		wait "$tailpid" 2>/dev/null || true
+		tailpid=
+	fi
+	wall=$(echo "$(date +%s.%N) - $t0" | bc)
 
-# Normalise line ends for humans and for the scan.
-tr -d '\r' < "$log" > "$log.tmp" && mv "$log.tmp" "$log"
-tr -d '\r' < "$out" > "$out.tmp" && mv "$out.tmp" "$out"
-[ -s "$log.qemu" ] && sed 's/^/vm: qemu: /' "$log.qemu" >&2
-rm -f "$log.qemu"
+	# Normalise line ends for humans and for the scan.
+	tr -d '\r' < "$log" > "$log.tmp" && mv "$log.tmp" "$log"
+	tr -d '\r' < "$out" > "$out.tmp" && mv "$out.tmp" "$out"
+	[ -s "$log.qemu" ] && sed 's/^/vm: qemu: /' "$log.qemu" >&2
+	rm -f "$log.qemu"
+	if [ "$timed_out" = 0 ] && ! grep -aq 'HCOMM-START' "$log" &&
+	   ! grep -aq 'HCOMM-INIT-FAIL' "$log" && [ "$attempt" -lt "$tries" ]; then
+		cp "$log" "$log.boot-$attempt"
+		log "vm: the kernel died before the command started (attempt $attempt, console $log.boot-$attempt): booting again"
+		grep -aE 'Oops:|Kernel panic|BUG:' "$log" | head -n 3 | sed 's/^/vm:   /' >&2
+		attempt=$((attempt + 1))
+		continue
+	fi
+	break
+done
 
 marker=$(grep -ahoE '^HCOMM-EXIT: [0-9]+' "$out" | tail -n1 | awk '{print $2}' || true)
 [ -n "$marker" ] || marker=$(grep -aoE 'HCOMM-EXIT: [0-9]+' "$log" | tail -n1 | awk '{print $2}' || true)
