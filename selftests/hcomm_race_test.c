@@ -31,6 +31,9 @@
  *   nocache_generation     a HCOMM_REG_NOCACHE region's generation slot
  *                          changes when its range is unmapped, as the
  *                          uapi promises for every region.
+ *   max_inline_param       max_inline raised to 1 MiB at run time through
+ *                          the module parameter still gives new contexts
+ *                          at most the documented 64 KiB cap.
  *   other_process_eperm    a fork() child and a process that received the
  *                          fd over SCM_RIGHTS get EPERM for every command
  *                          (each with an argument valid for the opener),
@@ -1010,6 +1013,34 @@ TEST(revoke_barrier_dereg)
 TEST(revoke_barrier_grant)
 {
 	revoke_barrier(_metadata, false);
+}
+
+/* ------------------------------------------------------------------ */
+/* max_inline_param                                                    */
+/* ------------------------------------------------------------------ */
+
+TEST(max_inline_param)
+{
+	struct hcomm_ctx_opts o;
+	struct hcomm_info info;
+	uint64_t saved = 4096;
+	int fd, ret;
+
+	ASSERT_EQ(0, hcomm_param("max_inline", &saved));
+	ASSERT_EQ(0, hcomm_param_set("max_inline", 1 * MiB));
+	fd = open(HCOMM_DEV, O_RDWR | O_CLOEXEC);
+	ret = fd < 0 ? -errno : hc_info(fd, NULL, &info);
+	hcomm_param_set("max_inline", saved);
+	ASSERT_EQ(0, ret);
+	ASSERT_EQ(64 * KiB, info.max_inline)
+		TH_LOG("max_inline param 1 MiB: a new context got %u, want the "
+		       "64 KiB cap", info.max_inline);
+	memset(&o, 0, sizeof(o));
+	o.mask = HCOMM_CTX_MAX_INLINE;
+	o.max_inline = 64 * KiB + 1;
+	ASSERT_NE(0, ioctl(fd, HCOMM_CMD_SET_CTX, &o));
+	ASSERT_EQ(EINVAL, errno);
+	ASSERT_EQ(0, close(fd));
 }
 
 TEST_HARNESS_MAIN
