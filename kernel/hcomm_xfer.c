@@ -803,6 +803,7 @@ int hcomm_xfer(struct hcomm_ctx *ctx, struct hcomm_xfer *arg,
 	bool signal = arg->flags & (HCOMM_XFER_DB_ADD | HCOMM_XFER_DB_SET);
 	struct hcomm_op *op;
 	u32 srev, drev, inline_max;
+	kuid_t euid = current_euid();
 	int ret;
 
 	ret = hcomm_xfer_check(arg);
@@ -835,11 +836,11 @@ int hcomm_xfer(struct hcomm_ctx *ctx, struct hcomm_xfer *arg,
 	inline_max = min_t(u32, READ_ONCE(ctx->max_inline),
 			   HCOMM_MAX_INLINE_CAP);
 	if (arg->len <= inline_max && !(arg->flags & HCOMM_XFER_NO_INLINE)) {
-		ret = hcomm_region_enter(src, ctx, current_euid(),
+		ret = hcomm_region_enter(src, ctx, euid,
 					 HCOMM_ACCESS_REMOTE_READ, &srev);
 		if (ret)
 			goto out_dst;
-		ret = hcomm_region_enter(dst, ctx, current_euid(),
+		ret = hcomm_region_enter(dst, ctx, euid,
 					 HCOMM_ACCESS_LOCAL_WRITE, &drev);
 		if (ret) {
 			hcomm_region_exit(src, ctx, srev);
@@ -878,7 +879,7 @@ int hcomm_xfer(struct hcomm_ctx *ctx, struct hcomm_xfer *arg,
 	op->x.flags = arg->flags;
 	op->x.db_index = arg->db_index;
 	op->x.db_value = arg->db_value;
-	op->x.euid = current_euid();
+	op->x.euid = euid;
 	op->x.src_rev = srev;
 	op->x.dst_rev = drev;
 	if (signal) {
@@ -1212,9 +1213,34 @@ int hcomm_db_wait(struct hcomm_ctx *ctx, struct hcomm_db_wait *arg,
 /* cancellation                                                        */
 /* ------------------------------------------------------------------ */
 
-/* Cancel the operations of @ctx matching @tag (every one when @all). */
-static unsigned int hcomm_cancel_match(struct hcomm_ctx *ctx, u64 tag,
-				       bool all)
+/*
+ * Which operations a cancel ends: those with @tag, every one (@all), or
+ * (@orphans) the io_uring commands whose ring or task is going away, in
+ * which case @left counts the io_uring commands left parked.
+ */
+struct hcomm_cancel_sel {
+	u64 tag;
+	bool all;
+	bool orphans;
+	unsigned int left;
+};
+
+static bool hcomm_cancel_wants(struct hcomm_op *op,
+			       struct hcomm_cancel_sel *sel)
+{
+	if (!sel->orphans)
+		return sel->all || op->tag == sel->tag;
+	if (!op->ioucmd)
+		return false;
+	if (hcomm_uring_orphaned(op->ioucmd))
+		return true;
+	sel->left++;
+	return false;
+}
+
+/* Cancel the operations of @ctx that @sel names; returns how many. */
+static unsigned int hcomm_cancel_select(struct hcomm_ctx *ctx,
+					struct hcomm_cancel_sel *sel)
 {
 	struct hcomm_op *op, *tmp;
 	unsigned int count = 0, i;
@@ -1223,17 +1249,17 @@ static unsigned int hcomm_cancel_match(struct hcomm_ctx *ctx, u64 tag,
 
 	spin_lock(&ctx->op_lock);
 	list_for_each_entry(op, &ctx->pending, node)
-		if ((all || op->tag == tag) && hcomm_xfer_cancel_locked(op))
+		if (hcomm_cancel_wants(op, sel) && hcomm_xfer_cancel_locked(op))
 			count++;
 	list_for_each_entry_safe(op, tmp, &ctx->fences, node)
-		if (all || op->tag == tag)
+		if (hcomm_cancel_wants(op, sel))
 			hcomm_op_claim(op, &fences);
 	spin_unlock(&ctx->op_lock);
 
 	spin_lock(&ctx->db_lock);
 	for (i = 0; i < HCOMM_WAIT_BUCKETS; i++)
 		list_for_each_entry_safe(op, tmp, &ctx->waiters[i], node)
-			if (all || op->tag == tag)
+			if (hcomm_cancel_wants(op, sel))
 				hcomm_op_claim(op, &waits);
 	spin_unlock(&ctx->db_lock);
 
@@ -1262,53 +1288,10 @@ static unsigned int hcomm_cancel_match(struct hcomm_ctx *ctx, u64 tag,
  */
 unsigned int hcomm_ctx_cancel_orphans(struct hcomm_ctx *ctx)
 {
-	struct hcomm_op *op, *tmp;
-	unsigned int left = 0, i;
-	LIST_HEAD(fences);
-	LIST_HEAD(waits);
+	struct hcomm_cancel_sel sel = { .orphans = true };
 
-	spin_lock(&ctx->op_lock);
-	list_for_each_entry(op, &ctx->pending, node) {
-		if (!op->ioucmd)
-			continue;
-		if (hcomm_uring_orphaned(op->ioucmd))
-			hcomm_xfer_cancel_locked(op);
-		else
-			left++;
-	}
-	list_for_each_entry_safe(op, tmp, &ctx->fences, node) {
-		if (!op->ioucmd)
-			continue;
-		if (hcomm_uring_orphaned(op->ioucmd))
-			hcomm_op_claim(op, &fences);
-		else
-			left++;
-	}
-	spin_unlock(&ctx->op_lock);
-
-	spin_lock(&ctx->db_lock);
-	for (i = 0; i < HCOMM_WAIT_BUCKETS; i++) {
-		list_for_each_entry_safe(op, tmp, &ctx->waiters[i], node) {
-			if (!op->ioucmd)
-				continue;
-			if (hcomm_uring_orphaned(op->ioucmd))
-				hcomm_op_claim(op, &waits);
-			else
-				left++;
-		}
-	}
-	spin_unlock(&ctx->db_lock);
-
-	list_for_each_entry_safe(op, tmp, &fences, claimed) {
-		list_del(&op->claimed);
-		op->res = -ECANCELED;
-		hcomm_op_deliver(op);
-	}
-	list_for_each_entry_safe(op, tmp, &waits, claimed) {
-		list_del(&op->claimed);
-		hcomm_wait_end(op, -ECANCELED, true);
-	}
-	return left;
+	hcomm_cancel_select(ctx, &sel);
+	return sel.left;
 }
 
 /**
@@ -1321,7 +1304,9 @@ unsigned int hcomm_ctx_cancel_orphans(struct hcomm_ctx *ctx)
  */
 int hcomm_cancel(struct hcomm_ctx *ctx, u64 tag, bool all)
 {
-	return hcomm_cancel_match(ctx, tag, all);
+	struct hcomm_cancel_sel sel = { .tag = tag, .all = all };
+
+	return hcomm_cancel_select(ctx, &sel);
 }
 
 /**
@@ -1330,7 +1315,7 @@ int hcomm_cancel(struct hcomm_ctx *ctx, u64 tag, bool all)
  */
 void hcomm_ctx_cancel_all(struct hcomm_ctx *ctx)
 {
-	hcomm_cancel_match(ctx, 0, true);
+	hcomm_cancel(ctx, 0, true);
 }
 
 /**
@@ -1379,21 +1364,20 @@ int hcomm_set_qos(struct hcomm_ctx *ctx, struct hcomm_qos *arg)
 	if (ret)
 		return ret;
 	/*
-	 * Raising a guarantee or a priority above what the administrator
-	 * allows every user (module parameters qos_user_min_rate,
-	 * qos_user_priority; default 0) holds other users back: CAP_SYS_NICE,
-	 * as for nice(2).  Lowering one's own is never refused.
+	 * Raising a priority above what the administrator allows every user
+	 * (module parameter qos_user_priority, default 0) holds other users
+	 * back: CAP_SYS_NICE, as for nice(2).  Lowering one's own is never
+	 * refused.
 	 */
-	if (((arg->min_rate > READ_ONCE(hcomm_qos_user_min_rate) &&
-	      arg->min_rate > READ_ONCE(ctx->qos.min_rate)) ||
-	     (arg->priority > READ_ONCE(hcomm_qos_user_priority) &&
-	      arg->priority > READ_ONCE(ctx->qos.priority))) &&
+	if (arg->priority > READ_ONCE(hcomm_qos_user_priority) &&
+	    arg->priority > READ_ONCE(ctx->qos.priority) &&
 	    !capable(CAP_SYS_NICE))
 		return -EPERM;
 	/*
-	 * The min_rates of one user's contexts together stay within
-	 * qos_user_min_rate unless the caller has CAP_SYS_NICE; those of
-	 * everybody within 100 (hcomm_qos_admit()).
+	 * Guarantees likewise: the min_rates of one user's contexts together
+	 * stay within qos_user_min_rate unless the caller has CAP_SYS_NICE,
+	 * those of everybody within 100, and lowering is never refused
+	 * (hcomm_qos_admit()).
 	 */
 	limit = READ_ONCE(hcomm_qos_user_min_rate);
 again:
