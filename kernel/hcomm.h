@@ -88,7 +88,7 @@ int hcomm_range_check(u64 addr, u64 len, u64 max_len, u64 *first_page,
 /**
  * struct hcomm_stats - module-wide counters shown in debugfs.
  *
- * The gauges (contexts .. cache_bytes) return to zero when every context
+ * The gauges (contexts .. workers) return to zero when every context
  * is closed; the command counters only grow.
  */
 struct hcomm_stats {
@@ -102,6 +102,7 @@ struct hcomm_stats {
 	atomic64_t waits_pending;
 	atomic64_t umems;
 	atomic64_t cache_bytes;
+	atomic64_t workers;
 	atomic64_t cmd[HCOMM_NR_CMDS];
 	atomic64_t cmd_errors;
 	atomic64_t uring_cmds;
@@ -172,6 +173,22 @@ extern struct hcomm_stats hcomm_stats;
  * @comm:    command name of the opener.
  * @xfers:   transfers of this context on the engine.
  * @served:  bytes the engine copied for this context.
+ * @worker_lock: serialises starting and stopping @workers; taken with no
+ *           other hcomm lock held.
+ * @workers: the context's copy threads (hcomm_xfer.c), in its opener's
+ *           cgroups: the engine copies a context's chunks only in these,
+ *           so the CPU time is charged to the submitter.  Appended under
+ *           @worker_lock and the engine lock, stopped at release.
+ * @nr_workers: entries in @workers (written under both locks).
+ * @workers_stopping: release began; no worker may be added (@worker_lock).
+ * @worker_wait: idle workers sleep here for @ready.
+ * @ready:   engine slots handed to this context, each one chunk, waiting
+ *           for a worker (engine lock).
+ * @slots_held: slots on @ready or being copied by a worker (engine lock).
+ * @busy:    workers copying a chunk now (engine lock).
+ * @spawning: a worker is starting another one (engine lock).
+ * @slow_until: jiffies until which the context counts as slow: it holds
+ *           at most its share of the slots (engine lock).
  */
 struct hcomm_ctx {
 	struct kref ref;
@@ -216,6 +233,17 @@ struct hcomm_ctx {
 	char comm[TASK_COMM_LEN];
 	atomic_t xfers;
 	atomic64_t served;
+
+	struct mutex worker_lock;	/* see @worker_lock above */
+	struct task_struct **workers;
+	unsigned int nr_workers;
+	bool workers_stopping;
+	wait_queue_head_t worker_wait;
+	struct list_head ready;
+	unsigned int slots_held;
+	unsigned int busy;
+	bool spawning;
+	unsigned long slow_until;
 };
 
 /**

@@ -47,6 +47,7 @@ static int hcomm_stats_show(struct seq_file *m, void *unused)
 	hcomm_show(m, "waits_pending", &s->waits_pending);
 	hcomm_show(m, "umems", &s->umems);
 	hcomm_show(m, "cache_bytes", &s->cache_bytes);
+	hcomm_show(m, "workers", &s->workers);
 	for (i = 0; i < HCOMM_NR_CMDS; i++)
 		seq_printf(m, "cmd_%s %lld\n", hcomm_cmd_names[i],
 			   (long long)atomic64_read(&s->cmd[i]));

@@ -54,7 +54,7 @@ MODULE_PARM_DESC(cache_limit,
 unsigned int hcomm_workers;
 module_param_named(workers, hcomm_workers, uint, 0444);
 MODULE_PARM_DESC(workers,
-		 "Transfer engine workers (default: one per online CPU)");
+		 "Transfer engine slots: chunks copied at once, and the most copy threads of one context (default: one per online CPU)");
 
 unsigned int hcomm_qos_user_min_rate;
 module_param_named(qos_user_min_rate, hcomm_qos_user_min_rate, uint, 0644);

@@ -56,6 +56,12 @@
  * and each class's service differs from its share of the total by at most
  * about one chunk per class.
  *
+ * A class the caller marks held (hcomm_qos_class.held: the engine gives no
+ * context more slots than its share of them) is passed over by the pick
+ * but stays active with its share and virtual time: it is not charged for
+ * the wait, so it is picked first once it lets go, and the entries that
+ * were picked meanwhile did not take its share away.
+ *
  * Virtual times are compared as differences, so the u64 counters may wrap
  * around.  An idle entry's vtime is measured from the vclock at which it
  * went idle, so a long idle time cannot make it look ahead of vclock by
@@ -255,12 +261,27 @@ static void hcomm_qos_leave(struct hcomm_qos_class *c, u64 vclock)
 	c->idle_vclock = vclock;
 }
 
-/* The entry of @list with the smallest vtime, then the highest priority. */
+static struct hcomm_qos_class *hcomm_qos_first(struct list_head *list);
+
+/* May @c be picked now: not held, and a user with a class not held? */
+static bool hcomm_qos_pickable(struct hcomm_qos_class *c)
+{
+	if (c->held)
+		return false;
+	return !c->group || hcomm_qos_first(&hcomm_qos_group(c)->active);
+}
+
+/*
+ * The pickable entry of @list with the smallest vtime, then the highest
+ * priority.
+ */
 static struct hcomm_qos_class *hcomm_qos_first(struct list_head *list)
 {
 	struct hcomm_qos_class *c, *best = NULL;
 
 	list_for_each_entry(c, list, node) {
+		if (!hcomm_qos_pickable(c))
+			continue;
 		if (!best || hcomm_qos_before(c->vtime, best->vtime) ||
 		    (c->vtime == best->vtime && c->priority > best->priority))
 			best = c;
@@ -311,6 +332,7 @@ void hcomm_qos_class_init(struct hcomm_qos_class *c)
 	c->served = 0;
 	c->share = HCOMM_QOS_SCALE;
 	c->idle_vclock = 0;
+	c->held = false;
 }
 EXPORT_SYMBOL_IF_KUNIT(hcomm_qos_class_init);
 
@@ -463,7 +485,11 @@ EXPORT_SYMBOL_IF_KUNIT(hcomm_qos_deactivate);
  * If that is a user, the same rule among the user's active classes on the
  * user's clock.  The clocks move to the chosen entries' virtual times.
  *
- * Return: the class, still active, or NULL when no class is active.
+ * Classes marked held, and users all of whose active classes are, are
+ * passed over.
+ *
+ * Return: the class, still active, or NULL when no class is active and
+ * not held.
  */
 struct hcomm_qos_class *hcomm_qos_pick(struct hcomm_qos_sched *s)
 {

@@ -57,6 +57,10 @@ struct hcomm_qos_user;
  *            current while @active and hcomm_qos_sched.shares_valid.
  * @idle_vclock: the clock of its level when the class last went idle
  *            (0 for a new class).
+ * @held:     set and cleared by the caller: the class may not be picked
+ *            now (it holds all the engine it may use at once); it stays
+ *            active, keeps its share and its virtual time.  A user's entry
+ *            is passed over while all its active classes are held.
  */
 struct hcomm_qos_class {
 	struct list_head node;
@@ -70,6 +74,7 @@ struct hcomm_qos_class {
 	u64 served;
 	u32 share;
 	u64 idle_vclock;
+	bool held;
 };
 
 /**

@@ -6,9 +6,27 @@
  * A transfer copies bytes between two registered regions by walking both
  * VAT->PAT tables extent by extent: one copy, no bounce buffer.  Up to
  * max_inline bytes are copied in the submitting call.  Larger transfers
- * are queued on their context and copied in chunk_size pieces by the
- * engine's workers; which context's chunk goes next is the QoS scheduler's
- * choice (hcomm_qos.c).  A dma-buf region is copied through the
+ * are queued on their context and copied in chunk_size pieces; which
+ * context's chunk goes next is the QoS scheduler's choice (hcomm_qos.c).
+ *
+ * Who copies.  The engine has a fixed number of slots (the workers module
+ * parameter, one per online CPU by default): a slot is one chunk being
+ * copied.  A free slot goes to the context the scheduler names, and that
+ * context's own worker threads copy it.  A context's workers are kernel
+ * threads started by its first queued transfer, from the submitting task,
+ * and attached to that task's cgroups (cpu, cpuset, ...), the way vhost
+ * attaches its workers to its owner's; so the CPU time of every copy is
+ * charged to the cgroup of the process that asked for it, and its cpuset
+ * and cpu.max apply.  A context starts one worker and grows to as many as
+ * there are slots while its chunks wait for one.
+ *
+ * Shares are of bytes: a slot goes to the context with the smallest
+ * virtual time, whoever's chunk was slow.  A slot whose chunk took longer
+ * than HCOMM_SLOT_SLOW_MS (a worker throttled by its cgroup's cpu.max, or
+ * confined to a busy cpuset) marks its context slow for a second; a slow
+ * context holds at most its share of the slots, rounded up
+ * (hcomm_slot_cap()), so the slots of a throttled context stand still
+ * while the others keep going to the other contexts.  A dma-buf region is copied through the
  * exporter's kernel mapping, bracketed by begin/end_cpu_access and after
  * its fences.  No transfer is copied by a dmaengine channel:
  * the machines hcomm targets have none for memory-to-memory copies, so
@@ -16,8 +34,9 @@
  *
  * Submission takes no engine-wide lock: a transfer is pushed on its
  * context's lock-free list, and only a context that was idle takes the
- * engine lock to join the active set.  Workers take the engine lock once
- * per chunk to pick it and once to account for it.
+ * engine lock to join the active set.  A worker takes the engine lock
+ * once per chunk to take its slot, and once to account for the chunk and
+ * hand the slot on.
  *
  * Every pending operation holds a reference on its context and a
  * transfer holds references on both regions, so DEREG or the owner's exit
@@ -45,6 +64,9 @@
 #include <linux/capability.h>
 #include <linux/cred.h>
 #include <linux/nospec.h>
+#include <linux/kthread.h>
+#include <linux/cgroup.h>
+#include <linux/wait.h>
 
 #include "hcomm.h"
 #include "hcomm_compat.h"
@@ -130,14 +152,33 @@ struct hcomm_pdu {
 	struct hcomm_op *op;
 };
 
+/*
+ * One engine slot: a chunk handed to a context, owned by the engine while
+ * on free_slots, by the context while on its ready list, and by the
+ * worker that took it off that list until it gives it back.
+ */
+struct hcomm_slot {
+	struct list_head node;
+	struct hcomm_op *op;
+	u64 off;
+	u64 n;
+	unsigned long start;	/* jiffies when handed out */
+};
+
+/* A chunk slower than this marks its context slow for HCOMM_SLOW_FOR. */
+#define HCOMM_SLOT_SLOW_MS	20
+#define HCOMM_SLOW_FOR		HZ
+
 static struct hcomm_engine {
-	spinlock_t lock;		/* everything below but wq */
+	spinlock_t lock;		/* sched, reap, free_slots, slots */
 	struct hcomm_qos_sched sched;
 	struct list_head reap;		/* cancelled transfers to end */
-	struct workqueue_struct *wq;
+	struct list_head free_slots;
+	struct hcomm_slot *slots;
+	unsigned int nr_slots;		/* set at init */
+	struct workqueue_struct *wq;	/* reap_work */
+	struct work_struct reap_work;
 	struct workqueue_struct *timer_wq;	/* DB_WAIT timeouts */
-	unsigned int nr_workers;
-	struct work_struct *workers;
 } hcomm_engine;
 
 static struct hcomm_pdu *hcomm_pdu(struct io_uring_cmd *ioucmd)
@@ -489,11 +530,28 @@ static void hcomm_ctx_drain(struct hcomm_ctx *ctx)
 	lockdep_assert_held(&hcomm_engine.lock);
 	list = llist_reverse_order(list);
 	llist_for_each_entry_safe(op, tmp, list, x.llnode) {
-		if (op->cancelled)
+		if (op->cancelled) {
 			list_add_tail(&op->x.qnode, &hcomm_engine.reap);
-		else
+			queue_work(hcomm_engine.wq, &hcomm_engine.reap_work);
+		} else {
 			list_add_tail(&op->x.qnode, &ctx->xq);
+		}
 	}
+}
+
+/*
+ * The most slots @ctx may hold: all of them, or while it is slow its share
+ * of them, rounded up, at least one.  Engine lock; the share is current
+ * right after hcomm_qos_pick().
+ */
+static unsigned int hcomm_slot_cap(struct hcomm_ctx *ctx)
+{
+	u64 n = hcomm_engine.nr_slots;
+
+	if (!time_before(jiffies, ctx->slow_until))
+		return n;
+	n = DIV_ROUND_UP_ULL(n * ctx->qos.share, HCOMM_QOS_SCALE);
+	return clamp_t(u64, n, 1, hcomm_engine.nr_slots);
 }
 
 /*
@@ -530,26 +588,12 @@ static struct hcomm_op *hcomm_engine_next(u64 *off, u64 *n)
 		if (op->x.next == op->x.len)
 			list_del_init(&op->x.qnode);
 		hcomm_qos_charge(&eng->sched, c, *n);
+		/* at its cap: not picked again until it gives a slot back */
+		if (++ctx->slots_held >= hcomm_slot_cap(ctx))
+			c->held = true;
 		return op;
 	}
 	return NULL;
-}
-
-/* A chunk of @op landed.  The last one ends the transfer. */
-static void hcomm_chunk_done(struct hcomm_op *op, u64 n)
-{
-	bool end;
-
-	spin_lock(&hcomm_engine.lock);
-	op->x.inflight--;
-	op->x.landed += n;
-	end = !op->x.inflight && list_empty(&op->x.qnode) &&
-	      (op->x.next == op->x.len || op->cancelled) && !op->x.finishing;
-	if (end)
-		op->x.finishing = true;
-	spin_unlock(&hcomm_engine.lock);
-	if (end)
-		hcomm_xfer_end(op);
 }
 
 /*
@@ -588,52 +632,48 @@ static void hcomm_xfer_exit(struct hcomm_op *op, u32 srev, u32 drev)
 }
 
 /*
- * The rights to a region of @op were withdrawn: this chunk copies nothing,
- * no further chunk is handed out, and the transfer ends with @err once the
- * chunks in flight have landed.
+ * Hand the free slots to the contexts the scheduler names and wake a
+ * worker of each.  Engine lock.
  */
-static void hcomm_chunk_fail(struct hcomm_op *op, int err)
-{
-	spin_lock(&hcomm_engine.lock);
-	if (!op->x.err)
-		op->x.err = err;
-	op->cancelled = true;
-	list_del_init(&op->x.qnode);
-	spin_unlock(&hcomm_engine.lock);
-	hcomm_chunk_done(op, 0);
-}
-
-static void hcomm_engine_work(struct work_struct *work)
+static void hcomm_engine_dispatch(void)
 {
 	struct hcomm_engine *eng = &hcomm_engine;
+	struct hcomm_slot *slot;
 	struct hcomm_op *op;
-	u32 srev, drev;
-	u64 off, n;
-	int ret;
 
-	for (;;) {
-		ktime_t t0;
-
-		spin_lock(&eng->lock);
-		if (!list_empty(&eng->reap)) {
-			op = list_first_entry(&eng->reap, struct hcomm_op,
-					      x.qnode);
-			list_del_init(&op->x.qnode);
-			op->x.finishing = true;
-			spin_unlock(&eng->lock);
-			hcomm_xfer_end(op);
-			continue;
-		}
-		op = hcomm_engine_next(&off, &n);
-		spin_unlock(&eng->lock);
+	lockdep_assert_held(&eng->lock);
+	while ((slot = list_first_entry_or_null(&eng->free_slots,
+						struct hcomm_slot, node))) {
+		op = hcomm_engine_next(&slot->off, &slot->n);
 		if (!op)
 			break;
-		ret = hcomm_xfer_enter(op, &srev, &drev);
-		if (ret) {
-			hcomm_chunk_fail(op, ret);
-			continue;
-		}
-		t0 = ktime_get();
+		slot->op = op;
+		slot->start = jiffies;
+		list_move_tail(&slot->node, &op->ctx->ready);
+		wake_up(&op->ctx->worker_wait);
+	}
+}
+
+/*
+ * Copy the chunk of @slot, account for it, give the slot back and hand the
+ * free slots on; the last chunk of a transfer ends it.  A chunk whose
+ * rights were withdrawn (hcomm_xfer_enter()) copies nothing, and its
+ * transfer gets no further chunk and ends with that error once the chunks
+ * in flight have landed.
+ */
+static void hcomm_slot_run(struct hcomm_ctx *ctx, struct hcomm_slot *slot)
+{
+	struct hcomm_engine *eng = &hcomm_engine;
+	struct hcomm_op *op = slot->op;
+	u64 off = slot->off, n = slot->n, landed = 0;
+	u32 srev, drev;
+	bool end;
+	int err;
+
+	err = hcomm_xfer_enter(op, &srev, &drev);
+	if (!err) {
+		ktime_t t0 = ktime_get();
+
 		hcomm_copy(op->x.dst, op->x.dst_off + off, op->x.src,
 			   op->x.src_off + off, n);
 		atomic64_add(ktime_to_ns(ktime_sub(ktime_get(), t0)),
@@ -641,18 +681,178 @@ static void hcomm_engine_work(struct work_struct *work)
 		hcomm_xfer_exit(op, srev, drev);
 		atomic64_inc(&hcomm_stats.xfer_chunks);
 		atomic64_add(n, &hcomm_stats.xfer_bytes);
-		atomic64_add(n, &op->ctx->served);
-		hcomm_chunk_done(op, n);
-		cond_resched();
+		atomic64_add(n, &ctx->served);
+		landed = n;
+	}
+
+	spin_lock(&eng->lock);
+	if (err) {
+		if (!op->x.err)
+			op->x.err = err;
+		op->cancelled = true;
+		list_del_init(&op->x.qnode);
+	}
+	op->x.inflight--;
+	op->x.landed += landed;
+	end = !op->x.inflight && list_empty(&op->x.qnode) &&
+	      (op->x.next == op->x.len || op->cancelled) && !op->x.finishing;
+	if (end)
+		op->x.finishing = true;
+	if (time_after(jiffies, slot->start +
+		       msecs_to_jiffies(HCOMM_SLOT_SLOW_MS)))
+		ctx->slow_until = jiffies + HCOMM_SLOW_FOR;
+	slot->op = NULL;
+	list_add(&slot->node, &eng->free_slots);
+	ctx->busy--;
+	ctx->slots_held--;
+	ctx->qos.held = false;
+	hcomm_engine_dispatch();
+	spin_unlock(&eng->lock);
+	if (end)
+		hcomm_xfer_end(op);
+}
+
+/* End the cancelled transfers that have no chunk in flight. */
+static void hcomm_reap_fn(struct work_struct *work)
+{
+	struct hcomm_engine *eng = &hcomm_engine;
+	struct hcomm_op *op;
+
+	for (;;) {
+		spin_lock(&eng->lock);
+		op = list_first_entry_or_null(&eng->reap, struct hcomm_op,
+					      x.qnode);
+		if (op) {
+			list_del_init(&op->x.qnode);
+			op->x.finishing = true;
+		}
+		spin_unlock(&eng->lock);
+		if (!op)
+			break;
+		hcomm_xfer_end(op);
 	}
 }
 
-static void hcomm_engine_kick(void)
-{
-	unsigned int i;
+static int hcomm_worker_fn(void *data);
 
-	for (i = 0; i < hcomm_engine.nr_workers; i++)
-		queue_work(hcomm_engine.wq, &hcomm_engine.workers[i]);
+/*
+ * Start a worker of @ctx from the current task, in its cgroups: the
+ * submitter of the first queued transfer, or a worker of @ctx that found
+ * more chunks waiting than @ctx has workers (@grow).  The first worker's
+ * failure fails that transfer; a context that cannot grow goes on with the
+ * workers it has.
+ */
+static int hcomm_worker_start(struct hcomm_ctx *ctx, bool grow)
+{
+	struct task_struct *t;
+	bool same;
+	int ret = 0;
+
+	mutex_lock(&ctx->worker_lock);
+	if (ctx->workers_stopping || (!grow && ctx->nr_workers) ||
+	    ctx->nr_workers >= hcomm_engine.nr_slots)
+		goto out;
+	if (!ctx->workers) {
+		ctx->workers = kcalloc(hcomm_engine.nr_slots,
+				       sizeof(*ctx->workers),
+				       GFP_KERNEL_ACCOUNT);
+		if (!ctx->workers) {
+			ret = -ENOMEM;
+			goto out;
+		}
+	}
+	t = kthread_create(hcomm_worker_fn, ctx, "hcomm-%d", ctx->pid);
+	if (IS_ERR(t)) {
+		ret = PTR_ERR(t);
+		goto out;
+	}
+	/* A new kthread is in the root cgroups; moving costs an RCU sync. */
+	rcu_read_lock();
+	same = task_css_set(current) == task_css_set(t);
+	rcu_read_unlock();
+	if (!same) {
+		ret = cgroup_attach_task_all(current, t);
+		if (ret) {
+			kthread_stop(t);
+			goto out;
+		}
+	}
+	spin_lock(&hcomm_engine.lock);
+	ctx->workers[ctx->nr_workers++] = t;
+	spin_unlock(&hcomm_engine.lock);
+	atomic64_inc(&hcomm_stats.workers);
+	wake_up_process(t);
+out:
+	mutex_unlock(&ctx->worker_lock);
+	return ret;
+}
+
+/*
+ * A worker of a context: copies the chunks of the slots handed to the
+ * context, until the context is released (hcomm_ctx_engine_release()),
+ * when it has none left.  It holds no reference on the context: release
+ * stops it before the context can go.
+ */
+static int hcomm_worker_fn(void *data)
+{
+	struct hcomm_engine *eng = &hcomm_engine;
+	struct hcomm_ctx *ctx = data;
+	struct hcomm_slot *slot;
+	bool grow;
+
+	for (;;) {
+		wait_event_idle_exclusive(ctx->worker_wait,
+					  !list_empty_careful(&ctx->ready) ||
+					  kthread_should_stop());
+		if (kthread_should_stop())
+			break;
+		spin_lock(&eng->lock);
+		slot = list_first_entry_or_null(&ctx->ready, struct hcomm_slot,
+						node);
+		grow = false;
+		if (slot) {
+			list_del_init(&slot->node);
+			ctx->busy++;
+			/* more chunks wait than this context has workers */
+			if (!list_empty(&ctx->ready) && !ctx->spawning &&
+			    ctx->busy == ctx->nr_workers &&
+			    ctx->nr_workers < eng->nr_slots) {
+				ctx->spawning = true;
+				grow = true;
+			}
+		}
+		spin_unlock(&eng->lock);
+		if (!slot)
+			continue;
+		if (grow) {
+			int ret = hcomm_worker_start(ctx, true);
+
+			if (ret)
+				pr_warn_ratelimited("hcomm: no extra worker for pid %d: %d\n",
+						    ctx->pid, ret);
+			spin_lock(&eng->lock);
+			ctx->spawning = false;
+			spin_unlock(&eng->lock);
+		}
+		hcomm_slot_run(ctx, slot);
+		cond_resched();
+	}
+	WARN_ON_ONCE(!list_empty(&ctx->ready));
+	return 0;
+}
+
+/*
+ * Make sure @ctx has a worker before its first transfer is queued.  Not
+ * in io_uring's non-blocking issue: starting a thread sleeps.
+ */
+static int hcomm_ctx_workers_ready(struct hcomm_ctx *ctx,
+				   const struct hcomm_cmd_io *io)
+{
+	if (READ_ONCE(ctx->nr_workers))
+		return 0;
+	if (io->ioucmd && (io->issue_flags & IO_URING_F_NONBLOCK))
+		return -EAGAIN;
+	return hcomm_worker_start(ctx, false);
 }
 
 /* Queue @op on its context; the context joins the active set if idle. */
@@ -662,16 +862,17 @@ static void hcomm_xfer_queue(struct hcomm_op *op)
 
 	llist_add(&op->x.llnode, &ctx->incoming);
 	/*
-	 * Only a context joining the active set wakes the workers: while it
-	 * is active a worker is running (workers stop only when no context
-	 * is active), and the one that deactivates it re-checks @incoming
-	 * after clearing the bit, so this transfer is seen either way.
+	 * Only a context joining the active set dispatches: while it is
+	 * active it holds a slot or is next in line for one (slots stay free
+	 * only when no context is active), and the dispatch that deactivates
+	 * it re-checks @incoming after clearing the bit, so this transfer is
+	 * seen either way.
 	 */
 	if (!test_and_set_bit(0, &ctx->queued)) {
 		spin_lock(&hcomm_engine.lock);
 		hcomm_qos_activate(&hcomm_engine.sched, &ctx->qos);
+		hcomm_engine_dispatch();
 		spin_unlock(&hcomm_engine.lock);
-		hcomm_engine_kick();
 	}
 }
 
@@ -697,12 +898,12 @@ static bool hcomm_xfer_cancel_locked(struct hcomm_op *op)
 			reap = !op->x.inflight;
 		}
 		/* reaped by hcomm_ctx_drain() already: in eng->reap */
-		if (reap)
+		if (reap) {
 			list_add_tail(&op->x.qnode, &eng->reap);
+			queue_work(eng->wq, &eng->reap_work);
+		}
 	}
 	spin_unlock(&eng->lock);
-	if (reap)
-		hcomm_engine_kick();
 	return ret;
 }
 
@@ -865,6 +1066,11 @@ int hcomm_xfer(struct hcomm_ctx *ctx, struct hcomm_xfer *arg,
 					HCOMM_ENGINE_INLINE);
 	}
 
+	if (arg->len) {
+		ret = hcomm_ctx_workers_ready(ctx, io);
+		if (ret)
+			goto out_dst;
+	}
 	op = hcomm_op_alloc(ctx, HCOMM_OP_XFER, arg->tag, io);
 	if (!op) {
 		ret = -ENOMEM;
@@ -1437,6 +1643,10 @@ int hcomm_ctx_engine_init(struct hcomm_ctx *ctx)
 		INIT_LIST_HEAD(&ctx->waiters[i]);
 	INIT_LIST_HEAD(&ctx->xq);
 	init_llist_head(&ctx->incoming);
+	mutex_init(&ctx->worker_lock);
+	init_waitqueue_head(&ctx->worker_wait);
+	ctx->slow_until = jiffies;
+	INIT_LIST_HEAD(&ctx->ready);
 	hcomm_qos_class_init(&ctx->qos);
 	ctx->max_inline = hcomm_max_inline_now();
 	spin_lock(&hcomm_engine.lock);
@@ -1454,7 +1664,7 @@ void hcomm_ctx_engine_release(struct hcomm_ctx *ctx)
 {
 	struct hcomm_engine *eng = &hcomm_engine;
 	struct hcomm_qos_user *gone;
-	unsigned int i;
+	unsigned int i, n;
 
 	spin_lock(&eng->lock);
 	clear_bit(0, &ctx->queued);
@@ -1466,10 +1676,26 @@ void hcomm_ctx_engine_release(struct hcomm_ctx *ctx)
 		     !list_empty(&ctx->fences));
 	for (i = 0; i < HCOMM_WAIT_BUCKETS; i++)
 		WARN_ON_ONCE(!list_empty(&ctx->waiters[i]));
+
+	/*
+	 * No operation is left, so no slot is handed to us any more; a worker
+	 * may still be returning one.  No worker is added after this.
+	 */
+	mutex_lock(&ctx->worker_lock);
+	ctx->workers_stopping = true;
+	n = ctx->nr_workers;
+	mutex_unlock(&ctx->worker_lock);
+	for (i = 0; i < n; i++) {
+		kthread_stop(ctx->workers[i]);
+		atomic64_dec(&hcomm_stats.workers);
+	}
+	kfree(ctx->workers);
+	ctx->workers = NULL;
+	mutex_destroy(&ctx->worker_lock);
 }
 
 /**
- * hcomm_engine_init() - start the engine's workqueue.
+ * hcomm_engine_init() - set up the engine's slots and workqueues.
  *
  * Return: 0 or -ENOMEM.
  */
@@ -1484,26 +1710,28 @@ int hcomm_engine_init(void)
 	spin_lock_init(&eng->lock);
 	hcomm_qos_sched_init(&eng->sched);
 	INIT_LIST_HEAD(&eng->reap);
-	eng->workers = kcalloc(n, sizeof(*eng->workers), GFP_KERNEL);
-	if (!eng->workers)
+	INIT_LIST_HEAD(&eng->free_slots);
+	INIT_WORK(&eng->reap_work, hcomm_reap_fn);
+	eng->slots = kcalloc(n, sizeof(*eng->slots), GFP_KERNEL);
+	if (!eng->slots)
 		return -ENOMEM;
-	eng->wq = alloc_workqueue("hcomm_engine", WQ_UNBOUND, n);
+	for (i = 0; i < n; i++)
+		list_add_tail(&eng->slots[i].node, &eng->free_slots);
+	eng->wq = alloc_workqueue("hcomm_engine", WQ_UNBOUND, 1);
 	if (!eng->wq)
 		goto err_free;
 	/* Timeouts have a queue of their own: destroying it waits for them. */
 	eng->timer_wq = alloc_workqueue("hcomm_wait", 0, 0);
 	if (!eng->timer_wq)
 		goto err_destroy;
-	for (i = 0; i < n; i++)
-		INIT_WORK(&eng->workers[i], hcomm_engine_work);
-	eng->nr_workers = n;
+	eng->nr_slots = n;
 	hcomm_workers = n;
 	return 0;
 
 err_destroy:
 	destroy_workqueue(eng->wq);
 err_free:
-	kfree(eng->workers);
+	kfree(eng->slots);
 	return -ENOMEM;
 }
 
@@ -1514,5 +1742,5 @@ void hcomm_engine_exit(void)
 {
 	destroy_workqueue(hcomm_engine.timer_wq);
 	destroy_workqueue(hcomm_engine.wq);
-	kfree(hcomm_engine.workers);
+	kfree(hcomm_engine.slots);
 }

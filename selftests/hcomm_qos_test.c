@@ -28,9 +28,14 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <dirent.h>
+#include <time.h>
 
 #include "kselftest_harness.h"
 #include "hcomm_fixture.h"
+#include "hcomm_xfer.h"
 
 #define QOS_LEN		(4 * MiB)
 #define QOS_DEPTH	48		/* deep: a tenant starved of CPU stays backlogged */
@@ -841,6 +846,218 @@ TEST_F_TIMEOUT(qos, user_min_rate_allowance, 60)
 				 "14: the user's contexts together above it, "
 				 "18: a closed context's part not given back)",
 				 ret);
+}
+
+/*
+ * Copies are charged to the submitter's cgroup.  A child in a cgroup of
+ * its own moves 1 GiB through the engine (the first XFER by ioctl or, on
+ * an io_uring ring, from io_uring's non-blocking issue); its context's
+ * copy threads ("hcomm-<pid>") must be in that cgroup, and the cgroup's
+ * CPU time beyond the child's own must cover the engine's copy time.
+ * Unbound kworkers, which copied for everyone before, failed both.
+ */
+#define CG_ROOT		"/sys/fs/cgroup"
+#define CG_BYTES	(1024 * MiB)
+#define CG_LEN		(64 * MiB)
+
+struct cg_report {
+	int32_t stage;
+	int32_t err;
+	uint64_t busy_ns;	/* engine copy time, from the stats */
+	uint64_t cg_ns;		/* the cgroup's CPU time */
+	uint64_t self_ns;	/* the child's own CPU time */
+	uint32_t workers;	/* hcomm-<pid> threads found */
+	uint32_t in_cg;		/* ... of them in the cgroup */
+};
+
+static int cg_usage_ns(const char *cg, uint64_t *ns)
+{
+	char path[256], line[128];
+	unsigned long long us;
+	FILE *f;
+	int ret = -ENOENT;
+
+	snprintf(path, sizeof(path), "%s/cpu.stat", cg);
+	f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "usage_usec %llu", &us) == 1) {
+			*ns = us * 1000;
+			ret = 0;
+			break;
+		}
+	fclose(f);
+	return ret;
+}
+
+static uint64_t self_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+/* Count the threads named hcomm-<pid> and those of them in @cgname. */
+static void cg_find_workers(pid_t pid, const char *cgname, uint32_t *found,
+			    uint32_t *in_cg)
+{
+	char want[32], path[300], buf[256];
+	struct dirent *de;
+	DIR *d = opendir("/proc");
+
+	*found = *in_cg = 0;
+	if (!d)
+		return;
+	snprintf(want, sizeof(want), "hcomm-%d\n", pid);
+	while ((de = readdir(d))) {
+		int fd;
+		ssize_t n;
+
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/comm", de->d_name);
+		fd = open(path, O_RDONLY);
+		if (fd < 0)
+			continue;
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n <= 0)
+			continue;
+		buf[n] = '\0';
+		if (strcmp(buf, want))
+			continue;
+		(*found)++;
+		snprintf(path, sizeof(path), "/proc/%s/cgroup", de->d_name);
+		fd = open(path, O_RDONLY);
+		if (fd < 0)
+			continue;
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n <= 0)
+			continue;
+		buf[n] = '\0';
+		/* cgroup v2: "0::/<name>\n" */
+		if (strstr(buf, cgname))
+			(*in_cg)++;
+	}
+	closedir(d);
+}
+
+static void __attribute__((noreturn))
+cg_child(int wfd, const char *cg, const char *cgname, bool uring)
+{
+	struct cg_report rep = { 0 };
+	struct hcomm_reg_mem a, b;
+	struct hcomm_stats s0, s1;
+	struct hcomm_xfer x;
+	struct hc_ctx c;
+	uint64_t cg0, cg1, t0, t1, done;
+	char path[256], pid[32];
+	void *src, *dst;
+	int fd, ret;
+
+#define CG_FAIL(st, e) do { rep.stage = (st); rep.err = (e); goto out; } while (0)
+	snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
+	fd = open(path, O_WRONLY);
+	if (fd < 0)
+		CG_FAIL(1, -errno);
+	snprintf(pid, sizeof(pid), "%d", getpid());
+	if (write(fd, pid, strlen(pid)) < 0)
+		CG_FAIL(2, -errno);
+	close(fd);
+	if (hc_ctx_open(&c, uring, 0))
+		CG_FAIL(3, -errno);
+	src = map_anon(CG_LEN);
+	dst = map_anon(CG_LEN);
+	if (!src || !dst)
+		CG_FAIL(4, -ENOMEM);
+	hx_fill(src, CG_LEN, 7);
+	memset(dst, 0, CG_LEN);
+	ret = hx_reg(c.fd, c.r, src, CG_LEN, HCOMM_ACCESS_REMOTE_READ, 0, &a);
+	if (ret)
+		CG_FAIL(5, ret);
+	ret = hx_reg(c.fd, c.r, dst, CG_LEN, HCOMM_ACCESS_LOCAL_WRITE, 0, &b);
+	if (ret)
+		CG_FAIL(6, ret);
+	if (hcomm_stats_read(&s0) || cg_usage_ns(cg, &cg0))
+		CG_FAIL(7, -EIO);
+	t0 = self_cpu_ns();
+	for (uint64_t moved = 0; moved < CG_BYTES; moved += CG_LEN) {
+		hx_xfer_init(&x, a.key, 0, b.key, 0, CG_LEN,
+			     HCOMM_XFER_NO_INLINE);
+		ret = hx_xfer(c.fd, c.r, &x, &done);
+		if (ret)
+			CG_FAIL(8, ret);
+	}
+	t1 = self_cpu_ns();
+	if (hcomm_stats_read(&s1) || cg_usage_ns(cg, &cg1))
+		CG_FAIL(9, -EIO);
+	if (memcmp(src, dst, CG_LEN))
+		CG_FAIL(10, -EILSEQ);
+	cg_find_workers(getpid(), cgname, &rep.workers, &rep.in_cg);
+	rep.busy_ns = s1.engine_busy_ns - s0.engine_busy_ns;
+	rep.cg_ns = cg1 - cg0;
+	rep.self_ns = t1 - t0;
+	hc_ctx_close(&c);
+out:
+	if (write(wfd, &rep, sizeof(rep)) != sizeof(rep))
+		_exit(2);
+	_exit(0);
+#undef CG_FAIL
+}
+
+TEST_F_TIMEOUT(qos, copies_charged_to_cgroup, 180)
+{
+	char cg[128], cgname[64];
+	bool mounted = false;
+	int mode;
+
+	if (access(CG_ROOT "/cgroup.controllers", F_OK)) {
+		if (mount("none", CG_ROOT, "cgroup2", 0, NULL))
+			SKIP(return, "no cgroup v2 at " CG_ROOT ": %s",
+			     strerror(errno));
+		mounted = true;
+	}
+	snprintf(cgname, sizeof(cgname), "/hcomm-qos-%d", getpid());
+	snprintf(cg, sizeof(cg), CG_ROOT "%s", cgname);
+	ASSERT_EQ(0, mkdir(cg, 0755)) TH_LOG("mkdir %s: %s", cg, strerror(errno));
+	for (mode = 0; mode < 2; mode++) {
+		struct cg_report rep = { 0 };
+		int p[2];
+		pid_t pid;
+
+		ASSERT_EQ(0, pipe(p));
+		pid = fork();
+		ASSERT_GE(pid, 0);
+		if (!pid) {
+			close(p[0]);
+			cg_child(p[1], cg, cgname, mode);
+		}
+		close(p[1]);
+		EXPECT_EQ(0, read_full(p[0], &rep, sizeof(rep), 150000));
+		close(p[0]);
+		EXPECT_EQ(0, wait_child_ms(pid, 30000));
+		EXPECT_EQ(0, rep.stage) TH_LOG("%s: step %d failed: %d",
+					       mode ? "uring" : "ioctl",
+					       rep.stage, rep.err);
+		if (rep.stage)
+			continue;
+		TH_LOG("%s: engine copied for %.0f ms; the cgroup ran %.0f ms, %.0f ms of it the submitter's own; %u copy threads, %u in %s",
+		       mode ? "uring" : "ioctl", rep.busy_ns / 1e6,
+		       rep.cg_ns / 1e6, rep.self_ns / 1e6, rep.workers,
+		       rep.in_cg, cgname);
+		EXPECT_GE(rep.workers, 1);
+		EXPECT_EQ(rep.workers, rep.in_cg);
+		EXPECT_GT(rep.busy_ns, 0);
+		/* the copies' CPU time is in the cgroup (preemption aside) */
+		EXPECT_GE((double)(rep.cg_ns - rep.self_ns),
+			  0.7 * (double)rep.busy_ns);
+	}
+	EXPECT_EQ(0, rmdir(cg)) TH_LOG("rmdir %s: %s", cg, strerror(errno));
+	if (mounted)
+		umount(CG_ROOT);
 }
 
 TEST_HARNESS_MAIN

@@ -65,6 +65,7 @@ struct hcomm_stats {
 	uint64_t waits_pending;
 	uint64_t umems;
 	uint64_t cache_bytes;
+	uint64_t workers;
 	/* cumulative counters */
 	uint64_t cmd_get_info;
 	uint64_t cmd_reg_mem;
@@ -112,6 +113,7 @@ static const struct {
 	HC_STAT(waits_pending, true),
 	HC_STAT(umems, true),
 	HC_STAT(cache_bytes, true),
+	HC_STAT(workers, true),
 	HC_STAT(cmd_get_info, false),
 	HC_STAT(cmd_reg_mem, false),
 	HC_STAT(cmd_reg_dmabuf, false),
