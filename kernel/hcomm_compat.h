@@ -168,4 +168,26 @@ static inline void hcomm_dmabuf_vunmap(struct dma_buf *dmabuf,
 #endif
 }
 
+#include <linux/cgroup.h>
+
+/*
+ * Are @a and @b in the same cgroup of every hierarchy?  Always, in a
+ * kernel built without cgroups (the debug kernel of the tests had none
+ * before; a stock kernel always has them).
+ */
+static inline bool hcomm_same_cgroups(struct task_struct *a,
+				      struct task_struct *b)
+{
+#ifdef CONFIG_CGROUPS
+	bool same;
+
+	rcu_read_lock();
+	same = task_css_set(a) == task_css_set(b);
+	rcu_read_unlock();
+	return same;
+#else
+	return true;
+#endif
+}
+
 #endif /* _HCOMM_COMPAT_H */

@@ -745,7 +745,6 @@ static int hcomm_worker_fn(void *data);
 static int hcomm_worker_start(struct hcomm_ctx *ctx, bool grow)
 {
 	struct task_struct *t;
-	bool same;
 	int ret = 0;
 
 	mutex_lock(&ctx->worker_lock);
@@ -767,10 +766,7 @@ static int hcomm_worker_start(struct hcomm_ctx *ctx, bool grow)
 		goto out;
 	}
 	/* A new kthread is in the root cgroups; moving costs an RCU sync. */
-	rcu_read_lock();
-	same = task_css_set(current) == task_css_set(t);
-	rcu_read_unlock();
-	if (!same) {
+	if (!hcomm_same_cgroups(current, t)) {
 		ret = cgroup_attach_task_all(current, t);
 		if (ret) {
 			kthread_stop(t);
