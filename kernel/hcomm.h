@@ -456,8 +456,20 @@ int hcomm_cancel(struct hcomm_ctx *ctx, u64 tag, bool all);
 void hcomm_uring_cancel(struct io_uring_cmd *ioucmd);
 int hcomm_set_qos(struct hcomm_ctx *ctx, struct hcomm_qos *arg);
 void hcomm_db_wake(struct hcomm_ctx *ctx, u32 index);
+/**
+ * struct hcomm_ctx_engine_info - a context's part of the engine now.
+ * @slots:   engine slots it holds.
+ * @workers: its copy threads.
+ * @slow:    it counts as slow (holds at most its share of the slots).
+ */
+struct hcomm_ctx_engine_info {
+	unsigned int slots;
+	unsigned int workers;
+	bool slow;
+};
+
 void hcomm_ctx_qos_info(struct hcomm_ctx *ctx, struct hcomm_qos *out,
-			u32 *share);
+			u32 *share, struct hcomm_ctx_engine_info *eng);
 
 /* hcomm_main.c: every context, for debugfs */
 extern struct list_head hcomm_ctx_list;

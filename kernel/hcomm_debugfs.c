@@ -76,23 +76,25 @@ static int hcomm_contexts_show(struct seq_file *m, void *unused)
 {
 	struct hcomm_ctx *ctx;
 
-	seq_puts(m, "# pid comm regions pinned_bytes cache_bytes xfers_active min_rate max_rate priority share_pct served_bytes\n");
+	seq_puts(m, "# pid comm regions pinned_bytes cache_bytes xfers_active min_rate max_rate priority share_pct served_bytes slots workers slow\n");
 	mutex_lock(&hcomm_ctx_list_lock);
 	list_for_each_entry(ctx, &hcomm_ctx_list, node) {
+		struct hcomm_ctx_engine_info e;
 		struct hcomm_qos q;
 		u64 cache_bytes;
 		u32 share;
 
-		hcomm_ctx_qos_info(ctx, &q, &share);
+		hcomm_ctx_qos_info(ctx, &q, &share, &e);
 		mutex_lock(&ctx->cache_lock);
 		cache_bytes = ctx->cache_bytes;
 		mutex_unlock(&ctx->cache_lock);
-		seq_printf(m, "%d %s %d %lld %llu %d %u %u %u %u %lld\n",
+		seq_printf(m, "%d %s %d %lld %llu %d %u %u %u %u %lld %u %u %d\n",
 			   ctx->pid, ctx->comm, atomic_read(&ctx->nr_regions),
 			   (long long)atomic64_read(&ctx->pinned_pages) << PAGE_SHIFT,
 			   cache_bytes, atomic_read(&ctx->xfers), q.min_rate,
 			   q.max_rate, q.priority, share,
-			   (long long)atomic64_read(&ctx->served));
+			   (long long)atomic64_read(&ctx->served), e.slots,
+			   e.workers, e.slow);
 	}
 	mutex_unlock(&hcomm_ctx_list_lock);
 	return 0;

@@ -1601,15 +1601,19 @@ again:
  * @ctx:   context.
  * @out:   min_rate, max_rate and priority are filled.
  * @share: percent of the engine it receives now (0 when idle).
+ * @eng:   its slots, copy threads and whether it counts as slow now.
  */
 void hcomm_ctx_qos_info(struct hcomm_ctx *ctx, struct hcomm_qos *out,
-			u32 *share)
+			u32 *share, struct hcomm_ctx_engine_info *eng)
 {
 	spin_lock(&hcomm_engine.lock);
 	out->min_rate = ctx->qos.min_rate;
 	out->max_rate = ctx->qos.max_rate;
 	out->priority = ctx->qos.priority;
 	*share = hcomm_qos_share(&hcomm_engine.sched, &ctx->qos);
+	eng->slots = ctx->slots_held;
+	eng->workers = ctx->nr_workers;
+	eng->slow = time_before(jiffies, ctx->slow_until);
 	spin_unlock(&hcomm_engine.lock);
 }
 

@@ -1060,4 +1060,268 @@ TEST_F_TIMEOUT(qos, copies_charged_to_cgroup, 180)
 		umount(CG_ROOT);
 }
 
+/*
+ * A tenant throttled by its cgroup does not take the engine from the
+ * others.  Tenant A starts its copy threads in a cgroup with cpu.max 5 ms
+ * per 100 ms and moves itself back to the root cgroup, so it keeps its
+ * transfers queued while its threads are throttled with a chunk in hand.
+ * Sampled every 10 ms while both have work, A must (almost) never hold
+ * every engine slot: it is marked slow and held to its share of them.  Tenant B, unthrottled, must keep at least 30 % of the bandwidth
+ * it had alone, measured in the same test: B keeps every slot A does not
+ * hold, and a throttled context holds at most its share of them (half,
+ * here).  Without that cap A's threads held every slot while throttled
+ * and B got under a tenth.
+ */
+#define THR_DEPTH	16
+#define THR_WARM_MS	1500
+#define THR_WINDOW_MS	3000
+
+static int write_str(const char *path, const char *v)
+{
+	int fd = open(path, O_WRONLY);
+	int ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, v, strlen(v)) < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+static void __attribute__((noreturn))
+thr_tenant(int wfd, const char *cg, unsigned int warm_ms, unsigned int ms)
+{
+	struct cg_report rep = { 0 };
+	struct hcomm_reg_mem a, b;
+	struct hcomm_xfer xs[THR_DEPTH];
+	unsigned int inflight = 0, i;
+	uint64_t t0, t1, bytes = 0;
+	bool cancelled = false;
+	struct hc_ctx c;
+	void *src, *dst;
+	int ret;
+
+#define THR_FAIL(st, e) do { rep.stage = (st); rep.err = (e); goto out; } while (0)
+	alarm(60);
+	if (cg) {
+		char path[256], pid[32];
+		int fd;
+
+		snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
+		fd = open(path, O_WRONLY);
+		if (fd < 0)
+			THR_FAIL(1, -errno);
+		snprintf(pid, sizeof(pid), "%d", getpid());
+		if (write(fd, pid, strlen(pid)) < 0)
+			THR_FAIL(2, -errno);
+		close(fd);
+	}
+	if (hc_ctx_open(&c, true, 0))
+		THR_FAIL(3, -errno);
+	src = map_anon(QOS_LEN);
+	dst = map_anon(QOS_LEN);
+	if (!src || !dst)
+		THR_FAIL(4, -ENOMEM);
+	memset(src, 0x5a, QOS_LEN);
+	memset(dst, 0, QOS_LEN);
+	ret = hx_reg(c.fd, NULL, src, QOS_LEN, HCOMM_ACCESS_REMOTE_READ, 0, &a);
+	if (ret)
+		THR_FAIL(5, ret);
+	ret = hx_reg(c.fd, NULL, dst, QOS_LEN, HCOMM_ACCESS_LOCAL_WRITE, 0, &b);
+	if (ret)
+		THR_FAIL(6, ret);
+	if (cg) {
+		struct hcomm_xfer x;
+
+		/* start the copy threads here, then leave them behind */
+		hx_xfer_init(&x, a.key, 0, b.key, 0, QOS_LEN,
+			     HCOMM_XFER_NO_INLINE);
+		ret = hx_xfer(c.fd, NULL, &x, NULL);
+		if (ret)
+			THR_FAIL(12, ret);
+		ret = write_str(CG_ROOT "/cgroup.procs", "0");
+		if (ret)
+			THR_FAIL(13, ret);
+	}
+	t0 = now_ns() + (uint64_t)warm_ms * 1000000ULL;
+	t1 = t0 + (uint64_t)ms * 1000000ULL;
+	for (i = 0; i < THR_DEPTH; i++) {
+		ret = queue_xfer(&c, &xs[i], a.key, b.key, i);
+		if (ret)
+			THR_FAIL(7, ret);
+		inflight++;
+	}
+	while (inflight) {
+		struct __kernel_timespec to = { .tv_sec = CQE_TIMEOUT_MS / 1000 };
+		struct io_uring_cqe *cqe;
+		uint64_t now, ud;
+		int res;
+
+		ret = io_uring_wait_cqe_timeout(c.r, &cqe, &to);
+		if (ret)
+			THR_FAIL(8, ret);
+		res = cqe->res;
+		ud = cqe->user_data;
+		io_uring_cqe_seen(c.r, cqe);
+		inflight--;
+		now = now_ns();
+		if (res == 0 && now >= t0 && now <= t1)
+			bytes += QOS_LEN;
+		else if (res && !(res == -ECANCELED && cancelled))
+			THR_FAIL(9, res);
+		if (now < t1) {
+			ret = queue_xfer(&c, &xs[ud % THR_DEPTH], a.key, b.key,
+					 ud);
+			if (ret)
+				THR_FAIL(10, ret);
+			inflight++;
+		} else if (!cancelled) {
+			struct hcomm_cancel cc = { .flags = HCOMM_CANCEL_ALL };
+
+			cancelled = true;
+			ret = submit(c.fd, NULL, HCOMM_CMD_CANCEL, &cc);
+			if (ret)
+				THR_FAIL(11, ret);
+		}
+	}
+	rep.busy_ns = bytes;
+	hc_ctx_close(&c);
+out:
+	if (write(wfd, &rep, sizeof(rep)) != sizeof(rep))
+		_exit(2);
+	_exit(0);
+#undef THR_FAIL
+}
+
+static pid_t thr_start(int *rfd, const char *cg, unsigned int warm_ms,
+		       unsigned int ms)
+{
+	int p[2];
+	pid_t pid;
+
+	if (pipe(p))
+		return -1;
+	pid = fork();
+	if (!pid) {
+		close(p[0]);
+		thr_tenant(p[1], cg, warm_ms, ms);
+	}
+	close(p[1]);
+	*rfd = p[0];
+	return pid;
+}
+
+struct thr_ctx_line {
+	int xfers;
+	unsigned int slots;
+	unsigned int slow;
+};
+
+/* The debugfs "contexts" line of @pid's context. */
+static int thr_ctx_line(pid_t pid, struct thr_ctx_line *out)
+{
+	FILE *f = fopen(HCOMM_DEBUGFS "/contexts", "r");
+	char line[512];
+	int ret = -ENOENT;
+
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		int p;
+
+		if (line[0] != '#' &&
+		    sscanf(line, "%d %*s %*d %*d %*u %d %*u %*u %*u %*u %*d %u %*u %u",
+			   &p, &out->xfers, &out->slots, &out->slow) == 4 &&
+		    p == pid) {
+			ret = 0;
+			break;
+		}
+	}
+	fclose(f);
+	return ret;
+}
+
+TEST_F_TIMEOUT(qos, throttled_cgroup_isolated, 120)
+{
+	struct cg_report ra = { 0 }, rb = { 0 }, solo = { 0 };
+	unsigned int slots = qos_engine_workers();
+	unsigned int n_both = 0, n_all = 0, n_slow = 0;
+	char cg[128], path[192];
+	bool mounted = false;
+	int fa, fb;
+	pid_t pa, pb;
+
+	if (access(CG_ROOT "/cgroup.controllers", F_OK)) {
+		if (mount("none", CG_ROOT, "cgroup2", 0, NULL))
+			SKIP(return, "no cgroup v2 at " CG_ROOT ": %s",
+			     strerror(errno));
+		mounted = true;
+	}
+	if (write_str(CG_ROOT "/cgroup.subtree_control", "+cpu"))
+		SKIP(goto out_umount, "cannot enable the cpu controller");
+	snprintf(cg, sizeof(cg), CG_ROOT "/hcomm-thr-%d", getpid());
+	ASSERT_EQ(0, mkdir(cg, 0755));
+	snprintf(path, sizeof(path), "%s/cpu.max", cg);
+	if (write_str(path, "5000 100000")) {
+		rmdir(cg);
+		SKIP(goto out_umount, "no cpu.max (CONFIG_CFS_BANDWIDTH)");
+	}
+
+	/* B alone */
+	pb = thr_start(&fb, NULL, 500, THR_WINDOW_MS);
+	ASSERT_GT(pb, 0);
+	EXPECT_EQ(0, read_full(fb, &solo, sizeof(solo), 60000));
+	close(fb);
+	EXPECT_EQ(0, wait_child_ms(pb, 30000));
+
+	/* A throttled, B next to it; A runs until B is done */
+	pa = thr_start(&fa, cg, 0, THR_WARM_MS + THR_WINDOW_MS + 1000);
+	ASSERT_GT(pa, 0);
+	pb = thr_start(&fb, NULL, THR_WARM_MS, THR_WINDOW_MS);
+	ASSERT_GT(pb, 0);
+	/* while both have work: how often does A hold every slot? */
+	hc_sleep_ms(THR_WARM_MS);
+	for (;;) {
+		struct pollfd pf = { .fd = fb, .events = POLLIN };
+		struct thr_ctx_line la, lb;
+
+		if (poll(&pf, 1, 10) != 0)
+			break;
+		if (thr_ctx_line(pa, &la) || thr_ctx_line(pb, &lb) ||
+		    !la.xfers || !lb.xfers)
+			continue;
+		n_both++;
+		n_slow += la.slow;
+		if (la.slots >= slots)
+			n_all++;
+	}
+	EXPECT_EQ(0, read_full(fb, &rb, sizeof(rb), 60000));
+	EXPECT_EQ(0, read_full(fa, &ra, sizeof(ra), 60000));
+	close(fa);
+	close(fb);
+	EXPECT_EQ(0, wait_child_ms(pb, 30000));
+	EXPECT_EQ(0, wait_child_ms(pa, 30000));
+	EXPECT_EQ(0, solo.stage) TH_LOG("B alone: step %d: %d", solo.stage, solo.err);
+	EXPECT_EQ(0, rb.stage) TH_LOG("B: step %d: %d", rb.stage, rb.err);
+	EXPECT_EQ(0, ra.stage) TH_LOG("A: step %d: %d", ra.stage, ra.err);
+	TH_LOG("B alone %.0f MiB/s; next to A throttled to 5%% CPU: B %.0f MiB/s (%.2f of alone), A %.0f MiB/s",
+	       solo.busy_ns / (double)MiB / (THR_WINDOW_MS / 1000.0),
+	       rb.busy_ns / (double)MiB / (THR_WINDOW_MS / 1000.0),
+	       solo.busy_ns ? (double)rb.busy_ns / solo.busy_ns : 0.0,
+	       ra.busy_ns / (double)MiB /
+	       ((THR_WARM_MS + THR_WINDOW_MS + 1000) / 1000.0));
+	TH_LOG("%u samples with both backlogged: A slow in %u, A held all %u slots in %u",
+	       n_both, n_slow, slots, n_all);
+	EXPECT_GT(solo.busy_ns, 0);
+	EXPECT_GE((double)rb.busy_ns, 0.3 * (double)solo.busy_ns);
+	EXPECT_GE(n_both, 20);
+	if (slots > 1)
+		EXPECT_LE(n_all, n_both / 20);
+	EXPECT_EQ(0, rmdir(cg)) TH_LOG("rmdir %s: %s", cg, strerror(errno));
+out_umount:
+	if (mounted)
+		umount(CG_ROOT);
+}
+
 TEST_HARNESS_MAIN
