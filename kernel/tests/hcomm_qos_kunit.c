@@ -987,6 +987,62 @@ static void hcomm_qos_defaults(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, c.served, 0);
 }
 
+/*
+ * A held class is passed over but keeps its share and virtual time: the
+ * other class gets every pick meanwhile, and once released the held one is
+ * picked until it has caught up, so over the whole run the split is still
+ * its share.  A user all of whose classes are held is passed over too;
+ * when every class is held nothing is picked.
+ */
+static void hcomm_qos_held(struct kunit *test)
+{
+	u64 bytes[QOS_NR] = { 0 };
+	u32 ppm[QOS_NR];
+	struct qos_usim *u;
+	struct qos_sim q;
+	int k;
+
+	qos_sim_init(&q, 2);
+	qos_activate_all(&q);
+	q.c[0].held = true;
+	for (k = 0; k < 50; k++)
+		KUNIT_EXPECT_EQ(test, qos_step(test, &q, QOS_CHUNK), 1);
+	KUNIT_EXPECT_TRUE(test, q.c[0].active);
+	KUNIT_EXPECT_EQ(test, hcomm_qos_share(&q.s, &q.c[0]), 50U);
+	q.c[0].held = false;
+	for (k = 0; k < 50; k++)
+		KUNIT_EXPECT_EQ(test, qos_step(test, &q, QOS_CHUNK), 0);
+	qos_run(test, &q, 1000, bytes);
+	qos_split(bytes, 2, ppm);
+	KUNIT_EXPECT_LE(test, abs((int)ppm[0] - 500000), 2000);
+
+	q.c[0].held = true;
+	q.c[1].held = true;
+	KUNIT_EXPECT_NULL(test, hcomm_qos_pick(&q.s));
+
+	/* users: both classes of user 0 held, user 1 gets every pick */
+	u = kunit_kzalloc(test, sizeof(*u), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, u);
+	{
+		static const unsigned int owner[] = { 0, 0, 1 };
+		struct hcomm_qos_class *c;
+
+		qos_usim_init(test, u, 3, owner);
+		for (k = 0; k < 3; k++)
+			hcomm_qos_activate(&u->s, &u->c[k]);
+		u->c[0].held = true;
+		u->c[1].held = true;
+		for (k = 0; k < 20; k++) {
+			c = hcomm_qos_pick(&u->s);
+			KUNIT_EXPECT_PTR_EQ(test, c, &u->c[2]);
+			hcomm_qos_charge(&u->s, c, QOS_CHUNK);
+		}
+		u->c[1].held = false;
+		c = hcomm_qos_pick(&u->s);
+		KUNIT_EXPECT_PTR_EQ(test, c, &u->c[1]);
+	}
+}
+
 static struct kunit_case hcomm_qos_cases[] = {
 	KUNIT_CASE(hcomm_qos_defaults),
 	KUNIT_CASE_PARAM(hcomm_qos_validate_params, qos_validate_gen_params),
@@ -994,6 +1050,7 @@ static struct kunit_case hcomm_qos_cases[] = {
 	KUNIT_CASE_PARAM(hcomm_qos_split, qos_split_gen_params),
 	KUNIT_CASE_PARAM(hcomm_qos_window, qos_split_gen_params),
 	KUNIT_CASE(hcomm_qos_priority_tie),
+	KUNIT_CASE(hcomm_qos_held),
 	KUNIT_CASE(hcomm_qos_late_activation),
 	KUNIT_CASE(hcomm_qos_deactivate_reactivate),
 	KUNIT_CASE(hcomm_qos_debt_kept),
