@@ -273,7 +273,7 @@ if [ "$role" = debug ]; then
 			[ "$1$2" = 00 ] && f=$((f + 1))
 			[ $rc -ne 0 ] && [ "$2" -eq 0 ] && f=$((f + 1))
 		done
-		grep -E '^(contexts|regions|pinned_pages|waits_pending|xfers_active) ' \
+		grep -E '^(contexts|regions|pinned_pages|waits_pending|xfers_active|workers) ' \
 			$dbg/hcomm/stats | while read -r name value; do
 			[ "$value" = 0 ] || echo "gauge $name $value"
 		done > /tmp/compat61.gauges
