@@ -184,11 +184,17 @@ extern struct hcomm_stats hcomm_stats;
  * @worker_wait: idle workers sleep here for @ready.
  * @ready:   engine slots handed to this context, each one chunk, waiting
  *           for a worker (engine lock).
- * @slots_held: slots on @ready or being copied by a worker (engine lock).
+ * @running: slots being copied by a worker, oldest first (engine lock).
+ * @slots_held: slots on @ready or @running (engine lock).
  * @busy:    workers copying a chunk now (engine lock).
  * @spawning: a worker is starting another one (engine lock).
  * @slow_until: jiffies until which the context counts as slow: it holds
  *           at most its share of the slots (engine lock).
+ * @start_pending: bit 0: @worker_start was queued (set once).
+ * @worker_start: starts the first worker for a transfer submitted where
+ *           no thread can be started (io_uring non-blocking issue).
+ * @start_from: the submitter whose cgroups it joins (a reference), owned
+ *           by @worker_start while it is pending.
  */
 struct hcomm_ctx {
 	struct kref ref;
@@ -240,10 +246,14 @@ struct hcomm_ctx {
 	bool workers_stopping;
 	wait_queue_head_t worker_wait;
 	struct list_head ready;
+	struct list_head running;
 	unsigned int slots_held;
 	unsigned int busy;
 	bool spawning;
 	unsigned long slow_until;
+	unsigned long start_pending;
+	struct delayed_work worker_start;
+	struct task_struct *start_from;
 };
 
 /**

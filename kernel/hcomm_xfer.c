@@ -24,9 +24,9 @@
  * virtual time, whoever's chunk was slow.  A slot whose chunk took longer
  * than HCOMM_SLOT_SLOW_MS (a worker throttled by its cgroup's cpu.max, or
  * confined to a busy cpuset) marks its context slow for a second; a slow
- * context holds at most its share of the slots, rounded up
- * (hcomm_slot_cap()), so the slots of a throttled context stand still
- * while the others keep going to the other contexts.  A dma-buf region is copied through the
+ * context holds at most its share of the slots, rounded up, and never all
+ * of them (hcomm_slot_cap()), so the slots of a throttled context stand
+ * still while the others keep going to the other contexts.  A dma-buf region is copied through the
  * exporter's kernel mapping, bracketed by begin/end_cpu_access and after
  * its fences.  No transfer is copied by a dmaengine channel:
  * the machines hcomm targets have none for memory-to-memory copies, so
@@ -65,6 +65,7 @@
 #include <linux/cred.h>
 #include <linux/nospec.h>
 #include <linux/kthread.h>
+#include <linux/sched/task.h>
 #include <linux/cgroup.h>
 #include <linux/wait.h>
 
@@ -539,19 +540,43 @@ static void hcomm_ctx_drain(struct hcomm_ctx *ctx)
 	}
 }
 
+/* Has @slot been out longer than HCOMM_SLOT_SLOW_MS? */
+static bool hcomm_slot_stalled(struct hcomm_slot *slot)
+{
+	return slot && time_after(jiffies, slot->start +
+				  msecs_to_jiffies(HCOMM_SLOT_SLOW_MS));
+}
+
+/*
+ * Is @ctx slow: did a chunk of it take too long in the last
+ * HCOMM_SLOW_FOR, or is one taking too long now?  Engine lock.
+ */
+static bool hcomm_ctx_slow(struct hcomm_ctx *ctx)
+{
+	struct hcomm_slot *run, *ready;
+
+	run = list_first_entry_or_null(&ctx->running, struct hcomm_slot, node);
+	ready = list_first_entry_or_null(&ctx->ready, struct hcomm_slot, node);
+	if (hcomm_slot_stalled(run) || hcomm_slot_stalled(ready))
+		ctx->slow_until = jiffies + HCOMM_SLOW_FOR;
+	return time_before(jiffies, ctx->slow_until);
+}
+
 /*
  * The most slots @ctx may hold: all of them, or while it is slow its share
- * of them, rounded up, at least one.  Engine lock; the share is current
- * right after hcomm_qos_pick().
+ * of them, rounded up, but never all (with two or more), at least one.
+ * Not all: the share is of the moment, and another context that is idle
+ * between two of its transfers must find a slot when it comes back.
+ * Engine lock; the share is current right after hcomm_qos_pick().
  */
 static unsigned int hcomm_slot_cap(struct hcomm_ctx *ctx)
 {
 	u64 n = hcomm_engine.nr_slots;
 
-	if (!time_before(jiffies, ctx->slow_until))
+	if (!hcomm_ctx_slow(ctx))
 		return n;
 	n = DIV_ROUND_UP_ULL(n * ctx->qos.share, HCOMM_QOS_SCALE);
-	return clamp_t(u64, n, 1, hcomm_engine.nr_slots);
+	return clamp_t(u64, n, 1, max(hcomm_engine.nr_slots - 1, 1U));
 }
 
 /*
@@ -580,6 +605,11 @@ static struct hcomm_op *hcomm_engine_next(u64 *off, u64 *n)
 				hcomm_qos_activate(&eng->sched, c);
 			continue;
 		}
+		/* at its cap: passed over until it gives a slot back */
+		if (ctx->slots_held >= hcomm_slot_cap(ctx)) {
+			c->held = true;
+			continue;
+		}
 		op = list_first_entry(&ctx->xq, struct hcomm_op, x.qnode);
 		*off = op->x.next;
 		*n = min(chunk, op->x.len - op->x.next);
@@ -588,7 +618,6 @@ static struct hcomm_op *hcomm_engine_next(u64 *off, u64 *n)
 		if (op->x.next == op->x.len)
 			list_del_init(&op->x.qnode);
 		hcomm_qos_charge(&eng->sched, c, *n);
-		/* at its cap: not picked again until it gives a slot back */
 		if (++ctx->slots_held >= hcomm_slot_cap(ctx))
 			c->held = true;
 		return op;
@@ -702,7 +731,7 @@ static void hcomm_slot_run(struct hcomm_ctx *ctx, struct hcomm_slot *slot)
 		       msecs_to_jiffies(HCOMM_SLOT_SLOW_MS)))
 		ctx->slow_until = jiffies + HCOMM_SLOW_FOR;
 	slot->op = NULL;
-	list_add(&slot->node, &eng->free_slots);
+	list_move(&slot->node, &eng->free_slots);
 	ctx->busy--;
 	ctx->slots_held--;
 	ctx->qos.held = false;
@@ -736,13 +765,13 @@ static void hcomm_reap_fn(struct work_struct *work)
 static int hcomm_worker_fn(void *data);
 
 /*
- * Start a worker of @ctx from the current task, in its cgroups: the
- * submitter of the first queued transfer, or a worker of @ctx that found
- * more chunks waiting than @ctx has workers (@grow).  The first worker's
- * failure fails that transfer; a context that cannot grow goes on with the
- * workers it has.
+ * Start a worker of @ctx in the cgroups of @from: the submitter of the
+ * first queued transfer, or a worker of @ctx that found more chunks
+ * waiting than @ctx has workers (@grow).  A context that cannot grow goes
+ * on with the workers it has.
  */
-static int hcomm_worker_start(struct hcomm_ctx *ctx, bool grow)
+static int hcomm_worker_start(struct hcomm_ctx *ctx, bool grow,
+			      struct task_struct *from)
 {
 	struct task_struct *t;
 	int ret = 0;
@@ -766,8 +795,8 @@ static int hcomm_worker_start(struct hcomm_ctx *ctx, bool grow)
 		goto out;
 	}
 	/* A new kthread is in the root cgroups; moving costs an RCU sync. */
-	if (!hcomm_same_cgroups(current, t)) {
-		ret = cgroup_attach_task_all(current, t);
+	if (!hcomm_same_cgroups(from, t)) {
+		ret = cgroup_attach_task_all(from, t);
 		if (ret) {
 			kthread_stop(t);
 			goto out;
@@ -807,7 +836,7 @@ static int hcomm_worker_fn(void *data)
 						node);
 		grow = false;
 		if (slot) {
-			list_del_init(&slot->node);
+			list_move_tail(&slot->node, &ctx->running);
 			ctx->busy++;
 			/* more chunks wait than this context has workers */
 			if (!list_empty(&ctx->ready) && !ctx->spawning &&
@@ -821,7 +850,7 @@ static int hcomm_worker_fn(void *data)
 		if (!slot)
 			continue;
 		if (grow) {
-			int ret = hcomm_worker_start(ctx, true);
+			int ret = hcomm_worker_start(ctx, true, current);
 
 			if (ret)
 				pr_warn_ratelimited("hcomm: no extra worker for pid %d: %d\n",
@@ -833,22 +862,64 @@ static int hcomm_worker_fn(void *data)
 		hcomm_slot_run(ctx, slot);
 		cond_resched();
 	}
-	WARN_ON_ONCE(!list_empty(&ctx->ready));
+	WARN_ON_ONCE(!list_empty(&ctx->ready) || !list_empty(&ctx->running));
 	return 0;
 }
 
+#define HCOMM_START_RETRY	msecs_to_jiffies(100)
+
 /*
- * Make sure @ctx has a worker before its first transfer is queued.  Not
- * in io_uring's non-blocking issue: starting a thread sleeps.
+ * The first worker of a context whose first transfer came through
+ * io_uring's non-blocking issue, where no thread can be started: it is
+ * started here, in the submitter's cgroups, while the transfer waits on
+ * the queue in its place (punting it to io-wq would let later transfers
+ * start before it).  Holds a reference on the context and on the task.
+ * A thread that cannot be created is tried again; one that cannot join
+ * the submitter's cgroups copies from the root cgroup (logged), so that
+ * the queued transfers always end.
+ */
+static void hcomm_worker_start_fn(struct work_struct *work)
+{
+	struct hcomm_ctx *ctx = container_of(to_delayed_work(work),
+					     struct hcomm_ctx, worker_start);
+	struct task_struct *from = ctx->start_from;
+	int ret;
+
+	ret = hcomm_worker_start(ctx, false, from);
+	if (ret && ret != -ENOMEM && ret != -EAGAIN && ret != -EINTR) {
+		pr_warn_ratelimited("hcomm: pid %d: copy thread outside the submitter's cgroups: %d\n",
+				    ctx->pid, ret);
+		ret = hcomm_worker_start(ctx, false, current);
+	}
+	if (ret) {
+		queue_delayed_work(hcomm_engine.wq, &ctx->worker_start,
+				   HCOMM_START_RETRY);
+		return;
+	}
+	ctx->start_from = NULL;
+	put_task_struct(from);
+	hcomm_ctx_put(ctx);
+}
+
+/*
+ * Make sure @ctx has, or will have, a worker before its first transfer is
+ * queued.  Started here unless in io_uring's non-blocking issue, where
+ * starting a thread would sleep: hcomm_worker_start_fn() does it then.
  */
 static int hcomm_ctx_workers_ready(struct hcomm_ctx *ctx,
 				   const struct hcomm_cmd_io *io)
 {
 	if (READ_ONCE(ctx->nr_workers))
 		return 0;
-	if (io->ioucmd && (io->issue_flags & IO_URING_F_NONBLOCK))
-		return -EAGAIN;
-	return hcomm_worker_start(ctx, false);
+	if (!io->ioucmd || !(io->issue_flags & IO_URING_F_NONBLOCK))
+		return hcomm_worker_start(ctx, false, current);
+	if (!test_and_set_bit(0, &ctx->start_pending)) {
+		hcomm_ctx_get(ctx);
+		get_task_struct(current);
+		ctx->start_from = current;
+		queue_delayed_work(hcomm_engine.wq, &ctx->worker_start, 0);
+	}
+	return 0;
 }
 
 /* Queue @op on its context; the context joins the active set if idle. */
@@ -1645,8 +1716,10 @@ int hcomm_ctx_engine_init(struct hcomm_ctx *ctx)
 	init_llist_head(&ctx->incoming);
 	mutex_init(&ctx->worker_lock);
 	init_waitqueue_head(&ctx->worker_wait);
+	INIT_DELAYED_WORK(&ctx->worker_start, hcomm_worker_start_fn);
 	ctx->slow_until = jiffies;
 	INIT_LIST_HEAD(&ctx->ready);
+	INIT_LIST_HEAD(&ctx->running);
 	hcomm_qos_class_init(&ctx->qos);
 	ctx->max_inline = hcomm_max_inline_now();
 	spin_lock(&hcomm_engine.lock);
@@ -1679,8 +1752,16 @@ void hcomm_ctx_engine_release(struct hcomm_ctx *ctx)
 
 	/*
 	 * No operation is left, so no slot is handed to us any more; a worker
-	 * may still be returning one.  No worker is added after this.
+	 * may still be returning one.  A start still pending (only after
+	 * failures: its transfers were all cancelled) is called off.  No
+	 * worker is added after this.
 	 */
+	cancel_delayed_work_sync(&ctx->worker_start);
+	if (ctx->start_from) {
+		put_task_struct(ctx->start_from);
+		ctx->start_from = NULL;
+		hcomm_ctx_put(ctx);	/* the file still holds one */
+	}
 	mutex_lock(&ctx->worker_lock);
 	ctx->workers_stopping = true;
 	n = ctx->nr_workers;
