@@ -1267,6 +1267,7 @@ TEST_F_TIMEOUT(qos, throttled_cgroup_isolated, 120)
 	struct cg_report ra = { 0 }, rb = { 0 }, solo = { 0 };
 	unsigned int slots = qos_engine_workers();
 	unsigned int n_both = 0, n_all = 0, n_slow = 0;
+	unsigned int n_polls = 0, n_noa = 0, n_nob = 0, n_idle = 0;
 	char cg[128], path[192];
 	bool mounted = false;
 	int fa, fb;
@@ -1305,12 +1306,27 @@ TEST_F_TIMEOUT(qos, throttled_cgroup_isolated, 120)
 	for (;;) {
 		struct pollfd pf = { .fd = fb, .events = POLLIN };
 		struct thr_ctx_line la, lb;
+		int r = poll(&pf, 1, 10);
 
-		if (poll(&pf, 1, 10) != 0)
-			break;
-		if (thr_ctx_line(pa, &la) || thr_ctx_line(pb, &lb) ||
-		    !la.xfers || !lb.xfers)
+		if (r < 0 && errno == EINTR)
 			continue;
+		if (r != 0)
+			break;
+		n_polls++;
+		if (thr_ctx_line(pa, &la)) {
+			n_noa++;
+			continue;
+		}
+		if (thr_ctx_line(pb, &lb)) {
+			n_nob++;
+			continue;
+		}
+		if (!la.xfers || !lb.xfers) {
+			if (!n_idle++)
+				TH_LOG("first sample with one idle: A xfers %d slots %u, B xfers %d slots %u",
+				       la.xfers, la.slots, lb.xfers, lb.slots);
+			continue;
+		}
 		n_both++;
 		n_slow += la.slow;
 		if (la.slots >= slots)
@@ -1331,8 +1347,8 @@ TEST_F_TIMEOUT(qos, throttled_cgroup_isolated, 120)
 	       solo.busy_ns ? (double)rb.busy_ns / solo.busy_ns : 0.0,
 	       ra.busy_ns / (double)MiB /
 	       ((THR_WARM_MS + THR_WINDOW_MS + 1000) / 1000.0));
-	TH_LOG("%u samples with both backlogged: A slow in %u, A held all %u slots in %u",
-	       n_both, n_slow, slots, n_all);
+	TH_LOG("%u samples (A's context missing in %u, B's in %u), %u with both backlogged: A slow in %u, A held all %u slots in %u",
+	       n_polls, n_noa, n_nob, n_both, n_slow, slots, n_all);
 	EXPECT_GT(solo.busy_ns, 0);
 	EXPECT_GE(n_both, 20);
 	if (slots > 1)
