@@ -243,13 +243,15 @@ enum hcomm_launcher {
  * Create the communicator of this process (collective over all ranks).
  * cfg may be NULL: defaults plus the environment.  Rank and size come from,
  * in this order: the rank table, HCOMM_RANK/HCOMM_WORLD_SIZE, Open MPI's,
- * Slurm's or PMI's variables, else a single rank.  Ranks on this host
- * meet at a unix socket (abstract namespace) named by HCOMM_ROOT_ADDR, the
- * rank table's "root" line, or "hcomm-<euid>-<job>" with the job id of
- * the launcher (Open MPI, Slurm, PMI), of the rank table (path and
- * mtime), or else the parent's pid (ranks started by hand must then share
- * a parent, or set HCOMM_ROOT_ADDR); they open their own /dev/hcomm
- * context and exchange what one-sided operations need.  Each phase waits
+ * Slurm's or PMI's variables, else a single rank.  The ranks meet at
+ * HCOMM_ROOT_ADDR, the rank table's root, rank 0's host (a table or a
+ * Slurm step over several hosts: TCP at the job's port), or an abstract
+ * unix socket "hcomm-<euid>-<job>" (job: HCOMM_JOB_ID, the launcher's job
+ * id, the rank table's contents, or else the parent's pid); a TCP address
+ * is "host:port" or "[v6]:port".  Rank 0 hands out a random job nonce and
+ * every rank's host id (boot id and host nonce), so ranks that share a
+ * kernel use /dev/hcomm; they then exchange what one-sided operations
+ * need (Documentation/libhcomm.rst).  Each phase waits
  * at most cfg->timeout_ms for the others (HCOMM_ERR_TIMEOUT).  With a
  * non-NULL cfg, HCOMM_RANK_TABLE is not read (only cfg->rank_table).
  */

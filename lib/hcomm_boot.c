@@ -1,16 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * libhcomm: who this rank is (launcher variables, rank table) and the
- * bootstrap channel of the ranks of one host (abstract unix socket, star
- * around rank 0).
+ * bootstrap channel (a star around rank 0: an abstract unix socket when
+ * every rank is on one host, else TCP).
  *
- * Wire format (SOCK_STREAM, host byte order: both ends are on one host):
- * every message is a struct boot_hdr, then hdr.len bytes.
- *   peer -> 0   HELLO  struct boot_hello
- *   0 -> peer   GO     no payload; status OK once every rank arrived, else
- *                      why rank 0 gave up (sent at once to a rank whose
- *                      hello does not match, to the others when rank 0
- *                      fails)
+ * Wire format (SOCK_STREAM, every integer little-endian): each message is
+ * a struct boot_hdr, then hdr.len bytes.
+ *   peer -> 0   HELLO  struct boot_hello (with the rank's host id)
+ *   0 -> peer   GO     status OK once every rank arrived, with the job
+ *                      nonce (8 bytes) and every rank's host id (size x
+ *                      struct boot_host); else no payload and why rank 0
+ *                      gave up (sent at once to a rank whose hello does
+ *                      not match, to the others when rank 0 fails)
  *   peer -> 0   COLL   seq, this rank's block (len bytes)
  *   0 -> peer   COLL   seq, every rank's block (size * len bytes)
  */
@@ -23,6 +24,12 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <endian.h>
+#include <netdb.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -31,22 +38,11 @@
 
 #define MAX_RANKS	1024
 #define BOOT_MAGIC	0x48434254u	/* "HCBT" */
-#define BOOT_VERSION	1
+#define BOOT_VERSION	2
 
 /* ------------------------------------------------------------------ */
 /* Rank detection                                                     */
 /* ------------------------------------------------------------------ */
-
-static uint64_t fnv1a(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	while (*s) {
-		h ^= (unsigned char)*s++;
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
 
 /* Strictly decimal, lo .. hi; 0 or -1. */
 static int parse_int(const char *s, long lo, long hi, int *out)
@@ -87,7 +83,7 @@ static void set_job(struct hcomm_rankinfo *ri, const char *prefix,
 
 	if (n < 0 || (size_t)n >= sizeof(ri->job))
 		snprintf(ri->job, sizeof(ri->job), "%sh%016llx", prefix,
-			 (unsigned long long)fnv1a(s));
+			 (unsigned long long)hcomm__fnv1a(s, strlen(s)));
 }
 
 /* The launcher's job id, if any: 1 when found. */
@@ -114,186 +110,6 @@ static int launcher_job(struct hcomm_rankinfo *ri)
 	return 1;
 }
 
-static int host_is_local(const char *host, const char *me)
-{
-	return !strcmp(host, me) || !strcmp(host, "localhost");
-}
-
-static int table_fail(int code, int err, const char *path, unsigned line,
-		      const char *what)
-{
-	if (line)
-		return hcomm__fail(code, err, "rank table %.128s:%u: %s",
-				   path, line, what);
-	return hcomm__fail(code, err, "rank table %.128s: %s", path, what);
-}
-
-/*
- * Fills size, root_addr ("" without a root line), local, job (the table's
- * path and mtime) and launcher; rank is -1: it comes from the environment.
- */
-int hcomm__rank_table_parse(const char *path, struct hcomm_rankinfo *ri)
-{
-	static const char *const sep = " \t\r\n\v\f";
-	unsigned char *seen = NULL;
-	unsigned line = 0, bad_line = 0;
-	int size = 0, bad_rank = -1, local = 1, ret, i;
-	char me[HOST_NAME_MAX + 1], msg[160], *buf = NULL, *real;
-	char root[sizeof(ri->root_addr)] = "";
-	size_t cap = 0;
-	struct stat st;
-	FILE *f;
-
-	if (!path || !*path || !ri)
-		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL,
-				   "hcomm__rank_table_parse");
-	if (gethostname(me, sizeof(me)))
-		me[0] = 0;
-	me[sizeof(me) - 1] = 0;
-	f = fopen(path, "re");
-	if (!f)
-		return table_fail(errno == EACCES || errno == EPERM ?
-				  HCOMM_ERR_ACCESS : HCOMM_ERR_INVAL, errno,
-				  path, 0, "cannot open");
-	seen = calloc(MAX_RANKS, 1);
-	if (!seen) {
-		fclose(f);
-		return hcomm__fail(HCOMM_ERR_NOMEM, ENOMEM, "rank table");
-	}
-	while (getline(&buf, &cap, f) >= 0) {
-		char *tok[5], *save, *p;
-		int n = 0, v;
-
-		line++;
-		p = strchr(buf, '#');
-		if (p)
-			*p = 0;
-		for (p = strtok_r(buf, sep, &save); p && n < 5;
-		     p = strtok_r(NULL, sep, &save))
-			tok[n++] = p;
-		if (!n)
-			continue;
-		if (!strcmp(tok[0], "world_size")) {
-			if (n != 2) {
-				ret = table_fail(HCOMM_ERR_INVAL, 0, path, line,
-						 "expected \"world_size N\"");
-				goto out;
-			}
-			if (size) {
-				ret = table_fail(HCOMM_ERR_INVAL, 0, path, line,
-						 "second world_size line");
-				goto out;
-			}
-			if (parse_int(tok[1], 1, MAX_RANKS, &size)) {
-				snprintf(msg, sizeof(msg),
-					 "world_size \"%.32s\": not in 1 .. %d",
-					 tok[1], MAX_RANKS);
-				ret = table_fail(HCOMM_ERR_INVAL, 0, path, line,
-						 msg);
-				goto out;
-			}
-		} else if (!strcmp(tok[0], "root")) {
-			if (n != 2) {
-				ret = table_fail(HCOMM_ERR_INVAL, 0, path, line,
-						 "expected \"root NAME\"");
-				goto out;
-			}
-			if (root[0]) {
-				ret = table_fail(HCOMM_ERR_INVAL, 0, path, line,
-						 "second root line");
-				goto out;
-			}
-			if (strlen(tok[1]) >= sizeof(root)) {
-				snprintf(msg, sizeof(msg),
-					 "root name longer than %zu bytes",
-					 sizeof(root) - 1);
-				ret = table_fail(HCOMM_ERR_INVAL, 0, path, line,
-						 msg);
-				goto out;
-			}
-			strcpy(root, tok[1]);
-		} else if (!strcmp(tok[0], "rank")) {
-			if (n != 4 || strcmp(tok[2], "host")) {
-				ret = table_fail(HCOMM_ERR_INVAL, 0, path, line,
-						 "expected \"rank R host "
-						 "HOSTNAME\"");
-				goto out;
-			}
-			if (parse_int(tok[1], 0, MAX_RANKS - 1, &v)) {
-				snprintf(msg, sizeof(msg),
-					 "rank \"%.32s\": not in 0 .. %d",
-					 tok[1], MAX_RANKS - 1);
-				ret = table_fail(HCOMM_ERR_INVAL, 0, path, line,
-						 msg);
-				goto out;
-			}
-			if (seen[v]) {
-				snprintf(msg, sizeof(msg),
-					 "rank %d listed twice", v);
-				ret = table_fail(HCOMM_ERR_INVAL, 0, path, line,
-						 msg);
-				goto out;
-			}
-			if (strlen(tok[3]) > 255) {
-				ret = table_fail(HCOMM_ERR_INVAL, 0, path, line,
-						 "host name longer than 255 "
-						 "bytes");
-				goto out;
-			}
-			seen[v] = 1;
-			if (v > bad_rank) {
-				bad_rank = v;
-				bad_line = line;
-			}
-			if (!host_is_local(tok[3], me))
-				local = 0;
-		} else {
-			snprintf(msg, sizeof(msg), "unknown keyword \"%.32s\" "
-				 "(world_size, root, rank)", tok[0]);
-			ret = table_fail(HCOMM_ERR_INVAL, 0, path, line, msg);
-			goto out;
-		}
-	}
-	if (ferror(f)) {
-		ret = table_fail(HCOMM_ERR_IO, errno, path, 0, "read");
-		goto out;
-	}
-	if (!size) {
-		ret = table_fail(HCOMM_ERR_INVAL, 0, path, 0,
-				 "no world_size line");
-		goto out;
-	}
-	if (bad_rank >= size) {
-		snprintf(msg, sizeof(msg), "rank %d is not below world_size "
-			 "%d", bad_rank, size);
-		ret = table_fail(HCOMM_ERR_INVAL, 0, path, bad_line, msg);
-		goto out;
-	}
-	for (i = 0; i < size; i++)
-		if (!seen[i]) {
-			snprintf(msg, sizeof(msg), "no line for rank %d", i);
-			ret = table_fail(HCOMM_ERR_INVAL, 0, path, 0, msg);
-			goto out;
-		}
-
-	ri->rank = -1;
-	ri->size = size;
-	ri->launcher = HCOMM_LAUNCH_RANK_TABLE;
-	ri->local = local;
-	strcpy(ri->root_addr, root);
-	real = realpath(path, NULL);
-	snprintf(ri->job, sizeof(ri->job), "table-%016llx-%lld",
-		 (unsigned long long)fnv1a(real ? real : path),
-		 fstat(fileno(f), &st) ? 0LL : (long long)st.st_mtime);
-	free(real);
-	ret = 0;
-out:
-	free(buf);
-	free(seen);
-	fclose(f);
-	return ret;
-}
-
 struct launcher {
 	enum hcomm_launcher id;
 	const char *rank, *size;
@@ -307,25 +123,86 @@ static const struct launcher launchers[] = {
 };
 
 /*
- * job: the launcher's job id (Open MPI, Slurm, PMI); else, with a rank
- * table, its path and mtime; else, unless HCOMM_ROOT_ADDR names the
- * rendezvous, the parent pid (ranks started by one parent).
- * root_addr: HCOMM_ROOT_ADDR, else the table's root line, else
- * "hcomm-<uid>-<job>".
+ * How many hosts the launcher spread the ranks over, as far as its
+ * variables tell (1 when they do not say): Open MPI's local size against
+ * the world size, Slurm's node count.  *what names the variable.
+ */
+static int launcher_hosts(const struct launcher *l, int size,
+			  const char **what)
+{
+	int local, nodes;
+
+	*what = "";
+	if (!l)
+		return 1;
+	if (l->id == HCOMM_LAUNCH_OMPI &&
+	    !parse_int(getenv("OMPI_COMM_WORLD_LOCAL_SIZE"), 1, MAX_RANKS,
+		       &local) && local < size) {
+		*what = "OMPI_COMM_WORLD_LOCAL_SIZE";
+		return (size + local - 1) / local;
+	}
+	if (l->id == HCOMM_LAUNCH_SLURM) {
+		if (!parse_int(getenv("SLURM_STEP_NUM_NODES"), 1, 1 << 20,
+			       &nodes) && nodes > 1) {
+			*what = "SLURM_STEP_NUM_NODES";
+			return nodes;
+		}
+		if (!parse_int(getenv("SLURM_NNODES"), 1, 1 << 20, &nodes) &&
+		    nodes > 1) {
+			*what = "SLURM_NNODES";
+			return nodes;
+		}
+	}
+	return 1;
+}
+
+/*
+ * The first host of a Slurm node list ("n[01-04,07],m3" -> "n01"), or
+ * -1 when it is not of that form.
+ */
+static int slurm_first_host(const char *list, char *out, size_t cap)
+{
+	size_t n = strcspn(list, ",[");
+	size_t d;
+
+	if (!n || n >= cap)
+		return -1;
+	memcpy(out, list, n);
+	out[n] = 0;
+	if (list[n] != '[')
+		return 0;
+	d = strspn(list + n + 1, "0123456789");
+	if (!d || n + d >= cap)
+		return -1;
+	memcpy(out + n, list + n + 1, d);
+	out[n + d] = 0;
+	return 0;
+}
+
+/*
+ * job: HCOMM_JOB_ID; else the launcher's job id (Open MPI, Slurm, PMI);
+ * else, with a rank table, its contents; else, unless HCOMM_ROOT_ADDR
+ * names the rendezvous, the parent pid (ranks started by one parent).
+ * root_addr: HCOMM_ROOT_ADDR, else the table's root (or rank 0's host
+ * when the table names several hosts), else, for a Slurm step over
+ * several nodes, its first node at the job's port, else
+ * "hcomm-<uid>-<job>".  A launch over several hosts with nothing that
+ * names a TCP rendezvous fails at once, saying what to set.
  */
 int hcomm__rankinfo_detect(const struct hcomm_config *cfg,
 			   struct hcomm_rankinfo *ri)
 {
 	const struct launcher *l = NULL;
 	struct hcomm_rankinfo r;
-	const char *table, *addr;
+	const char *table, *addr, *job, *what = "";
+	int ret, n, hosts;
 	unsigned i;
-	int ret, n;
 
 	if (!ri)
 		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL,
 				   "hcomm__rankinfo_detect");
 	memset(&r, 0, sizeof(r));
+	r.gid_index = -1;
 	table = cfg ? cfg->rank_table : getenv("HCOMM_RANK_TABLE");
 	if (table && !*table)
 		return hcomm__fail(HCOMM_ERR_INVAL, 0,
@@ -337,7 +214,7 @@ int hcomm__rankinfo_detect(const struct hcomm_config *cfg,
 		}
 
 	if (table) {
-		ret = hcomm__rank_table_parse(table, &r);
+		ret = hcomm__rank_table_parse(table, -1, &r);
 		if (ret)
 			return ret;
 		if (!l || !getenv(l->rank))
@@ -355,9 +232,12 @@ int hcomm__rankinfo_detect(const struct hcomm_config *cfg,
 			if (n != r.size)
 				return hcomm__fail(HCOMM_ERR_INVAL, 0,
 						   "%s=%d but rank table %.128s "
-						   "has world_size %d", l->size,
+						   "has world size %d", l->size,
 						   n, table, r.size);
 		}
+		ret = hcomm__rank_table_parse(table, r.rank, &r);
+		if (ret)
+			return ret;
 	} else if (l) {
 		if (!getenv(l->rank) || !getenv(l->size))
 			return hcomm__fail(HCOMM_ERR_INVAL, 0,
@@ -382,6 +262,9 @@ int hcomm__rankinfo_detect(const struct hcomm_config *cfg,
 		r.launcher = HCOMM_LAUNCH_SINGLE;
 		r.local = 1;
 	}
+	hosts = table ? 1 : launcher_hosts(l, r.size, &what);
+	if (hosts > 1)
+		r.local = 0;
 
 	addr = getenv("HCOMM_ROOT_ADDR");
 	if (addr && (!*addr || strlen(addr) >= sizeof(r.root_addr)))
@@ -389,7 +272,15 @@ int hcomm__rankinfo_detect(const struct hcomm_config *cfg,
 				   "HCOMM_ROOT_ADDR=\"%.64s\": empty or longer "
 				   "than %zu bytes", addr,
 				   sizeof(r.root_addr) - 1);
-	if (!launcher_job(&r) && !table) {
+	job = getenv("HCOMM_JOB_ID");
+	if (job) {
+		if (!*job || strlen(job) >= sizeof(r.job) - 4)
+			return hcomm__fail(HCOMM_ERR_INVAL, 0,
+					   "HCOMM_JOB_ID=\"%.64s\": empty or "
+					   "longer than %zu bytes", job,
+					   sizeof(r.job) - 5);
+		snprintf(r.job, sizeof(r.job), "job-%s", job);
+	} else if (!launcher_job(&r) && !table) {
 		if (addr)
 			r.job[0] = 0;
 		else
@@ -398,14 +289,38 @@ int hcomm__rankinfo_detect(const struct hcomm_config *cfg,
 	}
 	if (addr) {
 		strcpy(r.root_addr, addr);
+		r.tcp_root = hcomm__is_tcp_addr(addr);
+	} else if (!r.root_addr[0] && hosts > 1) {
+		const char *list = getenv("SLURM_STEP_NODELIST");
+		char first[80];
+
+		if (!list)
+			list = getenv("SLURM_JOB_NODELIST");
+		if (l->id != HCOMM_LAUNCH_SLURM || !list ||
+		    slurm_first_host(list, first, sizeof(first)))
+			return hcomm__fail(HCOMM_ERR_INVAL, 0,
+					   "the ranks span %d hosts (%s) and "
+					   "nothing names a rendezvous they "
+					   "all reach: set HCOMM_ROOT_ADDR="
+					   "<rank 0's host>:<port> for every "
+					   "rank (e.g. mpirun -x "
+					   "HCOMM_ROOT_ADDR=node1:29500), or "
+					   "use a rank table", hosts, what);
+		snprintf(r.root_addr, sizeof(r.root_addr), "%s:%u", first,
+			 hcomm__default_port(r.job));
+		r.tcp_root = 1;
 	} else if (!r.root_addr[0]) {
 		n = snprintf(r.root_addr, sizeof(r.root_addr), "hcomm-%u-%s",
 			     (unsigned)geteuid(), r.job);
 		if (n < 0 || (size_t)n >= sizeof(r.root_addr))
 			snprintf(r.root_addr, sizeof(r.root_addr),
 				 "hcomm-%u-h%016llx", (unsigned)geteuid(),
-				 (unsigned long long)fnv1a(r.job));
+				 (unsigned long long)hcomm__fnv1a(r.job,
+								 strlen(r.job)));
 	}
+	if (r.tcp_root && !strncmp(r.root_addr, "tcp:", 4))
+		memmove(r.root_addr, r.root_addr + 4,
+			strlen(r.root_addr + 4) + 1);
 	*ri = r;
 	return 0;
 }
@@ -423,16 +338,24 @@ struct boot_hdr {
 	uint64_t len;
 };
 
+struct boot_host {
+	uint8_t boot_id[16];
+	uint64_t nonce;
+};
+
 struct boot_hello {
 	uint32_t version;
 	int32_t rank;
 	int32_t size;
-	uint32_t reserved;
+	uint32_t uid;		/* informational over TCP */
 	char job[96];
+	struct boot_host host;
 };
 
 _Static_assert(sizeof(struct boot_hdr) == 24, "boot_hdr");
-_Static_assert(sizeof(struct boot_hello) == 112, "boot_hello");
+_Static_assert(sizeof(struct boot_hello) == 136, "boot_hello");
+_Static_assert(sizeof(struct boot_host) == sizeof(struct hcomm_host_id),
+	       "boot_host");
 _Static_assert(sizeof(((struct boot_hello *)0)->job) ==
 	       sizeof(((struct hcomm_rankinfo *)0)->job), "job");
 
@@ -458,9 +381,44 @@ struct hcomm_boot {
 	int broken;		/* an error left the channel out of step */
 	int fd;			/* rank > 0: the connection to rank 0 */
 	int *peer;		/* rank 0: peer[r] for r >= 1, else -1 */
+	int tcp;		/* the rendezvous is TCP, not a unix socket */
+	uint64_t nonce;		/* the job's, from rank 0 */
+	struct boot_host *hosts;	/* [size], from rank 0's GO */
 	char job[96];
-	char addr[100];
+	char name[100];		/* unix: the abstract name; tcp: host:port */
+	char addr[104];		/* for messages: "@name" or "host:port" */
+	char self_ip[INET6_ADDRSTRLEN];
 };
+
+/* Little-endian on the wire (a no-op on x86, the only host so far). */
+static void hdr_le(struct boot_hdr *h)
+{
+	h->magic = htole32(h->magic);
+	h->type = htole16(h->type);
+	h->status = htole16(h->status);
+	h->seq = htole32(h->seq);
+	h->arg = htole32(h->arg);
+	h->len = htole64(h->len);
+}
+
+static void hdr_host(struct boot_hdr *h)
+{
+	h->magic = le32toh(h->magic);
+	h->type = le16toh(h->type);
+	h->status = le16toh(h->status);
+	h->seq = le32toh(h->seq);
+	h->arg = le32toh(h->arg);
+	h->len = le64toh(h->len);
+}
+
+static void hello_swap(struct boot_hello *m)
+{
+	m->version = le32toh(m->version);
+	m->rank = (int32_t)le32toh((uint32_t)m->rank);
+	m->size = (int32_t)le32toh((uint32_t)m->size);
+	m->uid = le32toh(m->uid);
+	m->host.nonce = le64toh(m->host.nonce);
+}
 
 static int64_t now_ms(void)
 {
@@ -547,7 +505,10 @@ static int send_msg(int fd, unsigned type, unsigned status, uint32_t seq,
 		.magic = BOOT_MAGIC, .type = type, .status = status,
 		.seq = seq, .arg = arg, .len = len,
 	};
-	int ret = xsend(fd, &h, sizeof(h), deadline);
+	int ret;
+
+	hdr_le(&h);
+	ret = xsend(fd, &h, sizeof(h), deadline);
 
 	if (!ret && len)
 		ret = xsend(fd, data, len, deadline);
@@ -561,15 +522,15 @@ static int io_fail(const struct hcomm_boot *b, int err, const char *what,
 	err = -err;
 	if (err == ETIMEDOUT)
 		return hcomm__fail(HCOMM_ERR_TIMEOUT, 0,
-				   "bootstrap %s at @%s: rank %d did not answer "
+				   "bootstrap %s at %s: rank %d did not answer "
 				   "within %lld ms", what, b->addr, peer,
 				   (long long)b->timeout_ms);
 	if (err == EPIPE)
 		return hcomm__fail(HCOMM_ERR_IO, 0,
-				   "bootstrap %s at @%s: rank %d closed the "
+				   "bootstrap %s at %s: rank %d closed the "
 				   "connection", what, b->addr, peer);
 	return hcomm__fail(hcomm__err_code(0, err), err,
-			   "bootstrap %s at @%s: rank %d", what, b->addr,
+			   "bootstrap %s at %s: rank %d", what, b->addr,
 			   peer);
 }
 
@@ -584,17 +545,59 @@ static void boot_free(struct hcomm_boot *b)
 			if (b->peer[r] >= 0)
 				close(b->peer[r]);
 	free(b->peer);
+	free(b->hosts);
 	free(b);
 }
 
-static socklen_t boot_addr(const struct hcomm_boot *b, struct sockaddr_un *sa)
+/* The rendezvous as a socket address: 0 or a negated hcomm_err. */
+static int boot_addr(const struct hcomm_boot *b, struct sockaddr_storage *ss,
+		     socklen_t *len, int passive)
 {
-	size_t n = strlen(b->addr);
+	struct sockaddr_un *sa = (struct sockaddr_un *)ss;
+	size_t n = strlen(b->name);
+	unsigned int l;
+	int ret;
 
-	memset(sa, 0, sizeof(*sa));
+	memset(ss, 0, sizeof(*ss));
+	if (b->tcp) {
+		ret = hcomm__tcp_addr(b->name, passive, ss, &l);
+		*len = l;
+		return ret;
+	}
 	sa->sun_family = AF_UNIX;
-	memcpy(sa->sun_path + 1, b->addr, n);	/* sun_path[0] = 0: abstract */
-	return offsetof(struct sockaddr_un, sun_path) + 1 + n;
+	memcpy(sa->sun_path + 1, b->name, n);	/* sun_path[0] = 0: abstract */
+	*len = offsetof(struct sockaddr_un, sun_path) + 1 + n;
+	return 0;
+}
+
+/* TCP: no Nagle on the channel's small messages. */
+static void sock_setup(const struct hcomm_boot *b, int fd)
+{
+	int one = 1;
+
+	if (b->tcp)
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
+				 sizeof(one));
+}
+
+/* Remember this end's IP address of a TCP connection (numeric). */
+static void note_self_ip(struct hcomm_boot *b, int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	const void *a;
+
+	if (!b->tcp || b->self_ip[0] ||
+	    getsockname(fd, (struct sockaddr *)&ss, &len))
+		return;
+	if (ss.ss_family == AF_INET)
+		a = &((struct sockaddr_in *)&ss)->sin_addr;
+	else if (ss.ss_family == AF_INET6)
+		a = &((struct sockaddr_in6 *)&ss)->sin6_addr;
+	else
+		return;
+	if (!inet_ntop(ss.ss_family, a, b->self_ip, sizeof(b->self_ip)))
+		b->self_ip[0] = 0;
 }
 
 /*
@@ -610,6 +613,7 @@ static void tell(int fd, unsigned type, unsigned status, uint32_t seq,
 		.seq = seq, .arg = arg,
 	};
 
+	hdr_le(&h);
 	if (send(fd, &h, sizeof(h), MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
 		/* nothing more to say */
 	}
@@ -650,26 +654,26 @@ static int root_mismatch(struct hcomm_boot *b, unsigned st,
 	switch (st) {
 	case ST_VERSION:
 		return hcomm__fail(HCOMM_ERR_INVAL, 0,
-				   "bootstrap at @%s: a rank speaks protocol "
+				   "bootstrap at %s: a rank speaks protocol "
 				   "version %u, this one %u", b->addr,
 				   hello->version, BOOT_VERSION);
 	case ST_SIZE:
 		return hcomm__fail(HCOMM_ERR_INVAL, 0,
-				   "bootstrap at @%s: rank %d has world size "
+				   "bootstrap at %s: rank %d has world size "
 				   "%d, rank 0 %d", b->addr, hello->rank,
 				   hello->size, b->size);
 	case ST_JOB:
 		return hcomm__fail(HCOMM_ERR_INVAL, 0,
-				   "bootstrap at @%s: rank %d is of job "
+				   "bootstrap at %s: rank %d is of job "
 				   "\"%s\", rank 0 of \"%s\"", b->addr,
 				   hello->rank, hello->job, b->job);
 	case ST_RANK:
 		return hcomm__fail(HCOMM_ERR_INVAL, 0,
-				   "bootstrap at @%s: a peer says it is rank "
+				   "bootstrap at %s: a peer says it is rank "
 				   "%d of %d", b->addr, hello->rank, b->size);
 	default:
 		return hcomm__fail(HCOMM_ERR_INVAL, 0,
-				   "bootstrap at @%s: rank %d arrived twice",
+				   "bootstrap at %s: rank %d arrived twice",
 				   b->addr, hello->rank);
 	}
 }
@@ -678,6 +682,7 @@ static int root_mismatch(struct hcomm_boot *b, unsigned st,
 static unsigned check_hello(const struct hcomm_boot *b,
 			    struct boot_hello *hello)
 {
+	hello_swap(hello);
 	hello->job[sizeof(hello->job) - 1] = 0;
 	if (hello->version != BOOT_VERSION)
 		return ST_VERSION;
@@ -690,6 +695,34 @@ static unsigned check_hello(const struct hcomm_boot *b,
 	if (b->peer[hello->rank] >= 0)
 		return ST_DUP;
 	return ST_OK;
+}
+
+/* Rank 0: GO with the job nonce and every rank's host id, to everyone. */
+static int root_go(struct hcomm_boot *b, int64_t deadline)
+{
+	size_t len = sizeof(uint64_t) + b->size * sizeof(struct boot_host);
+	unsigned char *go = malloc(len);
+	struct boot_host *h;
+	uint64_t v;
+	int ret = 0, r;
+
+	if (!go)
+		return hcomm__fail(HCOMM_ERR_NOMEM, ENOMEM, "bootstrap");
+	v = htole64(b->nonce);
+	memcpy(go, &v, sizeof(v));
+	h = (struct boot_host *)(go + sizeof(v));
+	for (r = 0; r < b->size; r++) {
+		memcpy(h[r].boot_id, b->hosts[r].boot_id, sizeof(h->boot_id));
+		h[r].nonce = htole64(b->hosts[r].nonce);
+	}
+	for (r = 1; r < b->size && !ret; r++) {
+		ret = send_msg(b->peer[r], MSG_GO, ST_OK, 0, b->size, go, len,
+			       deadline);
+		if (ret)
+			ret = io_fail(b, ret, "init", r);
+	}
+	free(go);
+	return ret;
 }
 
 /*
@@ -706,37 +739,46 @@ static int root_init(struct hcomm_boot *b, int64_t deadline)
 	struct pending pend[MAX_PENDING];
 	int lfd, joined = 0, others = 0, npend = 0, ret = 0, r, i;
 	unsigned st = ST_ABORT;		/* what the others are told on failure */
-	struct sockaddr_un sa;
-	socklen_t salen = boot_addr(b, &sa);
+	struct sockaddr_storage sa;
+	socklen_t salen;
 	char missing[96];
+	int one = 1;
 
+	ret = boot_addr(b, &sa, &salen, 1);
+	if (ret)
+		return ret;
 	b->peer = malloc(b->size * sizeof(*b->peer));
 	if (!b->peer)
 		return hcomm__fail(HCOMM_ERR_NOMEM, ENOMEM, "bootstrap");
 	for (r = 0; r < b->size; r++)
 		b->peer[r] = -1;
-	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	lfd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+		     0);
 	if (lfd < 0)
 		return hcomm__fail(hcomm__err_code(0, errno), errno,
 				   "bootstrap: socket");
+	/* a port in TIME_WAIT from the previous job may be reused */
+	if (b->tcp)
+		(void)setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one,
+				 sizeof(one));
 	if (bind(lfd, (struct sockaddr *)&sa, salen)) {
 		ret = errno;
 		close(lfd);
 		if (ret == EADDRINUSE)
 			return hcomm__fail(HCOMM_ERR_BUSY, 0,
-					   "bootstrap: rendezvous address @%s "
+					   "bootstrap: rendezvous address %s "
 					   "is taken (a rank 0 of this or "
 					   "another job listens there; set "
 					   "HCOMM_ROOT_ADDR to tell jobs apart)",
 					   b->addr);
 		return hcomm__fail(hcomm__err_code(0, ret), ret,
-				   "bootstrap: bind @%s", b->addr);
+				   "bootstrap: bind %s", b->addr);
 	}
 	if (listen(lfd, SOMAXCONN)) {
 		ret = errno;
 		close(lfd);
 		return hcomm__fail(hcomm__err_code(0, ret), ret,
-				   "bootstrap: listen @%s", b->addr);
+				   "bootstrap: listen %s", b->addr);
 	}
 
 	while (joined < b->size - 1) {
@@ -753,7 +795,7 @@ static int root_init(struct hcomm_boot *b, int64_t deadline)
 					 "; %d other connections dropped",
 					 others);
 			ret = hcomm__fail(HCOMM_ERR_TIMEOUT, 0,
-					  "bootstrap at @%s: %d of %d ranks "
+					  "bootstrap at %s: %d of %d ranks "
 					  "arrived within %lld ms (%s)", b->addr,
 					  joined + 1, b->size,
 					  (long long)b->timeout_ms,
@@ -771,7 +813,7 @@ static int root_init(struct hcomm_boot *b, int64_t deadline)
 		if (n < 0 && errno != EINTR) {
 			ret = errno;
 			ret = hcomm__fail(hcomm__err_code(0, ret), ret,
-					  "bootstrap: poll @%s", b->addr);
+					  "bootstrap: poll %s", b->addr);
 			goto out;
 		}
 		if (n <= 0)
@@ -792,16 +834,18 @@ static int root_init(struct hcomm_boot *b, int64_t deadline)
 			if (got > 0) {
 				p->got += got;
 				if (p->got < sizeof(struct boot_hdr) ||
-				    (p->u.msg.h.magic == BOOT_MAGIC &&
-				     p->u.msg.h.type == MSG_HELLO &&
-				     p->u.msg.h.len ==
+				    (le32toh(p->u.msg.h.magic) == BOOT_MAGIC &&
+				     le16toh(p->u.msg.h.type) == MSG_HELLO &&
+				     le64toh(p->u.msg.h.len) ==
 				     sizeof(struct boot_hello) &&
 				     p->got < sizeof(p->u.buf)))
 					continue;
 			}
-			if (got <= 0 || p->u.msg.h.magic != BOOT_MAGIC ||
-			    p->u.msg.h.type != MSG_HELLO ||
-			    p->u.msg.h.len != sizeof(struct boot_hello)) {
+			if (got <= 0 ||
+			    le32toh(p->u.msg.h.magic) != BOOT_MAGIC ||
+			    le16toh(p->u.msg.h.type) != MSG_HELLO ||
+			    le64toh(p->u.msg.h.len) !=
+			    sizeof(struct boot_hello)) {
 				/* closed, or not one of ours: drop it */
 				close(p->fd);
 				others++;
@@ -819,6 +863,9 @@ static int root_init(struct hcomm_boot *b, int64_t deadline)
 				goto out;
 			} else {
 				b->peer[p->u.msg.hello.rank] = p->fd;
+				b->hosts[p->u.msg.hello.rank] =
+					p->u.msg.hello.host;
+				note_self_ip(b, p->fd);
 				joined++;
 			}
 			*p = pend[--npend];
@@ -837,16 +884,17 @@ static int root_init(struct hcomm_boot *b, int64_t deadline)
 					break;
 				ret = errno;
 				ret = hcomm__fail(hcomm__err_code(0, ret), ret,
-						  "bootstrap: accept @%s",
+						  "bootstrap: accept %s",
 						  b->addr);
 				goto out;
 			}
 			/* Another user's process: not one of ours. */
-			if (!same_user(fd, &uid)) {
+			if (!b->tcp && !same_user(fd, &uid)) {
 				close(fd);
 				others++;
 				continue;
 			}
+			sock_setup(b, fd);
 			pend[npend].fd = fd;
 			pend[npend].got = 0;
 			npend++;
@@ -854,13 +902,7 @@ static int root_init(struct hcomm_boot *b, int64_t deadline)
 	}
 
 	close(lfd);	/* frees the name for the next job */
-	for (r = 1; r < b->size; r++) {
-		ret = send_msg(b->peer[r], MSG_GO, ST_OK, 0, b->size, NULL, 0,
-			       deadline);
-		if (ret)
-			return io_fail(b, ret, "init", r);
-	}
-	return 0;
+	return root_go(b, deadline);
 out:
 	/*
 	 * Tell everyone why: the ranks that joined, those whose hello is
@@ -888,40 +930,106 @@ out:
 	return ret;
 }
 
+/*
+ * One connection attempt: 0 (b->fd connected), 1 when it is worth
+ * retrying (nobody listens yet, the network is not up yet), or a negated
+ * hcomm_err.
+ */
+static int try_connect(struct hcomm_boot *b, const struct sockaddr_storage *sa,
+		       socklen_t salen, int64_t deadline)
+{
+	int err = 0;
+	socklen_t el = sizeof(err);
+
+	b->fd = socket(sa->ss_family, SOCK_STREAM | SOCK_CLOEXEC |
+		       SOCK_NONBLOCK, 0);
+	if (b->fd < 0)
+		return hcomm__fail(hcomm__err_code(0, errno), errno,
+				   "bootstrap: socket");
+	if (connect(b->fd, (const struct sockaddr *)sa, salen))
+		err = errno;
+	if (err == EINPROGRESS) {
+		/* TCP: at most 1 s per attempt, then try again */
+		int64_t d = now_ms() + 1000;
+
+		err = -wait_fd(b->fd, POLLOUT, d < deadline ? d : deadline);
+		if (!err && (getsockopt(b->fd, SOL_SOCKET, SO_ERROR, &err,
+					&el) || el != sizeof(err)))
+			err = errno;
+	}
+	if (!err) {
+		sock_setup(b, b->fd);
+		note_self_ip(b, b->fd);
+		return 0;
+	}
+	close(b->fd);
+	b->fd = -1;
+	/* Not up yet, its backlog is full, or the network not yet up. */
+	if (err == ECONNREFUSED || err == EAGAIN || err == EINTR ||
+	    err == ETIMEDOUT || err == EHOSTUNREACH || err == ENETUNREACH ||
+	    err == ECONNRESET)
+		return 1;
+	return hcomm__fail(hcomm__err_code(0, err), err,
+			   "bootstrap: connect %s", b->addr);
+}
+
+/* The GO's payload: the job nonce and every rank's host id. */
+static int peer_go(struct hcomm_boot *b, const struct boot_hdr *h,
+		   int64_t deadline)
+{
+	size_t len = sizeof(uint64_t) + b->size * sizeof(struct boot_host);
+	uint64_t v;
+	int ret, r;
+
+	if (h->len != len)
+		return hcomm__fail(HCOMM_ERR_INVAL, 0, "bootstrap: %s sent a "
+				   "GO of %llu bytes, expected %zu", b->addr,
+				   (unsigned long long)h->len, len);
+	ret = xrecv(b->fd, &v, sizeof(v), deadline);
+	if (!ret)
+		ret = xrecv(b->fd, b->hosts, len - sizeof(v), deadline);
+	if (ret)
+		return io_fail(b, ret, "init", 0);
+	b->nonce = le64toh(v);
+	for (r = 0; r < b->size; r++)
+		b->hosts[r].nonce = le64toh(b->hosts[r].nonce);
+	if (!b->nonce)
+		return hcomm__fail(HCOMM_ERR_INVAL, 0, "bootstrap: %s sent a "
+				   "zero job nonce", b->addr);
+	return 0;
+}
+
 static int peer_init(struct hcomm_boot *b, int64_t deadline)
 {
 	struct boot_hello hello = {
-		.version = BOOT_VERSION, .rank = b->rank, .size = b->size,
+		.version = htole32(BOOT_VERSION),
+		.rank = (int32_t)htole32((uint32_t)b->rank),
+		.size = (int32_t)htole32((uint32_t)b->size),
+		.uid = htole32((uint32_t)geteuid()),
 	};
-	struct sockaddr_un sa;
-	socklen_t salen = boot_addr(b, &sa);
+	struct sockaddr_storage sa;
+	socklen_t salen;
 	int64_t pause_ms = 1, left;
 	struct boot_hdr h;
 	uid_t uid;
 	int ret;
 
+	ret = boot_addr(b, &sa, &salen, 0);
+	if (ret)
+		return ret;
 	for (;;) {
 		struct timespec ts;
 
-		b->fd = socket(AF_UNIX,
-			       SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-		if (b->fd < 0)
-			return hcomm__fail(hcomm__err_code(0, errno), errno,
-					   "bootstrap: socket");
-		if (!connect(b->fd, (struct sockaddr *)&sa, salen))
+		ret = try_connect(b, &sa, salen, deadline);
+		if (ret < 0)
+			return ret;
+		if (!ret)
 			break;
-		ret = errno;
-		close(b->fd);
-		b->fd = -1;
-		/* Not up yet (ECONNREFUSED), or its backlog is full. */
-		if (ret != ECONNREFUSED && ret != EAGAIN && ret != EINTR)
-			return hcomm__fail(hcomm__err_code(0, ret), ret,
-					   "bootstrap: connect @%s", b->addr);
 		left = deadline - now_ms();
 		if (left <= 0)
 			return hcomm__fail(HCOMM_ERR_TIMEOUT, 0,
 					   "bootstrap: rank 0 did not come up "
-					   "at @%s within %lld ms", b->addr,
+					   "at %s within %lld ms", b->addr,
 					   (long long)b->timeout_ms);
 		if (pause_ms > left)
 			pause_ms = left;
@@ -931,57 +1039,61 @@ static int peer_init(struct hcomm_boot *b, int64_t deadline)
 		if (pause_ms < 50)
 			pause_ms *= 2;
 	}
-	if (!same_user(b->fd, &uid))
+	if (!b->tcp && !same_user(b->fd, &uid))
 		return hcomm__fail(HCOMM_ERR_ACCESS, 0,
-				   "bootstrap: rendezvous address @%s is held "
+				   "bootstrap: rendezvous address %s is held "
 				   "by uid %u, not this user", b->addr,
 				   (unsigned)uid);
+	hello.host = b->hosts[b->rank];
+	hello.host.nonce = htole64(hello.host.nonce);
 	memcpy(hello.job, b->job, sizeof(hello.job));
 	ret = send_msg(b->fd, MSG_HELLO, 0, 0, 0, &hello, sizeof(hello),
 		       deadline);
 	if (!ret)
 		ret = xrecv(b->fd, &h, sizeof(h), deadline);
+	hdr_host(&h);
 	if (ret == -ETIMEDOUT)
 		return hcomm__fail(HCOMM_ERR_TIMEOUT, 0,
-				   "bootstrap at @%s: not every rank arrived "
+				   "bootstrap at %s: not every rank arrived "
 				   "within %lld ms", b->addr,
 				   (long long)b->timeout_ms);
 	if (ret)
 		return io_fail(b, ret, "init", 0);
-	if (h.magic != BOOT_MAGIC || h.type != MSG_GO || h.len)
+	if (h.magic != BOOT_MAGIC || h.type != MSG_GO ||
+	    (h.len && h.status != ST_OK))
 		return hcomm__fail(HCOMM_ERR_INVAL, 0,
-				   "bootstrap: @%s is not a rank 0 of hcomm "
+				   "bootstrap: %s is not a rank 0 of hcomm "
 				   "protocol %u", b->addr, BOOT_VERSION);
 	switch (h.status) {
 	case ST_OK:
-		return 0;
+		return peer_go(b, &h, deadline);
 	case ST_SIZE:
 		return hcomm__fail(HCOMM_ERR_INVAL, 0,
-				   "bootstrap at @%s: rank 0 has world size "
+				   "bootstrap at %s: rank 0 has world size "
 				   "%u, this rank %d", b->addr, h.arg,
 				   b->size);
 	case ST_JOB:
 		return hcomm__fail(HCOMM_ERR_INVAL, 0,
-				   "bootstrap at @%s: rank 0 is of another job "
+				   "bootstrap at %s: rank 0 is of another job "
 				   "(this one: \"%s\")", b->addr, b->job);
 	case ST_DUP:
 		return hcomm__fail(HCOMM_ERR_INVAL, 0,
-				   "bootstrap at @%s: rank %d arrived twice",
+				   "bootstrap at %s: rank %d arrived twice",
 				   b->addr, b->rank);
 	case ST_VERSION:
 	case ST_RANK:
 		return hcomm__fail(HCOMM_ERR_INVAL, 0,
-				   "bootstrap at @%s: rank 0 refused rank %d "
+				   "bootstrap at %s: rank 0 refused rank %d "
 				   "of %d (status %u)", b->addr, b->rank,
 				   b->size, h.status);
 	case ST_TIMEOUT:
 		return hcomm__fail(HCOMM_ERR_TIMEOUT, 0,
-				   "bootstrap at @%s: rank 0 gave up, %u of %d "
+				   "bootstrap at %s: rank 0 gave up, %u of %d "
 				   "ranks arrived within its timeout", b->addr,
 				   h.arg, b->size);
 	default:
 		return hcomm__fail(HCOMM_ERR_INVAL, 0,
-				   "bootstrap at @%s: rank 0 gave up (a rank "
+				   "bootstrap at %s: rank 0 gave up (a rank "
 				   "that did not match, or an error of its "
 				   "own: see rank 0's message)", b->addr);
 	}
@@ -990,6 +1102,7 @@ static int peer_init(struct hcomm_boot *b, int64_t deadline)
 int hcomm__boot_init(const struct hcomm_rankinfo *ri, uint32_t timeout_ms,
 		     struct hcomm_boot **out)
 {
+	struct hcomm_host_id me;
 	struct hcomm_boot *b;
 	int64_t deadline;
 	size_t n;
@@ -1011,16 +1124,35 @@ int hcomm__boot_init(const struct hcomm_rankinfo *ri, uint32_t timeout_ms,
 	if (strnlen(ri->job, sizeof(ri->job)) >= sizeof(ri->job))
 		return hcomm__fail(HCOMM_ERR_INVAL, 0,
 				   "bootstrap: job name not terminated");
+	ret = hcomm__host_id(&me);
+	if (ret)
+		return ret;
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return hcomm__fail(HCOMM_ERR_NOMEM, ENOMEM, "bootstrap");
+	b->hosts = calloc(ri->size, sizeof(*b->hosts));
+	if (!b->hosts) {
+		free(b);
+		return hcomm__fail(HCOMM_ERR_NOMEM, ENOMEM, "bootstrap");
+	}
 	b->rank = ri->rank;
 	b->size = ri->size;
 	b->timeout_ms = timeout_ms;
 	b->fd = -1;
+	b->tcp = ri->tcp_root;
 	memcpy(b->job, ri->job, sizeof(b->job));
-	memcpy(b->addr, ri->root_addr, n);
-	b->addr[n] = 0;
+	memcpy(b->name, ri->root_addr, n);
+	b->name[n] = 0;
+	if (!b->tcp && !strncmp(b->name, "unix:", 5))
+		memmove(b->name, b->name + 5, n - 4);
+	snprintf(b->addr, sizeof(b->addr), "%s%s", b->tcp ? "" : "@",
+		 b->name);
+	memcpy(b->hosts[b->rank].boot_id, me.boot_id, sizeof(me.boot_id));
+	b->hosts[b->rank].nonce = me.nonce;
+	if (!b->rank)
+		while (getrandom(&b->nonce, sizeof(b->nonce), 0) !=
+		       sizeof(b->nonce) || !b->nonce)
+			;
 
 	deadline = now_ms() + timeout_ms;
 	ret = 0;
@@ -1032,6 +1164,24 @@ int hcomm__boot_init(const struct hcomm_rankinfo *ri, uint32_t timeout_ms,
 	}
 	*out = b;
 	return 0;
+}
+
+uint64_t hcomm__boot_nonce(const struct hcomm_boot *b)
+{
+	return b->nonce;
+}
+
+int hcomm__boot_same_host(const struct hcomm_boot *b, int r)
+{
+	if (r < 0 || r >= b->size)
+		return 0;
+	return !memcmp(&b->hosts[r], &b->hosts[b->rank],
+		       sizeof(b->hosts[r]));
+}
+
+const char *hcomm__boot_self_ip(const struct hcomm_boot *b)
+{
+	return b->self_ip;
 }
 
 int hcomm__boot_set_timeout(struct hcomm_boot *b, int64_t timeout_ms)
@@ -1076,30 +1226,31 @@ static int peer_allgather(struct hcomm_boot *b, const void *send, void *recv,
 		ret = xrecv(b->fd, &h, sizeof(h), deadline);
 	if (ret)
 		return coll_fail(b, ret, 0);
+	hdr_host(&h);
 	if (h.magic == BOOT_MAGIC && h.type == MSG_COLL && h.seq == seq &&
 	    h.status) {
 		b->broken = 1;
 		if (h.status == ST_TIMEOUT)
 			return hcomm__fail(HCOMM_ERR_TIMEOUT, 0,
-					   "bootstrap allgather at @%s: rank "
+					   "bootstrap allgather at %s: rank "
 					   "0 gave up, rank %u did not answer "
 					   "within %lld ms", b->addr, h.arg,
 					   (long long)b->timeout_ms);
 		if (h.status == ST_SIZE)
 			return hcomm__fail(HCOMM_ERR_INVAL, 0,
-					   "bootstrap allgather at @%s: rank "
+					   "bootstrap allgather at %s: rank "
 					   "0 gave up, rank %u called another "
 					   "collective or size", b->addr,
 					   h.arg);
 		return hcomm__fail(HCOMM_ERR_IO, 0,
-				   "bootstrap allgather at @%s: rank 0 gave "
+				   "bootstrap allgather at %s: rank 0 gave "
 				   "up, rank %u failed", b->addr, h.arg);
 	}
 	if (h.magic != BOOT_MAGIC || h.type != MSG_COLL || h.seq != seq ||
 	    h.len != total) {
 		b->broken = 1;
 		return hcomm__fail(HCOMM_ERR_INVAL, 0,
-				   "bootstrap allgather at @%s: rank 0 sent "
+				   "bootstrap allgather at %s: rank 0 sent "
 				   "collective %u of %llu bytes, this rank "
 				   "expected %u of %zu", b->addr, h.seq,
 				   (unsigned long long)h.len, seq, total);
@@ -1124,11 +1275,12 @@ static int root_allgather(struct hcomm_boot *b, void *recv, size_t len,
 			root_coll_abort(b, 1, r, seq, ret);
 			return coll_fail(b, ret, r);
 		}
+		hdr_host(&h);
 		if (h.magic != BOOT_MAGIC || h.type != MSG_COLL ||
 		    h.seq != seq || h.len != len) {
 			root_coll_abort(b, 1, r, seq, -EPROTO);
 			return hcomm__fail(HCOMM_ERR_INVAL, 0,
-					   "bootstrap allgather at @%s: rank %d "
+					   "bootstrap allgather at %s: rank %d "
 					   "is at collective %u with %llu "
 					   "bytes, rank 0 at %u with %zu",
 					   b->addr, r, h.seq,
@@ -1168,7 +1320,7 @@ int hcomm__boot_allgather(struct hcomm_boot *b, const void *send, void *recv,
 				   "ranks overflow", len, b->size);
 	if (b->broken)
 		return hcomm__fail(HCOMM_ERR_IO, 0,
-				   "bootstrap at @%s: the channel failed "
+				   "bootstrap at %s: the channel failed "
 				   "earlier", b->addr);
 	seq = ++b->seq;
 	deadline = b->timeout_ms < 0 ? INT64_MAX : now_ms() + b->timeout_ms;

@@ -17,6 +17,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -69,7 +71,9 @@ static const char *const env_vars[] = {
 	"HCOMM_ROOT_ADDR", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
 	"OMPI_MCA_ess_base_jobid", "OMPI_MCA_orte_ess_jobid", "SLURM_PROCID",
 	"SLURM_NTASKS", "SLURM_JOB_ID", "SLURM_STEP_ID", "PMI_RANK",
-	"PMI_SIZE", "PMI_JOBID", "PMI_KVSNAME",
+	"PMI_SIZE", "PMI_JOBID", "PMI_KVSNAME", "HCOMM_JOB_ID",
+	"OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_STEP_NUM_NODES", "SLURM_NNODES",
+	"SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST",
 };
 
 static void clean_env(void)
@@ -549,7 +553,7 @@ static void test_rank_table(void)
 		 "   # the end\n", host, host);
 	path = write_table(text);
 	memset(&ri, 0xa5, sizeof(ri));
-	ret = hcomm__rank_table_parse(path, &ri);
+	ret = hcomm__rank_table_parse(path, -1, &ri);
 	ok(!ret && ri.size == 4 && ri.local == 1 &&
 	   ri.launcher == HCOMM_LAUNCH_RANK_TABLE &&
 	   !strcmp(ri.root_addr, "my-rendezvous") &&
@@ -558,20 +562,20 @@ static void test_rank_table(void)
 	   ret ? hcomm_errmsg() : ri.job);
 
 	path = write_table("world_size 1\nrank 0 host localhost\n");
-	ret = hcomm__rank_table_parse(path, &ri);
+	ret = hcomm__rank_table_parse(path, -1, &ri);
 	ok(!ret && ri.size == 1 && ri.local && !ri.root_addr[0],
 	   "rank table: one rank, no root line");
 
 	path = write_table("world_size 3\nrank 0 host localhost\n"
 			   "rank 1 host some-other-node.example\n"
 			   "rank 2 host localhost\n");
-	ret = hcomm__rank_table_parse(path, &ri);
+	ret = hcomm__rank_table_parse(path, -1, &ri);
 	ok(!ret && ri.size == 3 && ri.local == 0,
 	   "rank table: another host's rank makes it not local");
 
 	snprintf(text, sizeof(text), "rank 1 host %s\nrank 0 host %s\n"
 		 "world_size 2\n", host, host);
-	ret = hcomm__rank_table_parse(write_table(text), &ri);
+	ret = hcomm__rank_table_parse(write_table(text), -1, &ri);
 	ok(!ret && ri.size == 2 && ri.local == 1,
 	   "rank table: world_size may come after the ranks; this host's "
 	   "name is local");
@@ -590,13 +594,13 @@ static void test_rank_table(void)
 			{ "world_size 1\nworld_size 1\nrank 0 host a\n",
 			  ":2: second world_size" },
 			{ "world_size 1\nroot\nrank 0 host a\n",
-			  ":2: expected \"root NAME\"" },
+			  ":2: expected \"root ADDR\"" },
 			{ "world_size 1\nroot a b\nrank 0 host a\n",
-			  ":2: expected \"root NAME\"" },
+			  ":2: expected \"root ADDR\"" },
 			{ "world_size 1\nroot a\nroot b\nrank 0 host a\n",
 			  ":3: second root" },
 			{ "world_size 1\nrank 0 host\n",
-			  ":2: expected \"rank R host HOSTNAME\"" },
+			  ":2: expected \"rank R host HOST" },
 			{ "world_size 1\nrank 0\n", ":2: expected" },
 			{ "world_size 1\nrank 0 node a\n", ":2: expected" },
 			{ "world_size 1\nrank 0 host a b\n", ":2: expected" },
@@ -606,10 +610,10 @@ static void test_rank_table(void)
 			{ "world_size 2\nrank 0 host a\nrank 0 host a\n"
 			  "rank 1 host a\n", ":3: rank 0 listed twice" },
 			{ "world_size 3\nrank 0 host a\nrank 2 host a\n",
-			  "no line for rank 1" },
+			  "no entry for rank 1" },
 			{ "world_size 2\nrank 0 host a\nrank 1 host a\n"
 			  "rank 2 host a\n", ":4: rank 2 is not below "
-			  "world_size 2" },
+			  "the world size 2" },
 			{ "world_size 1\nranks 0 host a\n",
 			  ":2: unknown keyword \"ranks\"" },
 			{ "world_size 1\nrank 0 host a\nhost a\n",
@@ -619,7 +623,7 @@ static void test_rank_table(void)
 
 		for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 			path = write_table(bad[i].text);
-			ret = hcomm__rank_table_parse(path, &ri);
+			ret = hcomm__rank_table_parse(path, -1, &ri);
 			if (ret != -HCOMM_ERR_INVAL ||
 			    !strstr(hcomm_errmsg(), path) ||
 			    !strstr(hcomm_errmsg(), bad[i].msg)) {
@@ -635,18 +639,260 @@ static void test_rank_table(void)
 	memset(text, 'x', 140);	/* a 108-byte root name */
 	memcpy(text, "world_size 1\nrank 0 host a\nroot ", 32);
 	strcpy(text + 140, "\n");
-	ret = hcomm__rank_table_parse(write_table(text), &ri);
-	ok(ret == -HCOMM_ERR_INVAL && strstr(hcomm_errmsg(), "root name"),
+	ret = hcomm__rank_table_parse(write_table(text), -1, &ri);
+	ok(ret == -HCOMM_ERR_INVAL && strstr(hcomm_errmsg(), "root address"),
 	   "rank table: a root name too long for a socket is rejected");
 
-	ret = hcomm__rank_table_parse("/nonexistent/ranks", &ri);
+	ret = hcomm__rank_table_parse("/nonexistent/ranks", -1, &ri);
 	ok(ret == -HCOMM_ERR_INVAL && strstr(hcomm_errmsg(),
 					     "/nonexistent/ranks") &&
 	   hcomm_errno() == ENOENT,
 	   "rank table: a missing file is rejected (%s)", hcomm_errmsg());
-	ok(hcomm__rank_table_parse(NULL, &ri) == -HCOMM_ERR_INVAL &&
-	   hcomm__rank_table_parse("", &ri) == -HCOMM_ERR_INVAL,
+	ok(hcomm__rank_table_parse(NULL, -1, &ri) == -HCOMM_ERR_INVAL &&
+	   hcomm__rank_table_parse("", -1, &ri) == -HCOMM_ERR_INVAL,
 	   "rank table: no path rejected");
+}
+
+/* Rank tables that name hosts: text fields, JSON (HCCL's shape). */
+static void test_rank_table_hosts(void)
+{
+	struct hcomm_rankinfo ri;
+	const char *path;
+	int ret;
+
+	path = write_table("world_size 2\n"
+			   "rank 0 host node-a.example addr 10.77.0.1 dev rxe0 "
+			   "gid 1\n"
+			   "rank 1 host node-b.example addr 10.77.0.2 dev rxe1 "
+			   "gid 3 dev_ip 10.78.0.2\n");
+	memset(&ri, 0, sizeof(ri));
+	ret = hcomm__rank_table_parse(path, 1, &ri);
+	ok(!ret && ri.size == 2 && !ri.local && ri.tcp_root &&
+	   !strncmp(ri.root_addr, "10.77.0.1:", 10) &&
+	   !strcmp(ri.host_addr, "10.77.0.2") &&
+	   !strcmp(ri.rdma_dev, "rxe1") && ri.gid_index == 3 &&
+	   !strcmp(ri.dev_ip, "10.78.0.2"),
+	   "rank table: hosts, addr, dev, gid, dev_ip; root at rank 0's "
+	   "address (%s)", ret ? hcomm_errmsg() : ri.root_addr);
+	{
+		struct hcomm_rankinfo r2;
+		char copy[256];
+
+		/* the same contents elsewhere: the same job and root port */
+		snprintf(copy, sizeof(copy), "%s", path);
+		path = write_table("world_size 2\n"
+			   "rank 0 host node-a.example addr 10.77.0.1 dev rxe0 "
+			   "gid 1\n"
+			   "rank 1 host node-b.example addr 10.77.0.2 dev rxe1 "
+			   "gid 3 dev_ip 10.78.0.2\n");
+		memset(&r2, 0, sizeof(r2));
+		ret = hcomm__rank_table_parse(path, 0, &r2);
+		ok(!ret && !strcmp(r2.job, ri.job) &&
+		   !strcmp(r2.root_addr, ri.root_addr) &&
+		   !strcmp(r2.host_addr, "10.77.0.1") && r2.gid_index == 1,
+		   "rank table: a copy at another path (%s) is the same job "
+		   "(%s) and root", copy, r2.job);
+	}
+
+	path = write_table("world_size 2\nroot [fd00::1]:4000\n"
+			   "rank 0 host a.example\nrank 1 host b.example\n");
+	ret = hcomm__rank_table_parse(path, 0, &ri);
+	ok(!ret && ri.tcp_root && !strcmp(ri.root_addr, "[fd00::1]:4000") &&
+	   !strcmp(ri.host_addr, "a.example") && ri.gid_index == -1,
+	   "rank table: a TCP root line; the host name is the address");
+
+	path = write_table(
+		"{\n"
+		" \"version\": \"1.0\", \"status\": \"completed\",\n"
+		" \"server_count\": \"2\",\n"
+		" \"server_list\": [\n"
+		"  { \"server_id\": \"node-a\", \"host_ip\": \"10.77.0.1\",\n"
+		"    \"device\": [\n"
+		"     { \"device_id\": \"0\", \"device_ip\": \"10.77.0.1\",\n"
+		"       \"rank_id\": \"0\" },\n"
+		"     { \"device_id\": \"1\", \"device_ip\": \"10.77.0.1\",\n"
+		"       \"rank_id\": \"1\" } ] },\n"
+		"  { \"server_id\": \"node-b\",\n"
+		"    \"device\": [\n"
+		"     { \"device_id\": \"0\", \"device_ip\": \"10.77.0.2\",\n"
+		"       \"rank_id\": 2, \"rdma_dev\": \"rxe0\",\n"
+		"       \"gid_index\": 1 },\n"
+		"     { \"device_id\": \"1\", \"device_ip\": \"10.77.0.2\",\n"
+		"       \"rank_id\": \"3\" } ] } ]\n"
+		"}\n");
+	memset(&ri, 0, sizeof(ri));
+	ret = hcomm__rank_table_parse(path, 2, &ri);
+	ok(!ret && ri.size == 4 && !ri.local && ri.tcp_root &&
+	   !strncmp(ri.root_addr, "10.77.0.1:", 10) &&
+	   !strcmp(ri.host_addr, "10.77.0.2") &&
+	   !strcmp(ri.dev_ip, "10.77.0.2") && !strcmp(ri.rdma_dev, "rxe0") &&
+	   ri.gid_index == 1,
+	   "rank table: JSON of HCCL's shape, 2 servers x 2 devices (%s)",
+	   ret ? hcomm_errmsg() : ri.root_addr);
+
+	{
+		static const struct { const char *text, *msg; } bad[] = {
+			{ "{", "not valid JSON" },
+			{ "{ \"server_list\": [] ", "not valid JSON" },
+			{ "[]", "JSON is not an object" },
+			{ "{ \"a\": 1 }", "no \"server_list\" array" },
+			{ "{ \"server_list\": {} }", "no \"server_list\"" },
+			{ "{ \"server_list\": [] }", "no device" },
+			{ "{ \"server_list\": [ 1 ] }",
+			  "server_list[0] is not an object" },
+			{ "{ \"server_list\": [ {} ] }",
+			  "server_list[0] has no \"server_id\"" },
+			{ "{ \"server_list\": [ { \"server_id\": \"a\" } ] }",
+			  "has no \"device\" array" },
+			{ "{ \"server_list\": [ { \"server_id\": \"a\", "
+			  "\"device\": [ {} ] } ] }",
+			  "device[0] has no \"rank_id\"" },
+			{ "{ \"server_list\": [ { \"server_id\": \"a\", "
+			  "\"device\": [ { \"rank_id\": \"x\" } ] } ] }",
+			  "rank_id \"x\"" },
+			{ "{ \"server_list\": [ { \"server_id\": \"a\", "
+			  "\"device\": [ { \"rank_id\": [1] } ] } ] }",
+			  "neither a string nor an integer" },
+			{ "{ \"server_list\": [ { \"server_id\": \"a\", "
+			  "\"device\": [ { \"rank_id\": 0 }, "
+			  "{ \"rank_id\": 0 } ] } ] }", "rank 0 listed twice" },
+			{ "{ \"server_list\": [ { \"server_id\": \"a\", "
+			  "\"device\": [ { \"rank_id\": 1 } ] } ] }",
+			  "rank 1 is not below the world size 1" },
+			{ "{ \"status\": \"initializing\", \"server_list\": "
+			  "[ { \"server_id\": \"a\", "
+			  "\"device\": [ { \"rank_id\": 0 } ] } ] }",
+			  "not \"completed\"" },
+			{ "{ \"server_list\": [ { \"server_id\": \"a\", "
+			  "\"device\": [ { \"rank_id\": 0, \"gid_index\": 300 "
+			  "} ] } ] }", "gid_index \"300\"" },
+			{ "world_size 1\nrank 0 host a gid 256\n",
+			  ":2: gid \"256\"" },
+			{ "world_size 1\nrank 0 host a color red\n",
+			  ":2: unknown field \"color\"" },
+			{ "world_size 1\nrank 0 host a addr\n", ":2: expected" },
+		};
+		unsigned i, n = 0;
+
+		for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			path = write_table(bad[i].text);
+			ret = hcomm__rank_table_parse(path, 0, &ri);
+			if (ret != -HCOMM_ERR_INVAL ||
+			    !strstr(hcomm_errmsg(), path) ||
+			    !strstr(hcomm_errmsg(), bad[i].msg)) {
+				printf("# case %u: %d \"%s\" (want \"%s\")\n",
+				       i, ret, hcomm_errmsg(), bad[i].msg);
+				n++;
+			}
+		}
+		ok(!n, "rank table: %u malformed JSON and host fields "
+		   "rejected with path and reason", i);
+	}
+}
+
+/* TCP rendezvous addresses. */
+static void test_tcp_addr(void)
+{
+	static const char *const yes[] = {
+		"127.0.0.1:1", "host:65535", "tcp:node1:29500",
+		"[::1]:80", "[fd00::77:1]:4000", "a.b.example:12",
+	};
+	static const char *const no[] = {
+		"hcomm-0-ppid-12", "name", "host:", "host:0", "host:65536",
+		"host:12x", ":80", "::1:80", "[::1]80", "[::1]", "host:-1",
+		"unix:my-name",
+	};
+	struct sockaddr_storage ss;
+	unsigned int len, i, n = 0;
+
+	for (i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
+		if (!hcomm__is_tcp_addr(yes[i]) && ++n)
+			printf("# \"%s\" not taken for TCP\n", yes[i]);
+	for (i = 0; i < sizeof(no) / sizeof(no[0]); i++)
+		if (hcomm__is_tcp_addr(no[i]) && ++n)
+			printf("# \"%s\" taken for TCP\n", no[i]);
+	ok(!n, "tcp addr: host:port, [v6]:port, tcp: prefix; names, bare "
+	   "v6 and bad ports are not TCP");
+	ok(!hcomm__tcp_addr("127.0.0.1:4000", 0, &ss, &len) &&
+	   ss.ss_family == AF_INET &&
+	   ntohs(((struct sockaddr_in *)&ss)->sin_port) == 4000 &&
+	   !hcomm__tcp_addr("[::1]:4001", 0, &ss, &len) &&
+	   ss.ss_family == AF_INET6 && !hcomm__tcp_addr("*:4002", 1, &ss,
+							 &len),
+	   "tcp addr: IPv4, IPv6 and the passive wildcard resolve");
+	ok(hcomm__tcp_addr("no-such-host.invalid:1", 0, &ss, &len) ==
+	   -HCOMM_ERR_INVAL && strstr(hcomm_errmsg(), "no-such-host") &&
+	   hcomm__tcp_addr("x:0", 0, &ss, &len) == -HCOMM_ERR_INVAL &&
+	   strstr(hcomm_errmsg(), "1 .. 65535"),
+	   "tcp addr: unknown hosts and bad ports are errors naming them");
+	ok(hcomm__default_port("job-a") >= 20000 &&
+	   hcomm__default_port("job-a") < 40000 &&
+	   hcomm__default_port("job-a") == hcomm__default_port("job-a"),
+	   "tcp addr: the default port is in 20000 .. 39999 and stable");
+}
+
+/* Launches over several hosts. */
+static void test_detect_hosts(void)
+{
+	struct hcomm_rankinfo ri;
+	int64_t t0;
+	int ret;
+
+	clean_env();
+	setenv("OMPI_COMM_WORLD_RANK", "1", 1);
+	setenv("OMPI_COMM_WORLD_SIZE", "4", 1);
+	setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "2", 1);
+	t0 = now_ms();
+	memset(&ri, 0, sizeof(ri));
+	ret = hcomm__rankinfo_detect(NULL, &ri);
+	ok(ret == -HCOMM_ERR_INVAL && now_ms() - t0 < 1000 &&
+	   strstr(hcomm_errmsg(), "span 2 hosts") &&
+	   strstr(hcomm_errmsg(), "OMPI_COMM_WORLD_LOCAL_SIZE") &&
+	   strstr(hcomm_errmsg(), "HCOMM_ROOT_ADDR"),
+	   "detect: Open MPI over 2 hosts without a rendezvous fails at "
+	   "once, saying what to set (%s)", hcomm_errmsg());
+	setenv("HCOMM_ROOT_ADDR", "10.77.0.1:29500", 1);
+	ret = hcomm__rankinfo_detect(NULL, &ri);
+	ok(!ret && ri.tcp_root && !ri.local &&
+	   !strcmp(ri.root_addr, "10.77.0.1:29500"),
+	   "detect: ... and with HCOMM_ROOT_ADDR=host:port meets over TCP");
+	setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "4", 1);
+	setenv("HCOMM_ROOT_ADDR", "tcp:127.0.0.1:29501", 1);
+	ret = hcomm__rankinfo_detect(NULL, &ri);
+	ok(!ret && ri.tcp_root && ri.local &&
+	   !strcmp(ri.root_addr, "127.0.0.1:29501"),
+	   "detect: one host, a tcp: rendezvous (prefix dropped)");
+
+	clean_env();
+	setenv("SLURM_PROCID", "3", 1);
+	setenv("SLURM_NTASKS", "4", 1);
+	setenv("SLURM_JOB_ID", "77", 1);
+	setenv("SLURM_STEP_NUM_NODES", "2", 1);
+	setenv("SLURM_STEP_NODELIST", "vm[07-08],x", 1);
+	ret = hcomm__rankinfo_detect(NULL, &ri);
+	ok(!ret && ri.tcp_root && !ri.local &&
+	   !strncmp(ri.root_addr, "vm07:", 5) &&
+	   atoi(ri.root_addr + 5) == (int)hcomm__default_port(ri.job),
+	   "detect: Slurm over 2 nodes meets at the first node (%s)",
+	   ri.root_addr);
+	setenv("SLURM_STEP_NODELIST", "[1-2]", 1);
+	ok(hcomm__rankinfo_detect(NULL, &ri) == -HCOMM_ERR_INVAL &&
+	   strstr(hcomm_errmsg(), "SLURM_STEP_NUM_NODES"),
+	   "detect: an unreadable Slurm node list is an error");
+
+	clean_env();
+	setenv("HCOMM_RANK", "0", 1);
+	setenv("HCOMM_WORLD_SIZE", "2", 1);
+	setenv("HCOMM_JOB_ID", "train-7", 1);
+	ret = hcomm__rankinfo_detect(NULL, &ri);
+	ok(!ret && !strcmp(ri.job, "job-train-7") && !ri.tcp_root &&
+	   strstr(ri.root_addr, "job-train-7"),
+	   "detect: HCOMM_JOB_ID names the job (%s)", ri.root_addr);
+	setenv("HCOMM_JOB_ID", "", 1);
+	ok(hcomm__rankinfo_detect(NULL, &ri) == -HCOMM_ERR_INVAL &&
+	   strstr(hcomm_errmsg(), "HCOMM_JOB_ID"),
+	   "detect: an empty HCOMM_JOB_ID is an error");
+	clean_env();
 }
 
 static int detect(struct hcomm_rankinfo *ri)
@@ -881,7 +1127,7 @@ static void test_detect(void)
 	ret = hcomm__rankinfo_detect(&cfg, &ri);
 	ok(ret == -HCOMM_ERR_INVAL && strstr(hcomm_errmsg(),
 					     "HCOMM_WORLD_SIZE=4") &&
-	   strstr(hcomm_errmsg(), "world_size 3"),
+	   strstr(hcomm_errmsg(), "world size 3"),
 	   "detect: rank table against another world size rejected (%s)",
 	   hcomm_errmsg());
 	setenv("HCOMM_WORLD_SIZE", "3", 1);
@@ -1529,6 +1775,108 @@ static pid_t spawn_many(int rank, int size)
 	return pid;
 }
 
+/* A rank over TCP: the nonce, host ids and self address agree. */
+static int rank_tcp(int rank, int size, const char *addr)
+{
+	struct hcomm_rankinfo ri;
+	struct hcomm_boot *b;
+	uint64_t nonce, all[8];
+	unsigned char *big, *every;
+	int ret, r, i;
+
+	rankinfo(&ri, rank, size, "units-tcp");
+	snprintf(ri.root_addr, sizeof(ri.root_addr), "%s", addr);
+	ri.tcp_root = 1;
+	ret = hcomm__boot_init(&ri, 5000, &b);
+	if (ret)
+		return -ret;
+	nonce = hcomm__boot_nonce(b);
+	ret = hcomm__boot_allgather(b, &nonce, all, sizeof(nonce));
+	if (ret)
+		return -ret;
+	for (r = 0; r < size; r++)
+		if (!all[r] || all[r] != nonce || !hcomm__boot_same_host(b, r))
+			return X_DATA;
+	if (hcomm__boot_same_host(b, size) || hcomm__boot_same_host(b, -1))
+		return X_DATA;
+	if (strcmp(hcomm__boot_self_ip(b), "127.0.0.1"))
+		return X_FD;
+	big = malloc(BIG_BLOCK);
+	every = malloc((size_t)size * BIG_BLOCK);
+	if (!big || !every)
+		return HCOMM_ERR_NOMEM;
+	for (i = 0; i < BIG_BLOCK; i++)
+		big[i] = (unsigned char)(i * 13 + rank);
+	ret = hcomm__boot_allgather(b, big, every, BIG_BLOCK);
+	if (ret)
+		return -ret;
+	for (r = 0; r < size; r++)
+		for (i = 0; i < BIG_BLOCK; i++)
+			if (every[(size_t)r * BIG_BLOCK + i] !=
+			    (unsigned char)(i * 13 + r))
+				return X_DATA;
+	ret = hcomm__boot_barrier(b);
+	hcomm__boot_fini(b);
+	free(big);
+	free(every);
+	return ret ? -ret : 0;
+}
+
+static pid_t spawn_tcp(int rank, int size, const char *addr)
+{
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		alarm(10);
+		_exit(rank_tcp(rank, size, addr));
+	}
+	return pid;
+}
+
+static void test_boot_tcp(void)
+{
+	struct hcomm_host_id a, b2;
+	struct hcomm_rankinfo ri;
+	struct hcomm_boot *b;
+	char addr[64];
+	int st[4], r, ret;
+	int64_t t0;
+	pid_t pid[4];
+
+	ok(!hcomm__host_id(&a) && !hcomm__host_id(&b2) &&
+	   !memcmp(&a, &b2, sizeof(a)) && a.nonce,
+	   "boot tcp: the host id is stable within a boot");
+
+	snprintf(addr, sizeof(addr), "127.0.0.1:%u",
+		 20000 + (unsigned int)(getpid() % 20000));
+	for (r = 3; r >= 0; r--)
+		pid[r] = spawn_tcp(r, 4, addr);
+	for (r = 0; r < 4; r++)
+		st[r] = reap(pid[r]);
+	ok(!st[0] && !st[1] && !st[2] && !st[3],
+	   "boot tcp: 4 processes at %s: one job nonce, one host, self "
+	   "address 127.0.0.1, 256 KiB allgather, barrier (exit %d %d %d "
+	   "%d)", addr, st[0], st[1], st[2], st[3]);
+
+	/* nobody listens: a clear timeout naming the address */
+	rankinfo(&ri, 1, 2, "units-tcp");
+	snprintf(ri.root_addr, sizeof(ri.root_addr), "127.0.0.1:%u",
+		 20000 + (unsigned int)((getpid() + 7) % 20000));
+	ri.tcp_root = 1;
+	t0 = now_ms();
+	ret = hcomm__boot_init(&ri, 300, &b);
+	ok(ret == -HCOMM_ERR_TIMEOUT && now_ms() - t0 < 2000 &&
+	   strstr(hcomm_errmsg(), ri.root_addr),
+	   "boot tcp: no rank 0 at the address: TIMEOUT naming it (%s)",
+	   hcomm_errmsg());
+	snprintf(ri.root_addr, sizeof(ri.root_addr), "no-such-host.invalid:9");
+	ok(hcomm__boot_init(&ri, 300, &b) == -HCOMM_ERR_INVAL &&
+	   strstr(hcomm_errmsg(), "no-such-host"),
+	   "boot tcp: an unknown host is an error naming it");
+}
+
 static void test_boot(void)
 {
 	pid_t many[MANY];
@@ -1959,12 +2307,16 @@ int main(void)
 	test_config_profiles();
 	test_coll_timeout_env();
 	test_rank_table();
+	test_rank_table_hosts();
+	test_tcp_addr();
 	test_detect();
+	test_detect_hosts();
 	test_mpsc_basic();
 	test_mpsc_threads();
 	test_ec_basic();
 	test_ec_stress();
 	test_boot();
+	test_boot_tcp();
 	test_packing();
 
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
