@@ -1,0 +1,3481 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libhcomm: the "rdma" transport - RoCEv2 reliable-connected queue pairs
+ * through rdma-core (libibverbs for the data path, librdmacm to connect).
+ * Documentation/transports.rst ("RDMA") is the user's view; this comment
+ * is the implementer's.
+ *
+ * Connections.  Every rank listens with an rdma_cm id on its address (the
+ * rank table's dev_ip or host address, else the bootstrap's own IP, else
+ * the IPv4 of the first active RoCE GID) on an ephemeral port and
+ * publishes {address, port} with hcomm__boot_allgather().  Rank j connects
+ * num_qps RC QPs ("lanes") to every rank i < j; each connect carries a
+ * struct rx_hello (magic, version, job nonce, rank, lane, size) in its
+ * private data and the accept answers with the acceptor's: a wrong one is
+ * rejected (or, seen by the connector, disconnected), and a reject that
+ * names another job is final.  Everything else (REJECTED, UNREACHABLE,
+ * errors: rdma_cm under emulation rejects about one connect in ten) is
+ * retried with a growing, jittered backoff until cfg.timeout_ms.  The
+ * init thread runs the rdma_cm event loop until every lane is ESTABLISHED
+ * on both ends; then the cm thread takes the channel over (disconnects,
+ * late connects, device events).
+ *
+ * One device per communicator: the one the listening address belongs to.
+ * All QPs, CQs, the SRQ and every MR live on its one PD, so a window is
+ * registered once (ibv_reg_mr, or ibv_reg_dmabuf_mr for a dma-buf
+ * mapping) and published as {rkey, base}.
+ *
+ * Queues.  Lane l of every peer shares send CQ scq[l] (its own completion
+ * channel); all QPs share one SRQ and the receive CQ rcq (one channel).
+ * A thread posts on lane (thread index % num_qps), so its operations to a
+ * peer stay in order on one QP; a message of stripe_min bytes or more is
+ * striped over all lanes.  Every send WR is signaled and owns slot
+ * (seq % qd) of its QP's ring conn->wrs[]: seq is the QP's sequence
+ * number, peer_seq the operation's number among all this rank's
+ * operations to that peer.  RC completes a QP's WRs in order, so the
+ * reaper checks that the CQE it sees is the ring's tail: the ring *is*
+ * the list of unacknowledged operations of the QP in issue order, and
+ * merging the lanes by peer_seq gives the peer's.  A later failover can
+ * replay a dead peer's rings on new QPs from these (rx_wr keeps every
+ * field a replay needs); nothing replays today: a failed QP fails its
+ * requests.
+ *
+ * Locking.
+ *  - conn->lock: the posting side of one QP: head, reserved, the bounce
+ *    ring's head, and the ring slots from head on.  Never held while
+ *    reaping, completing or registering memory.
+ *  - scq[l].reap / rcq.reap: taken with trylock; one thread reaps a CQ at
+ *    a time, and it alone advances the tails (conn->tail, conn->btail) of
+ *    that lane's QPs.  Requests are completed after the lock is dropped.
+ *  - mrc.lock: the registration cache (never held with the above).
+ *  - the rdma_cm channel: the init thread until init returns, then the cm
+ *    thread alone; fini stops that thread before it destroys anything.
+ *
+ * put = RDMA WRITE (inline up to max_inline), get = RDMA READ.
+ * put_signal = the payload's last WRITE carries the signal as
+ * WRITE_WITH_IMM: imm = piece(2) | signal(12) | bits(18), "add bits <<
+ * (18 * piece) to the signal".  A value needs up to four pieces; pieces
+ * after the first are zero-length WRITE_WITH_IMMs on the same QP.  The
+ * target's receive completion for a WRITE_WITH_IMM exists only after its
+ * data has been placed, and RC places a QP's messages in order, so when
+ * the target's reaper adds the piece (release) every byte of that put and
+ * of every earlier one on the QP is visible to an acquire load of the
+ * signal.  A striped put_signal cannot rely on one QP's order: its signal
+ * pieces are posted on lane 0 once every stripe has completed at the
+ * sender (an RC completion means the responder acknowledged, i.e. placed,
+ * the data); lane 0 keeps WRs reserved for them so that the reaper never
+ * waits for room.  Signals are this rank's memory, updated by its own
+ * CPU; hcomm_signal_read() reaps the receive CQ first (ibv_poll_cq, no
+ * system call on rxe or mlx5), and a sleeping hcomm_signal_wait() is woken
+ * by the receive CQ's completion channel or, when another thread reaped
+ * the piece, by sig_evfd.
+ *
+ * Local buffers (the source of a put, the destination of a get):
+ *  - a put of at most max_inline bytes is sent inline (no key);
+ *  - a buffer inside the operation's window uses the window's MR;
+ *  - up to bounce_max bytes go through the QP's bounce ring (registered
+ *    once): a put copies in at issue, a get copies out at completion;
+ *  - larger ones are registered.  With /dev/hcomm present the MR is
+ *    cached (struct rx_mrc), each entry also registered with the module
+ *    only to watch it: the entry is used while its generation slot still
+ *    reads what REG_MEM returned, i.e. while the address still maps the
+ *    pages the MR pinned (munmap, mremap, MADV_DONTNEED, fork COW all
+ *    change it).  Without the module nothing can tell that the memory
+ *    behind an address changed (rxe has no IBV_ACCESS_ON_DEMAND), so the
+ *    buffer is registered for the operation and deregistered at its
+ *    completion.
+ *
+ * Failure.  A CQE with an error fails its request with an errno that maps
+ * to HCOMM_ERR_IO (rx_wc_errno) and marks the peer dead: its QPs are moved
+ * to the error state, which flushes every other WR of the peer, and each
+ * flushed request fails exactly once (its ring slot is consumed once).
+ * An rdma_cm DISCONNECTED (the peer's process exited: the kernel sent a
+ * DREQ) or a QP async error does the same at once.  A dead peer fails new
+ * operations at issue, naming it.  How fast a silent peer is noticed is
+ * decided by the QP's ack timeout and retry count (set explicitly:
+ * RDMA_OPTION_ID_ACK_TIMEOUT, retry_count 1..6 since rxe retries forever
+ * with 7): about (retry_cnt + 1) * 4.096 us * 2^ack_timeout.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include "hcomm_comm_int.h"
+
+#define RX_MAGIC		0x48435244u	/* "HCRD" */
+#define RX_VERSION		1
+#define RX_SIGNALS		4096		/* the module's default count */
+#define RX_SIG_BITS		12
+#define RX_MANT_BITS		18
+#define RX_PIECES		4		/* 4 * 18 >= 64 */
+#define RX_REAP_BATCH		64
+#define RX_CHAIN		32		/* WRs per ibv_post_send */
+#define RX_CHUNK		64		/* descriptors resolved at a time */
+#define RX_PART_MAX		(1ULL << 30)	/* bytes per work request */
+#define RX_MR_SLOTS		1024		/* cached + per-operation MRs */
+#define RX_MR_LIVE		128		/* cached MRs at most */
+#define RX_SPIN_NS		20000		/* signal_wait spin */
+#define RX_RESOLVE_MS		2000		/* rdma_resolve_addr/route */
+#define RX_BACKOFF_MIN_MS	20
+#define RX_BACKOFF_MAX_MS	1000
+#define RX_WC_STATUS		32		/* counters by ibv_wc_status */
+#define RX_RNR_RETRY		7		/* infinite: an SRQ refill is
+						 * flow control, not failure */
+
+/* Defaults of the transport's own variables (Documentation/transports.rst) */
+#define RX_ACK_TIMEOUT		16		/* 4.096 us * 2^16 = 268 ms */
+#define RX_RETRY_CNT		3		/* -> ~1.1 s to RETRY_EXC_ERR */
+#define RX_BOUNCE_MAX		(16u << 10)
+#define RX_STRIPE_MIN		(256u << 10)
+
+/* ------------------------------------------------------------------ */
+/* structures                                                          */
+/* ------------------------------------------------------------------ */
+
+/* Reject codes (struct rx_hello.code). */
+enum {
+	RX_REJ_NONE = 0,
+	RX_REJ_FORMAT,		/* not ours, or another version */
+	RX_REJ_JOB,		/* another job (nonce, size) */
+	RX_REJ_RANK,		/* rank or lane out of range, or not for us */
+	RX_REJ_LATE,		/* after init: reconnection is not supported */
+	RX_REJ_LOCAL,		/* the acceptor could not set the QP up */
+};
+
+/*
+ * Private data of a connect (the connector's), of the accept and of a
+ * reject (the acceptor's).  56 bytes fit RDMA_PS_TCP.
+ */
+struct rx_hello {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t lane;
+	uint64_t nonce;
+	int32_t rank;		/* the sender */
+	int32_t size;
+	int32_t to;		/* the rank it means to reach */
+	uint32_t code;		/* RX_REJ_* */
+};
+
+/* What every rank publishes at init (allgather). */
+struct rx_pub {
+	uint8_t addr[16];
+	uint16_t family;
+	uint16_t port;		/* network order */
+	int32_t err;		/* hcomm_err of this rank's local setup */
+	char dev[32];
+};
+
+enum { CONN_IDLE, CONN_RESOLVING, CONN_CONNECTING, CONN_BACKOFF, CONN_UP };
+
+/*
+ * struct rx_wr - one signaled send WR in flight (slot seq % qd of its QP's
+ * ring).  Written under conn->lock before the post; read by the lane's
+ * reaper once the CQE is seen; free again when the tail passed it.  It
+ * keeps what a replay would need: op, remote address and key, local
+ * address and length, signal.
+ * @req:        the request this WR is a part of.
+ * @mr:         registration of the local buffer held by this WR, or NULL.
+ * @copy_to:    a get through the bounce ring: where the data goes.
+ * @bounce:     the bounce ring bytes of this WR (put: copied in; get:
+ *              landing area), or NULL.
+ * @bstart, @bend: ring positions before and after its bounce bytes (bend
+ *              0: none); the reaper moves btail to bend.
+ * @laddr:      the caller's local address of this part.
+ * @conn:       the QP's lane it was posted on.
+ */
+struct rx_wr {
+	struct rx_conn *conn;
+	struct hcomm_request *req;
+	struct rx_mr *mr;
+	void *copy_to;
+	char *bounce;
+	uint64_t bstart;
+	uint64_t bend;
+	uint64_t seq;
+	uint64_t peer_seq;
+	uint64_t raddr;
+	uint64_t laddr;
+	uint64_t value;		/* put_signal: the signal's value */
+	uint32_t rkey;
+	uint32_t len;
+	uint32_t sig;
+	uint32_t imm;		/* host order */
+	uint8_t opcode;		/* enum ibv_wr_opcode */
+	uint8_t op;		/* HCOMM_OP_* of the request */
+	uint8_t defer;		/* a stripe of a striped put_signal */
+	uint8_t payload;	/* counts in bytes/ops statistics */
+};
+
+struct rx_peer;
+
+/*
+ * struct rx_conn - one lane (RC QP) to one peer.
+ * @lock:     posting: @head, @reserved, @bhead, ring slots from @head on.
+ * @wrs:      [qd] ring of WRs in flight, slot seq % qd.
+ * @head:     next sequence number (lock).
+ * @tail:     oldest sequence number in flight (atomic; the lane's reaper).
+ * @reserved: WRs held for the signals of striped put_signals (lock).
+ * @bounce:   this QP's bounce ring (rx->bsize bytes of rx->bounce).
+ * @bhead:    ring allocation position (lock); @btail: release position
+ *            (atomic; the lane's reaper).  Both only grow.
+ * @state:    CONN_* (setup: the cm event loop; atomic reads elsewhere).
+ * @id, @qp:  rdma_cm id and its QP (set up by the cm event loop before
+ *            the lane is used; destroyed by fini).
+ * @retry_ms, @tries: setup backoff of an active conn.
+ */
+struct rx_conn {
+	pthread_mutex_t lock;
+	struct rx_peer *peer;
+	unsigned int lane;
+	struct rx_wr *wrs;
+	uint64_t head;
+	uint64_t tail;
+	unsigned int reserved;
+	char *bounce;
+	uint64_t bhead;
+	uint64_t btail;
+	int state;
+	int active;
+	struct rdma_cm_id *id;
+	struct ibv_qp *qp;
+	uint64_t retry_ms;
+	unsigned int tries;
+} __attribute__((aligned(64)));
+
+/* Counters of one peer (relaxed atomic adds). */
+struct rx_peer_stats {
+	uint64_t tx_bytes;		/* put/put_signal payload sent */
+	uint64_t rx_bytes;		/* get payload read */
+	uint64_t ops;			/* operations completed */
+	uint64_t signals_in;		/* signal pieces it delivered here */
+	uint64_t errors;		/* failed WRs (any status) */
+	uint64_t wc_err[RX_WC_STATUS];	/* by enum ibv_wc_status */
+};
+
+/*
+ * struct rx_peer - one other rank.
+ * @dead:  0, -1 while the failure is being recorded, or the errno the
+ *         peer failed with (atomic; set once).  @why is written by the
+ *         thread that set -1, before the errno is stored (release).
+ */
+struct rx_peer {
+	int rank;
+	struct rx_conn *conns;		/* [nlanes] */
+	struct sockaddr_storage sa;
+	char where[64];			/* "addr:port" */
+	uint64_t op_seq;		/* atomic */
+	int dead;
+	char why[160];
+	struct rx_peer_stats st;
+};
+
+/* A QP number and its peer (receive completions name only the QP). */
+struct rx_qpn {
+	uint32_t qpn;
+	struct rx_peer *peer;
+};
+
+/* A send CQ (one per lane) or the receive CQ. */
+struct rx_cq {
+	struct ibv_comp_channel *ch;
+	struct ibv_cq *cq;
+	pthread_mutex_t reap;		/* trylock */
+	uint64_t posted;		/* atomic: WRs in flight on it */
+	int ready;
+} __attribute__((aligned(64)));
+
+enum { MR_FREE, MR_LIVE, MR_DEAD, MR_TEMP };
+
+/*
+ * struct rx_mr - a registration of local memory: a cached entry (LIVE:
+ * findable; DEAD: replaced, deregistered at its last reference) or a
+ * per-operation one (TEMP: deregistered at its last reference).
+ * @refs:   WRs and issuing calls using it (atomic; taken under the cache
+ *          lock, dropped anywhere).
+ * @region, @gen: the module's region watching a cached entry, and the
+ *          generation REG_MEM returned.
+ */
+struct rx_mr {
+	uintptr_t start;
+	uintptr_t end;
+	struct ibv_mr *mr;
+	uint64_t gen;
+	uint64_t last;
+	uint32_t region;
+	int refs;
+	int state;
+	int write;
+};
+
+/*
+ * struct rx_mrc - the registration cache of local buffers; everything is
+ * protected by @lock except the entries' @refs.
+ * @fd, @gen: the module's context and generation page (fd < 0: no module,
+ *            no caching).
+ */
+struct rx_mrc {
+	pthread_mutex_t lock;
+	struct hcomm_ctx *ctx;
+	int fd;
+	const uint64_t *gen;
+	struct rx_mr *ents;		/* [RX_MR_SLOTS] */
+	unsigned int nlive;
+	uint64_t bytes;			/* covered by LIVE entries */
+	uint64_t limit;
+	uint64_t tick;
+	struct hcomm_rcache_stats st;
+};
+
+/*
+ * struct rx - the transport's state (c->xp).  Set up by rx_init and
+ * read-only afterwards except where a field says otherwise.
+ */
+struct rx {
+	struct hcomm_comm *c;
+	/* parameters */
+	unsigned int nlanes;
+	unsigned int qd;
+	unsigned int max_inline;
+	unsigned int bounce_max;
+	uint64_t stripe_min;
+	uint64_t bsize;			/* bounce ring bytes per QP */
+	uint8_t ack_timeout;
+	uint8_t retry_cnt;
+	uint8_t rd_atom;
+	uint64_t nonce;
+	/* device */
+	struct rdma_event_channel *ech;
+	struct rdma_cm_id *listen;
+	struct ibv_context *verbs;
+	struct ibv_pd *pd;
+	char dev[IBV_SYSFS_NAME_MAX];
+	uint8_t port;
+	struct sockaddr_storage self_sa;
+	char where[64];
+	int sgid_index;			/* the GID rdma_cm used, or -1 */
+	int gid_type;			/* enum ibv_gid_type of it, or -1 */
+	/* queues */
+	struct rx_cq *scq;		/* [nlanes] */
+	struct rx_cq rcq;
+	struct ibv_srq *srq;
+	unsigned int srq_depth;
+	struct rx_peer *peers;		/* [size]; peers[rank] unused */
+	struct rx_qpn *qpmap;		/* QP number -> peer, sorted */
+	size_t nqpmap;
+	char *bounce;
+	size_t bounce_len;
+	struct ibv_mr *bounce_mr;
+	struct rx_mrc mrc;
+	/* signals */
+	uint64_t *sigs;			/* [RX_SIGNALS], atomic adds */
+	int sig_evfd;
+	unsigned int sig_waiters;	/* atomic */
+	/* threads */
+	int wake_fd;
+	int stop_fd;
+	pthread_t cm_thr;
+	int cm_thr_up;
+	int setup;			/* cm loop: 1 while init connects */
+	int nup;			/* setup: lanes ESTABLISHED */
+	int setup_err;			/* setup: a final failure (hcomm_err) */
+	char setup_why[200];
+	uint64_t deferred;		/* atomic: striped signals not posted */
+	uint64_t port_events;		/* atomic: port errors seen */
+	uint64_t refused;		/* atomic: connect requests rejected */
+	uint64_t ooo;			/* atomic: completions out of order */
+	struct hcomm_comm_stats *pub;	/* published copy, or NULL */
+};
+
+static struct rx *rx_of(const struct hcomm_comm *c)
+{
+	return c->xp;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t now_ms(void)
+{
+	return now_ns() / 1000000ULL;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#else
+	__asm__ __volatile__("" ::: "memory");
+#endif
+}
+
+/* This thread's lane: an index handed out once per thread. */
+static unsigned int rx_thread_lane(const struct rx *rx)
+{
+	static unsigned int next;
+	static __thread unsigned int idx;	/* index + 1; 0: none yet */
+
+	if (!idx)
+		idx = __atomic_add_fetch(&next, 1, __ATOMIC_RELAXED);
+	return (idx - 1) % rx->nlanes;
+}
+
+/* ------------------------------------------------------------------ */
+/* errors                                                              */
+/* ------------------------------------------------------------------ */
+
+/* "a.b.c.d:port" or "[v6]:port" of ss (port 0: address only). */
+static void rx_sa_str(const struct sockaddr_storage *ss, char *buf,
+		      size_t len)
+{
+	char a[INET6_ADDRSTRLEN] = "?";
+	unsigned int port = 0;
+
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *s = (const void *)ss;
+
+		inet_ntop(AF_INET, &s->sin_addr, a, sizeof(a));
+		port = ntohs(s->sin_port);
+		snprintf(buf, len, port ? "%s:%u" : "%s", a, port);
+	} else if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *s = (const void *)ss;
+
+		inet_ntop(AF_INET6, &s->sin6_addr, a, sizeof(a));
+		port = ntohs(s->sin6_port);
+		snprintf(buf, len, port ? "[%s]:%u" : "%s", a, port);
+	} else {
+		snprintf(buf, len, "(no address)");
+	}
+}
+
+/* hcomm__fail() naming this rank's device and address. */
+static __attribute__((format(printf, 4, 5)))
+int rx_fail(const struct rx *rx, int code, int err, const char *fmt, ...)
+{
+	char msg[200];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return hcomm__fail(code, err, "rdma rank %d [%s %s]: %s",
+			   rx->c->rank, rx->dev[0] ? rx->dev : "-",
+			   rx->where[0] ? rx->where : "-", msg);
+}
+
+/* hcomm__fail() naming the peer too. */
+static __attribute__((format(printf, 5, 6)))
+int rx_pfail(const struct rx *rx, const struct rx_peer *p, int code, int err,
+	     const char *fmt, ...)
+{
+	char msg[200];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return hcomm__fail(code, err, "rdma rank %d [%s %s] -> rank %d [%s]: "
+			   "%s", rx->c->rank, rx->dev[0] ? rx->dev : "-",
+			   rx->where, p->rank, p->where, msg);
+}
+
+/* hcomm_err of a failed verbs or rdma_cm call with errno err. */
+static int rx_code(int err)
+{
+	return hcomm__err_code(HCOMM_CMD_XFER, err ? err : EIO);
+}
+
+/*
+ * The errno a failed WR completes its request with: each maps to
+ * HCOMM_ERR_IO, and its strerror() is what hcomm_errmsg() shows.
+ */
+static int rx_wc_errno(enum ibv_wc_status s)
+{
+	switch (s) {
+	case IBV_WC_SUCCESS:
+		return 0;
+	case IBV_WC_WR_FLUSH_ERR:
+		return ECANCELED;	/* the QP failed earlier */
+	case IBV_WC_RETRY_EXC_ERR:
+	case IBV_WC_RNR_RETRY_EXC_ERR:
+		return EHOSTUNREACH;	/* the peer stopped answering */
+	case IBV_WC_REM_ACCESS_ERR:
+	case IBV_WC_REM_INV_REQ_ERR:
+	case IBV_WC_REM_OP_ERR:
+	case IBV_WC_REM_ABORT_ERR:
+		return EREMOTEIO;	/* the peer refused the operation */
+	default:
+		return EIO;
+	}
+}
+
+/*
+ * Record p's first failure (later ones are ignored) and move its QPs to
+ * the error state: every WR still queued on them completes, flushed.
+ */
+static __attribute__((format(printf, 4, 5)))
+void rx_peer_kill(struct rx *rx, struct rx_peer *p, int err,
+		  const char *fmt, ...)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+	int zero = 0;
+	unsigned int l;
+	va_list ap;
+
+	if (!__atomic_compare_exchange_n(&p->dead, &zero, -1, 0,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(p->why, sizeof(p->why), fmt, ap);
+	va_end(ap);
+	__atomic_store_n(&p->dead, err ? err : EIO, __ATOMIC_RELEASE);
+	for (l = 0; l < rx->nlanes; l++)
+		if (p->conns[l].qp)
+			(void)ibv_modify_qp(p->conns[l].qp, &a, IBV_QP_STATE);
+}
+
+/* The errno p failed with (0: alive); waits out a failure being noted. */
+static int rx_peer_dead(const struct rx_peer *p)
+{
+	int d;
+
+	while ((d = __atomic_load_n(&p->dead, __ATOMIC_ACQUIRE)) < 0)
+		cpu_relax();
+	return d;
+}
+
+/* ------------------------------------------------------------------ */
+/* local memory: bounce rings, registrations                           */
+/* ------------------------------------------------------------------ */
+
+/*
+ * conn->lock held.  Reserve len (>= 1) bytes of k's bounce ring: their
+ * address, with *start and *end the ring positions around them, or NULL
+ * when the ring has no room until earlier WRs of k complete.  A
+ * reservation never wraps: the bytes up to the ring's end are skipped.
+ */
+static char *rx_bounce_alloc(struct rx *rx, struct rx_conn *k, uint32_t len,
+			     uint64_t *start, uint64_t *end)
+{
+	uint64_t need = ((uint64_t)len + 63) & ~63ULL;
+	uint64_t pos = k->bhead % rx->bsize, pad = 0;
+
+	if (pos + need > rx->bsize)
+		pad = rx->bsize - pos;
+	if (k->bhead + pad + need -
+	    __atomic_load_n(&k->btail, __ATOMIC_ACQUIRE) > rx->bsize)
+		return NULL;
+	*start = k->bhead;
+	k->bhead += pad + need;
+	*end = k->bhead;
+	return k->bounce + (pos + pad) % rx->bsize;
+}
+
+/* The hcomm_err of a failed registration (ENOMEM under a memlock limit). */
+static int rx_reg_code(int err)
+{
+	struct rlimit rl;
+
+	if (err == ENOMEM && !getrlimit(RLIMIT_MEMLOCK, &rl) &&
+	    rl.rlim_cur != RLIM_INFINITY)
+		return HCOMM_ERR_MMAP;
+	return rx_code(err);
+}
+
+/*
+ * ibv_reg_mr with local write access when the memory allows it (or write
+ * is needed), else read-only (a put from a read-only mapping).
+ */
+static struct ibv_mr *rx_reg(struct rx *rx, void *addr, size_t len,
+			     int write, int *wrote)
+{
+	struct ibv_mr *mr;
+
+	*wrote = 1;
+	mr = ibv_reg_mr(rx->pd, addr, len, IBV_ACCESS_LOCAL_WRITE);
+	if (mr || write || (errno != EFAULT && errno != EACCES &&
+			    errno != EPERM))
+		return mr;
+	*wrote = 0;
+	return ibv_reg_mr(rx->pd, addr, len, 0);
+}
+
+static int rx_gen_valid(const struct rx_mrc *mc, const struct rx_mr *m)
+{
+	return __atomic_load_n(&mc->gen[m->region % HCOMM_GEN_SLOTS],
+			       __ATOMIC_ACQUIRE) == m->gen;
+}
+
+/* mrc lock held (or the only user).  Deregister m; its slot is free. */
+static void rx_mr_release(struct rx_mrc *mc, struct rx_mr *m)
+{
+	struct hcomm_dereg d = { .region = m->region };
+
+	if (m->mr)
+		(void)ibv_dereg_mr(m->mr);
+	if (m->region && mc->fd >= 0)
+		(void)ioctl(mc->fd, HCOMM_CMD_DEREG, &d);
+	memset(m, 0, sizeof(*m));
+}
+
+/* mrc lock held.  A LIVE entry leaves the index; freed now when unused. */
+static void rx_mr_retire(struct rx_mrc *mc, struct rx_mr *m)
+{
+	mc->nlive--;
+	mc->bytes -= m->end - m->start;
+	m->state = MR_DEAD;
+	if (!__atomic_load_n(&m->refs, __ATOMIC_ACQUIRE))
+		rx_mr_release(mc, m);
+	else
+		mc->st.dead++;
+}
+
+/* mrc lock held.  Free DEAD entries whose last operation completed. */
+static void rx_mr_sweep(struct rx_mrc *mc)
+{
+	unsigned int i;
+
+	for (i = 0; i < RX_MR_SLOTS && mc->st.dead; i++) {
+		struct rx_mr *m = &mc->ents[i];
+
+		if (m->state == MR_DEAD &&
+		    !__atomic_load_n(&m->refs, __ATOMIC_ACQUIRE)) {
+			rx_mr_release(mc, m);
+			mc->st.dead--;
+		}
+	}
+}
+
+/* mrc lock held.  Deregister the least recently used unused LIVE entry. */
+static int rx_mr_evict_one(struct rx_mrc *mc)
+{
+	struct rx_mr *lru = NULL;
+	unsigned int i;
+
+	for (i = 0; i < RX_MR_SLOTS; i++) {
+		struct rx_mr *m = &mc->ents[i];
+
+		if (m->state == MR_LIVE &&
+		    !__atomic_load_n(&m->refs, __ATOMIC_ACQUIRE) &&
+		    (!lru || m->last < lru->last))
+			lru = m;
+	}
+	if (!lru)
+		return 0;
+	rx_mr_retire(mc, lru);
+	mc->st.evictions++;
+	return 1;
+}
+
+static struct rx_mr *rx_mr_slot(struct rx_mrc *mc)
+{
+	unsigned int i;
+
+	for (i = 0; i < RX_MR_SLOTS; i++)
+		if (mc->ents[i].state == MR_FREE)
+			return &mc->ents[i];
+	return NULL;
+}
+
+/*
+ * mrc lock held.  Register [start, end) for the cache: the module's
+ * region first (its generation says when the address maps other pages),
+ * then the MR.  0 or -errno.
+ */
+static int rx_mr_reg_cached(struct rx *rx, struct rx_mr *m, uintptr_t start,
+			    uintptr_t end, int write)
+{
+	struct rx_mrc *mc = &rx->mrc;
+	struct hcomm_reg_mem reg = {
+		.addr = start,
+		.len = end - start,
+		.access = HCOMM_ACCESS_LOCAL_WRITE | HCOMM_ACCESS_REMOTE_READ,
+	};
+	struct hcomm_dereg d = { 0 };
+	int err, wrote;
+
+	if (ioctl(mc->fd, HCOMM_CMD_REG_MEM, &reg) < 0) {
+		err = errno;
+		if (write || err != EFAULT)
+			return -err;
+		reg.access = HCOMM_ACCESS_REMOTE_READ;
+		if (ioctl(mc->fd, HCOMM_CMD_REG_MEM, &reg) < 0)
+			return -errno;
+	}
+	m->mr = rx_reg(rx, (void *)start, end - start, write, &wrote);
+	if (!m->mr) {
+		err = errno;
+		d.region = reg.region;
+		(void)ioctl(mc->fd, HCOMM_CMD_DEREG, &d);
+		return -err;
+	}
+	m->start = start;
+	m->end = end;
+	m->region = reg.region;
+	m->gen = reg.generation;
+	m->write = wrote;
+	return 0;
+}
+
+/*
+ * A registration covering [addr, addr + len) (len >= 1) with local write
+ * access when write, with one reference for the caller: a cached entry
+ * when the module watches memory and the buffer fits the cache, else one
+ * for this operation.  0, -EAGAIN when every slot is in use (complete
+ * operations and retry), or a negated hcomm_err.
+ */
+static int rx_mr_get(struct rx *rx, const void *addr, size_t len, int write,
+		     struct rx_mr **out)
+{
+	struct rx_mrc *mc = &rx->mrc;
+	uintptr_t a = (uintptr_t)addr, e = a + len, page = 4096;
+	uintptr_t start = a & ~(page - 1), end = (e + page - 1) & ~(page - 1);
+	struct rx_mr *m;
+	unsigned int i;
+	int ret, wrote;
+
+	pthread_mutex_lock(&mc->lock);
+	if (mc->st.dead)
+		rx_mr_sweep(mc);
+	if (mc->fd < 0 || end - start > mc->limit)
+		goto temp;
+	for (i = 0; i < RX_MR_SLOTS; i++) {
+		m = &mc->ents[i];
+		if (m->state != MR_LIVE || m->start > a || e > m->end ||
+		    (write && !m->write))
+			continue;
+		if (!rx_gen_valid(mc, m)) {
+			mc->st.stale++;
+			rx_mr_retire(mc, m);
+			continue;
+		}
+		__atomic_add_fetch(&m->refs, 1, __ATOMIC_ACQUIRE);
+		m->last = ++mc->tick;
+		mc->st.hits++;
+		pthread_mutex_unlock(&mc->lock);
+		*out = m;
+		return 0;
+	}
+	while ((mc->nlive >= RX_MR_LIVE ||
+		mc->bytes + (end - start) > mc->limit) && rx_mr_evict_one(mc))
+		;
+	m = rx_mr_slot(mc);
+	if (!m || mc->nlive >= RX_MR_LIVE ||
+	    mc->bytes + (end - start) > mc->limit)
+		goto temp;
+	ret = rx_mr_reg_cached(rx, m, start, end, write);
+	if (ret)
+		goto fail;
+	m->state = MR_LIVE;
+	m->refs = 1;
+	m->last = ++mc->tick;
+	mc->nlive++;
+	mc->bytes += end - start;
+	mc->st.misses++;
+	pthread_mutex_unlock(&mc->lock);
+	*out = m;
+	return 0;
+temp:
+	m = rx_mr_slot(mc);
+	if (!m) {
+		pthread_mutex_unlock(&mc->lock);
+		return -EAGAIN;
+	}
+	m->mr = rx_reg(rx, (void *)addr, len, write, &wrote);
+	if (!m->mr) {
+		ret = -errno;
+		goto fail;
+	}
+	m->start = a;
+	m->end = e;
+	m->write = wrote;
+	m->state = MR_TEMP;
+	m->refs = 1;
+	mc->st.misses++;
+	pthread_mutex_unlock(&mc->lock);
+	*out = m;
+	return 0;
+fail:
+	pthread_mutex_unlock(&mc->lock);
+	return rx_fail(rx, rx_reg_code(-ret), -ret, "registering %zu bytes "
+		       "of local memory at %p (ibv_reg_mr%s)", len, addr,
+		       mc->fd >= 0 ? " and HCOMM_CMD_REG_MEM" : "");
+}
+
+/* Drop one reference; a per-operation registration goes at the last. */
+static void rx_mr_put(struct rx *rx, struct rx_mr *m)
+{
+	if (!m || __atomic_sub_fetch(&m->refs, 1, __ATOMIC_ACQ_REL))
+		return;
+	/* LIVE and DEAD entries stay (a DEAD one is swept by the next get). */
+	if (m->state != MR_TEMP)
+		return;
+	pthread_mutex_lock(&rx->mrc.lock);
+	rx_mr_release(&rx->mrc, m);
+	pthread_mutex_unlock(&rx->mrc.lock);
+}
+
+/*
+ * Watch memory through the module when it is there (a context of our
+ * own: only its generation page and REG_MEM/DEREG are used).  Without
+ * it the cache stays off: every registration is per operation.
+ */
+static int rx_mrc_init(struct rx *rx)
+{
+	struct rx_mrc *mc = &rx->mrc;
+	void *p;
+
+	pthread_mutex_init(&mc->lock, NULL);
+	mc->fd = -1;
+	mc->limit = rx->c->cfg.cache_limit;
+	mc->ents = calloc(RX_MR_SLOTS, sizeof(*mc->ents));
+	if (!mc->ents)
+		return rx_fail(rx, HCOMM_ERR_NOMEM, ENOMEM, "registration "
+			       "cache");
+	if (!mc->limit || getenv("HCOMM_RDMA_NO_MODULE") ||
+	    hcomm_open(&mc->ctx, HCOMM_OPEN_NO_URING))
+		return 0;
+	p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, hcomm_fd(mc->ctx),
+		 HCOMM_MMAP_GENERATION);
+	if (p == MAP_FAILED) {
+		hcomm_close(mc->ctx);
+		mc->ctx = NULL;
+		return 0;
+	}
+	mc->gen = p;
+	mc->fd = hcomm_fd(mc->ctx);
+	return 0;
+}
+
+/* Every operation has completed: deregister everything. */
+static void rx_mrc_fini(struct rx *rx)
+{
+	struct rx_mrc *mc = &rx->mrc;
+	unsigned int i;
+
+	for (i = 0; mc->ents && i < RX_MR_SLOTS; i++)
+		if (mc->ents[i].state != MR_FREE)
+			rx_mr_release(mc, &mc->ents[i]);
+	free(mc->ents);
+	mc->ents = NULL;
+	if (mc->gen)
+		munmap((void *)mc->gen, 4096);
+	mc->gen = NULL;
+	hcomm_close(mc->ctx);
+	mc->ctx = NULL;
+	mc->fd = -1;
+	pthread_mutex_destroy(&mc->lock);
+}
+
+/* ------------------------------------------------------------------ */
+/* completions                                                         */
+/* ------------------------------------------------------------------ */
+
+/*
+ * What the reaper keeps of a completed WR to finish it once the CQ lock
+ * is dropped (the ring slot may be reused from then on).
+ */
+struct rx_done {
+	struct hcomm_request *req;
+	struct rx_mr *mr;
+	struct rx_peer *peer;
+	uint64_t raddr;
+	uint64_t value;
+	uint64_t seq;
+	uint64_t peer_seq;
+	uint32_t rkey;
+	uint32_t sig;
+	uint32_t len;
+	uint32_t qp_num;
+	uint32_t vendor_err;
+	int status;			/* enum ibv_wc_status */
+	int err;
+	unsigned int lane;
+	uint8_t op;
+	uint8_t defer;
+	uint8_t payload;
+};
+
+static void rx_finish(struct rx *rx, struct rx_done *d);
+static void rx_signal_post(struct rx *rx, struct rx_peer *p,
+			   struct hcomm_request *req, const struct rx_done *d);
+static void rx_publish_now(struct rx *rx);
+
+/* The signal pieces of value (>= 1 of them) in imm[]; how many. */
+static unsigned int rx_pieces(uint32_t sig, uint64_t value, uint32_t *imm)
+{
+	const uint64_t mask = (1ULL << RX_MANT_BITS) - 1;
+	unsigned int n = 0, k;
+
+	for (k = 0; k < RX_PIECES; k++) {
+		uint64_t bits = (value >> (k * RX_MANT_BITS)) & mask;
+
+		if (bits)
+			imm[n++] = (uint32_t)k << 30 |
+				   sig << RX_MANT_BITS | (uint32_t)bits;
+	}
+	if (!n)
+		imm[n++] = sig << RX_MANT_BITS;
+	return n;
+}
+
+/*
+ * One part (WR) of req finished with err (0 or an errno) after moving
+ * bytes.  The part that finishes the last stripe of a striped put_signal
+ * posts its signal; the last part completes the request.
+ */
+static void rx_part_done(struct rx *rx, struct rx_peer *p,
+			 struct hcomm_request *req, int err, uint64_t bytes,
+			 const struct rx_done *d)
+{
+	struct hcomm_req_priv *rp = hcomm__req_priv(req);
+	int32_t zero = 0;
+	uintptr_t left;
+
+	if (err)
+		(void)__atomic_compare_exchange_n(&rp->err, &zero, err, 0,
+						  __ATOMIC_ACQ_REL,
+						  __ATOMIC_ACQUIRE);
+	if (bytes)
+		__atomic_add_fetch(&req->bytes, bytes, __ATOMIC_RELAXED);
+	left = __atomic_sub_fetch(&rp->xp, 1, __ATOMIC_ACQ_REL);
+	if (d && d->defer && left == 1) {
+		rx_signal_post(rx, p, req, d);
+		return;
+	}
+	if (left)
+		return;
+	err = __atomic_load_n(&rp->err, __ATOMIC_ACQUIRE);
+	bytes = __atomic_load_n(&req->bytes, __ATOMIC_RELAXED);
+	if (p)
+		__atomic_add_fetch(&p->st.ops, 1, __ATOMIC_RELAXED);
+	hcomm__complete(rx->c, req, err, bytes);
+}
+
+
+/*
+ * Reap up to RX_REAP_BATCH CQEs of lane l's send CQ (if no other thread
+ * is): copy out what finishing needs, copy bounced get data to the
+ * caller, and move each QP's tails (a QP's CQEs come in sequence order;
+ * one out of order is counted in rx->ooo).  Then, unlocked, finish them.
+ * The callbacks they queued run from the caller (hcomm__run_pending).
+ */
+static int rx_reap_lane_once(struct rx *rx, unsigned int l)
+{
+	struct rx_cq *q = &rx->scq[l];
+	struct ibv_wc wc[RX_REAP_BATCH];
+	struct rx_done done[RX_REAP_BATCH];
+	int n, i;
+
+	if (pthread_mutex_trylock(&q->reap))
+		return 0;
+	n = ibv_poll_cq(q->cq, RX_REAP_BATCH, wc);
+	if (n < 0)
+		n = 0;
+	for (i = 0; i < n; i++) {
+		struct rx_wr *w = (struct rx_wr *)(uintptr_t)wc[i].wr_id;
+		struct rx_conn *k = w->conn;
+		struct rx_done *d = &done[i];
+
+		d->req = w->req;
+		d->mr = w->mr;
+		d->peer = k->peer;
+		d->raddr = w->raddr;
+		d->value = w->value;
+		d->seq = w->seq;
+		d->peer_seq = w->peer_seq;
+		d->rkey = w->rkey;
+		d->sig = w->sig;
+		d->len = w->len;
+		d->op = w->op;
+		d->defer = w->defer;
+		d->payload = w->payload;
+		d->lane = l;
+		d->qp_num = wc[i].qp_num;
+		d->vendor_err = wc[i].vendor_err;
+		d->status = wc[i].status;
+		d->err = rx_wc_errno(wc[i].status);
+		if (!d->err && w->copy_to)
+			memcpy(w->copy_to, w->bounce, w->len);
+		if (w->seq != __atomic_load_n(&k->tail, __ATOMIC_RELAXED))
+			__atomic_add_fetch(&rx->ooo, 1, __ATOMIC_RELAXED);
+		if (w->bend)
+			__atomic_store_n(&k->btail, w->bend, __ATOMIC_RELEASE);
+		/* The slot is the poster's again after this store. */
+		__atomic_store_n(&k->tail, w->seq + 1, __ATOMIC_RELEASE);
+	}
+	if (n)
+		__atomic_sub_fetch(&q->posted, n, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&q->reap);
+	for (i = 0; i < n; i++)
+		rx_finish(rx, &done[i]);
+	if (n && rx->pub)
+		rx_publish_now(rx);
+	hcomm__run_pending();
+	return n;
+}
+
+static int rx_reap_lane(struct rx *rx, unsigned int l)
+{
+	int n, total = 0, rounds = 16;
+
+	do {
+		n = rx_reap_lane_once(rx, l);
+		total += n;
+	} while (n == RX_REAP_BATCH && --rounds);
+	return total;
+}
+
+static const char *rx_wr_name(uint8_t op)
+{
+	switch (op) {
+	case HCOMM_OP_PUT:
+		return "put";
+	case HCOMM_OP_GET:
+		return "get";
+	default:
+		return "put_signal";
+	}
+}
+
+/* A reaped WR, unlocked: counters, the peer's failure, its request. */
+static void rx_finish(struct rx *rx, struct rx_done *d)
+{
+	struct rx_peer *p = d->peer;
+	uint64_t bytes = 0;
+
+	rx_mr_put(rx, d->mr);
+	if (d->err) {
+		__atomic_add_fetch(&p->st.errors, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&p->st.wc_err[d->status < RX_WC_STATUS ?
+						  d->status : 0], 1,
+				   __ATOMIC_RELAXED);
+		rx_peer_kill(rx, p, d->err, "%s (vendor error %#x) on lane %u "
+			     "QP %#x: %s of %u bytes, seq %llu, op %llu",
+			     ibv_wc_status_str(d->status), d->vendor_err,
+			     d->lane, d->qp_num, rx_wr_name(d->op), d->len,
+			     (unsigned long long)d->seq,
+			     (unsigned long long)d->peer_seq);
+	} else if (d->payload) {
+		bytes = d->len;
+		__atomic_add_fetch(d->op == HCOMM_OP_GET ? &p->st.rx_bytes :
+				   &p->st.tx_bytes, bytes, __ATOMIC_RELAXED);
+	}
+	rx_part_done(rx, p, d->req, d->err, bytes, d);
+}
+
+static int rx_qpn_cmp(const void *a, const void *b)
+{
+	const struct rx_qpn *x = a, *y = b;
+
+	return x->qpn < y->qpn ? -1 : x->qpn > y->qpn;
+}
+
+/* The peer whose QP has number qpn (counters only), or NULL. */
+static struct rx_peer *rx_peer_of_qpn(const struct rx *rx, uint32_t qpn)
+{
+	struct rx_qpn key = { .qpn = qpn }, *hit;
+
+	if (!rx->nqpmap)
+		return NULL;
+	hit = bsearch(&key, rx->qpmap, rx->nqpmap, sizeof(key), rx_qpn_cmp);
+	return hit ? hit->peer : NULL;
+}
+
+/*
+ * Reap the receive CQ (if no other thread is): apply every signal piece
+ * (release: the data it follows is visible to an acquire load of the
+ * signal), give the SRQ its receives back, wake sleeping signal waiters.
+ */
+static int rx_reap_recv(struct rx *rx)
+{
+	struct ibv_wc wc[RX_REAP_BATCH];
+	struct ibv_recv_wr wr[RX_REAP_BATCH], *bad;
+	struct rx_peer *p;
+	unsigned int waiters;
+	int n, i, applied = 0;
+
+	if (!rx->rcq.ready || pthread_mutex_trylock(&rx->rcq.reap))
+		return 0;
+	n = ibv_poll_cq(rx->rcq.cq, RX_REAP_BATCH, wc);
+	if (n < 0)
+		n = 0;
+	for (i = 0; i < n; i++) {
+		uint32_t imm, piece, sig;
+
+		memset(&wr[i], 0, sizeof(wr[i]));
+		wr[i].next = i + 1 < n ? &wr[i + 1] : NULL;
+		if (wc[i].status != IBV_WC_SUCCESS ||
+		    wc[i].opcode != IBV_WC_RECV_RDMA_WITH_IMM)
+			continue;
+		imm = ntohl(wc[i].imm_data);
+		piece = imm >> 30;
+		sig = (imm >> RX_MANT_BITS) & ((1u << RX_SIG_BITS) - 1);
+		__atomic_add_fetch(&rx->sigs[sig],
+				   (uint64_t)(imm & ((1u << RX_MANT_BITS) - 1))
+				   << (piece * RX_MANT_BITS),
+				   __ATOMIC_RELEASE);
+		applied++;
+		p = rx_peer_of_qpn(rx, wc[i].qp_num);
+		if (p)
+			__atomic_add_fetch(&p->st.signals_in, 1,
+					   __ATOMIC_RELAXED);
+	}
+	if (n)
+		(void)ibv_post_srq_recv(rx->srq, wr, &bad);
+	pthread_mutex_unlock(&rx->rcq.reap);
+	waiters = __atomic_load_n(&rx->sig_waiters, __ATOMIC_ACQUIRE);
+	if (applied && waiters) {
+		uint64_t v = waiters;
+
+		(void)!write(rx->sig_evfd, &v, sizeof(v));
+	}
+	return n;
+}
+
+/* ------------------------------------------------------------------ */
+/* posting                                                             */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A chain of WRs for one QP, posted with one ibv_post_send.
+ * @undo: after a refused post, what the refused WRs need finished.
+ */
+struct rx_chain {
+	struct ibv_send_wr wr[RX_CHAIN];
+	struct ibv_sge sge[RX_CHAIN];
+	unsigned int n;
+	struct rx_done undo[RX_CHAIN];
+	unsigned int nundo;
+};
+
+/* What one WR does. */
+struct rx_spec {
+	struct hcomm_request *req;
+	struct rx_mr *mr;		/* a reference is taken for the WR */
+	uint64_t laddr;
+	uint64_t raddr;
+	uint64_t value;
+	uint64_t peer_seq;
+	uint32_t len;
+	uint32_t lkey;
+	uint32_t rkey;
+	uint32_t sig;
+	uint32_t imm;
+	uint8_t op;
+	uint8_t opcode;
+	uint8_t mode;			/* RX_M_* */
+	uint8_t defer;
+};
+
+enum { RX_M_NOP, RX_M_SELF, RX_M_INLINE, RX_M_KEY, RX_M_BOUNCE };
+
+/* conn->lock held.  Room for wrs more WRs plus res reserved ones? */
+static int rx_room(const struct rx *rx, const struct rx_conn *k,
+		   unsigned int wrs, unsigned int res)
+{
+	uint64_t busy = k->head - __atomic_load_n(&k->tail, __ATOMIC_ACQUIRE);
+
+	return busy + k->reserved + wrs + res <= rx->qd;
+}
+
+/*
+ * conn->lock held, room checked.  Fill k's next ring slot from s and
+ * append its WR to ch; false when the bounce ring is full (nothing done).
+ */
+static int rx_emit(struct rx *rx, struct rx_conn *k, struct rx_chain *ch,
+		   const struct rx_spec *s)
+{
+	struct rx_wr *w = &k->wrs[k->head % rx->qd];
+	struct ibv_send_wr *wr = &ch->wr[ch->n];
+	struct ibv_sge *sge = &ch->sge[ch->n];
+	uint64_t bstart = 0, bend = 0;
+	char *buf = NULL;
+
+	if (s->mode == RX_M_BOUNCE) {
+		buf = rx_bounce_alloc(rx, k, s->len, &bstart, &bend);
+		if (!buf)
+			return 0;
+		if (s->op != HCOMM_OP_GET)
+			memcpy(buf, (const void *)(uintptr_t)s->laddr, s->len);
+	}
+	memset(w, 0, sizeof(*w));
+	w->conn = k;
+	w->req = s->req;
+	w->seq = k->head;
+	w->peer_seq = s->peer_seq;
+	w->raddr = s->raddr;
+	w->laddr = s->laddr;
+	w->value = s->value;
+	w->rkey = s->rkey;
+	w->len = s->len;
+	w->sig = s->sig;
+	w->imm = s->imm;
+	w->opcode = s->opcode;
+	w->op = s->op;
+	w->defer = s->defer;
+	w->payload = s->len > 0;
+	w->bounce = buf;
+	w->bstart = bstart;
+	w->bend = bend;
+	if (buf && s->op == HCOMM_OP_GET)
+		w->copy_to = (void *)(uintptr_t)s->laddr;
+	if (s->mr) {
+		__atomic_add_fetch(&s->mr->refs, 1, __ATOMIC_RELAXED);
+		w->mr = s->mr;
+	}
+
+	memset(wr, 0, sizeof(*wr));
+	wr->wr_id = (uintptr_t)w;
+	wr->opcode = s->opcode;
+	wr->send_flags = IBV_SEND_SIGNALED;
+	wr->wr.rdma.remote_addr = s->raddr;
+	wr->wr.rdma.rkey = s->rkey;
+	if (s->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)
+		wr->imm_data = htonl(s->imm);
+	if (s->len) {
+		sge->addr = buf ? (uintptr_t)buf : s->laddr;
+		sge->length = s->len;
+		sge->lkey = buf ? rx->bounce_mr->lkey : s->lkey;
+		wr->sg_list = sge;
+		wr->num_sge = 1;
+		if (s->mode == RX_M_INLINE)
+			wr->send_flags |= IBV_SEND_INLINE;
+	}
+	if (ch->n)
+		ch->wr[ch->n - 1].next = wr;
+	ch->n++;
+	__atomic_store_n(&k->head, k->head + 1, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&rx->scq[k->lane].posted, 1, __ATOMIC_RELAXED);
+	return 1;
+}
+
+/*
+ * conn->lock held.  Post ch on k.  WRs the provider refused are taken
+ * back (head, bounce ring) and left in ch->undo for the caller to finish
+ * once unlocked; the peer is then failed.
+ */
+static void rx_chain_post(struct rx *rx, struct rx_conn *k,
+			  struct rx_chain *ch)
+{
+	struct ibv_send_wr *bad = NULL;
+	unsigned int cnt = ch->n;
+	struct rx_wr *w;
+	uint64_t from, s;
+	int ret;
+
+	if (!cnt)
+		return;
+	ret = ibv_post_send(k->qp, ch->wr, &bad);
+	ch->n = 0;
+	if (!ret)
+		return;
+	from = bad ? ((struct rx_wr *)(uintptr_t)bad->wr_id)->seq :
+		     k->head - cnt;
+	for (s = from; s < k->head; s++) {
+		struct rx_done *d = &ch->undo[ch->nundo++];
+
+		w = &k->wrs[s % rx->qd];
+		memset(d, 0, sizeof(*d));
+		d->req = w->req;
+		d->mr = w->mr;
+		d->peer = k->peer;
+		d->raddr = w->raddr;
+		d->value = w->value;
+		d->seq = w->seq;
+		d->peer_seq = w->peer_seq;
+		d->rkey = w->rkey;
+		d->sig = w->sig;
+		d->len = w->len;
+		d->op = w->op;
+		d->defer = w->defer;
+		d->lane = k->lane;
+		d->status = IBV_WC_GENERAL_ERR;
+		d->err = ret;
+		if (w->bend && s == from)
+			k->bhead = w->bstart;
+	}
+	__atomic_sub_fetch(&rx->scq[k->lane].posted, k->head - from,
+			   __ATOMIC_RELAXED);
+	__atomic_store_n(&k->head, from, __ATOMIC_RELEASE);
+}
+
+/* Unlocked: finish what a refused post took back. */
+static void rx_chain_undo(struct rx *rx, struct rx_conn *k,
+			  struct rx_chain *ch)
+{
+	unsigned int i;
+
+	if (!ch->nundo)
+		return;
+	rx_peer_kill(rx, k->peer, ch->undo[0].err, "ibv_post_send on lane %u "
+		     "QP %#x: %s", k->lane, k->qp ? k->qp->qp_num : 0,
+		     strerror(ch->undo[0].err));
+	for (i = 0; i < ch->nundo; i++) {
+		rx_mr_put(rx, ch->undo[i].mr);
+		rx_part_done(rx, k->peer, ch->undo[i].req, ch->undo[i].err, 0,
+			     &ch->undo[i]);
+	}
+	ch->nundo = 0;
+}
+
+/*
+ * Unlocked: wait a little for lane l to free ring slots or bounce bytes
+ * (reap it; sleep on its channel when someone else is reaping).
+ */
+static int rx_block_lane(struct rx *rx, unsigned int l, int64_t timeout_us);
+
+static void rx_make_room(struct rx *rx, unsigned int l)
+{
+	if (!rx_reap_lane(rx, l))
+		(void)rx_block_lane(rx, l, 200);
+}
+
+/*
+ * The signal pieces of a striped put_signal, posted on lane 0 once every
+ * stripe has completed (by the thread that finished the last one): the
+ * stripes went over several QPs, so only their completions say that the
+ * target placed them all.  Lane 0 reserved room for the pieces when the
+ * stripes were posted.
+ */
+static void rx_signal_post(struct rx *rx, struct rx_peer *p,
+			   struct hcomm_request *req, const struct rx_done *d)
+{
+	struct hcomm_req_priv *rp = hcomm__req_priv(req);
+	struct rx_conn *k = &p->conns[0];
+	struct rx_chain ch;
+	struct rx_spec s;
+	uint32_t imm[RX_PIECES];
+	unsigned int n, j;
+	int err;
+
+	n = rx_pieces(d->sig, d->value, imm);
+	/* The request now waits for the n pieces (it waited for 1). */
+	__atomic_add_fetch(&rp->xp, n - 1, __ATOMIC_ACQ_REL);
+	err = __atomic_load_n(&rp->err, __ATOMIC_ACQUIRE);
+	ch.n = 0;
+	ch.nundo = 0;
+	pthread_mutex_lock(&k->lock);
+	k->reserved -= n;
+	if (!err)
+		err = rx_peer_dead(p);
+	if (!err) {
+		memset(&s, 0, sizeof(s));
+		s.req = req;
+		s.raddr = d->raddr;
+		s.rkey = d->rkey;
+		s.value = d->value;
+		s.sig = d->sig;
+		s.peer_seq = d->peer_seq;
+		s.op = HCOMM_OP_PUT_SIGNAL;
+		s.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+		s.mode = RX_M_KEY;
+		for (j = 0; j < n; j++) {
+			s.imm = imm[j];
+			(void)rx_emit(rx, k, &ch, &s);
+		}
+		rx_chain_post(rx, k, &ch);
+	}
+	pthread_mutex_unlock(&k->lock);
+	__atomic_sub_fetch(&rx->deferred, 1, __ATOMIC_RELEASE);
+	if (err) {
+		for (j = 0; j < n; j++)
+			rx_part_done(rx, p, req, err, 0, NULL);
+		return;
+	}
+	rx_chain_undo(rx, k, &ch);
+}
+
+/* A window's registration (w->xp; NULL for an empty part). */
+struct rx_win {
+	struct ibv_mr *mr;
+	int dmabuf;			/* registered as a dma-buf */
+};
+
+/*
+ * struct rx_plan - one descriptor being issued.
+ * @mr:      the local buffer's registration (the issue's own reference),
+ *           or NULL.
+ * @lanes:   bit l: it has WRs on lane l.
+ * @part:    payload bytes per WR; @parts: payload WRs (1 for 0 bytes).
+ * @imm, @npieces: a put_signal's signal pieces.
+ */
+struct rx_plan {
+	struct rx_mr *mr;
+	uint64_t lanes;
+	uint64_t peer_seq;
+	uint64_t part;
+	uint32_t lkey;
+	uint32_t parts;
+	uint32_t imm[RX_PIECES];
+	uint8_t npieces;
+	uint8_t mode;
+	uint8_t striped;
+};
+
+static int rx_progress(struct hcomm_comm *c);
+
+/*
+ * Plan d: how its local buffer is reached and how it is cut.  0, or a
+ * negated hcomm_err with nothing held.
+ */
+static int rx_plan_one(struct rx *rx, struct hcomm_win *w,
+		       const struct hcomm_xfer_desc *d, struct rx_plan *pl,
+		       unsigned int tl)
+{
+	const struct rx_win *rw = w->xp;
+	struct rx_peer *p;
+	uint64_t part;
+	uint32_t j;
+	int ret, dead;
+
+	memset(pl, 0, sizeof(*pl));
+	if (d->target == rx->c->rank) {
+		pl->mode = RX_M_SELF;
+		return 0;
+	}
+	if (!d->len && d->op != HCOMM_OP_PUT_SIGNAL) {
+		pl->mode = RX_M_NOP;
+		return 0;
+	}
+	p = &rx->peers[d->target];
+	dead = rx_peer_dead(p);
+	if (dead)
+		return rx_pfail(rx, p, HCOMM_ERR_IO, dead, "%s of %llu bytes: "
+				"the peer failed earlier: %s", rx_wr_name(d->op),
+				(unsigned long long)d->len, p->why);
+	if (d->op == HCOMM_OP_PUT_SIGNAL)
+		pl->npieces = rx_pieces(d->sig, d->value, pl->imm);
+	pl->mode = RX_M_KEY;
+	if (!d->len) {
+		/* a signal alone: a zero-length WRITE_WITH_IMM */
+	} else if (d->op != HCOMM_OP_GET && d->len <= rx->max_inline) {
+		pl->mode = RX_M_INLINE;
+	} else if (rw && d->local >= (uintptr_t)w->base &&
+		   d->local + d->len <= (uintptr_t)w->base + w->len) {
+		pl->lkey = rw->mr->lkey;
+	} else if (d->len <= rx->bounce_max) {
+		pl->mode = RX_M_BOUNCE;
+	} else {
+		while ((ret = rx_mr_get(rx, (const void *)(uintptr_t)d->local,
+					d->len, d->op == HCOMM_OP_GET,
+					&pl->mr)) == -EAGAIN) {
+			if (!rx_progress(rx->c))
+				sched_yield();
+		}
+		if (ret)
+			return ret;
+		pl->lkey = pl->mr->mr->lkey;
+	}
+	pl->striped = pl->mode == RX_M_KEY && rx->nlanes > 1 &&
+		      d->len >= rx->stripe_min;
+	part = d->len;
+	if (pl->striped)
+		part = ((d->len + rx->nlanes - 1) / rx->nlanes + 4095) &
+		       ~4095ULL;
+	if (part > RX_PART_MAX)
+		part = RX_PART_MAX;
+	pl->part = part;
+	pl->parts = d->len ? (uint32_t)((d->len + part - 1) / part) : 1;
+	if (!pl->striped) {
+		pl->lanes = 1ULL << tl;
+		return 0;
+	}
+	pl->lanes = 1;		/* lane 0 keeps room for the signal */
+	for (j = 0; j < pl->parts && j < rx->nlanes; j++)
+		pl->lanes |= 1ULL << j;
+	return 0;
+}
+
+/* An operation on this rank's own window: a copy, done now. */
+static void rx_self(struct rx *rx, struct hcomm_win *w,
+		    const struct hcomm_xfer_desc *d, struct hcomm_request *req)
+{
+	char *mine = (char *)w->base + d->target_off;
+	void *local = (void *)(uintptr_t)d->local;
+	unsigned int waiters;
+
+	if (d->len && d->op == HCOMM_OP_GET)
+		memmove(local, mine, d->len);
+	else if (d->len)
+		memmove(mine, local, d->len);
+	if (d->op == HCOMM_OP_PUT_SIGNAL) {
+		__atomic_add_fetch(&rx->sigs[d->sig], d->value,
+				   __ATOMIC_RELEASE);
+		waiters = __atomic_load_n(&rx->sig_waiters, __ATOMIC_ACQUIRE);
+		if (waiters) {
+			uint64_t v = waiters;
+
+			(void)!write(rx->sig_evfd, &v, sizeof(v));
+		}
+	}
+	hcomm__complete(rx->c, req, 0, d->len);
+}
+
+/*
+ * conn->lock held.  Append one WR (plus res WRs reserved for a later
+ * signal) to ch, posting the chain when it is full and, when k has no
+ * room, waiting unlocked for its lane to complete some.
+ */
+static void rx_put_wr(struct rx *rx, struct rx_conn *k, struct rx_chain *ch,
+		      const struct rx_spec *s, unsigned int res)
+{
+	for (;;) {
+		if (ch->n == RX_CHAIN)
+			rx_chain_post(rx, k, ch);
+		if (rx_room(rx, k, 1, res) && rx_emit(rx, k, ch, s)) {
+			k->reserved += res;
+			return;
+		}
+		rx_chain_post(rx, k, ch);
+		pthread_mutex_unlock(&k->lock);
+		rx_chain_undo(rx, k, ch);
+		rx_make_room(rx, k->lane);
+		pthread_mutex_lock(&k->lock);
+	}
+}
+
+/*
+ * Post, in order, the WRs that descriptors i0.. to k's peer have on k's
+ * lane, as chains of up to RX_CHAIN WRs.
+ */
+static void rx_issue_conn(struct rx *rx, struct hcomm_win *w,
+			  struct rx_conn *k, const struct hcomm_xfer_desc *d,
+			  unsigned int m, struct hcomm_request *reqs,
+			  const struct rx_plan *pl, unsigned int i0)
+{
+	const struct hcomm_win_peer *wp = &w->peers[k->peer->rank];
+	struct rx_chain ch;
+	struct rx_spec s;
+	unsigned int i, q, res, step;
+	uint64_t j, off;
+
+	ch.n = 0;
+	ch.nundo = 0;
+	pthread_mutex_lock(&k->lock);
+	for (i = i0; i < m; i++) {
+		const struct rx_plan *p = &pl[i];
+		int sigop = d[i].op == HCOMM_OP_PUT_SIGNAL;
+
+		if (d[i].target != k->peer->rank ||
+		    !(p->lanes & (1ULL << k->lane)) ||
+		    p->mode == RX_M_NOP || p->mode == RX_M_SELF)
+			continue;
+		res = p->striped && sigop && !k->lane ? p->npieces : 0;
+		step = p->striped ? rx->nlanes : 1;
+		memset(&s, 0, sizeof(s));
+		s.req = &reqs[i];
+		s.mr = p->mr;
+		s.lkey = p->lkey;
+		s.rkey = (uint32_t)wp->key;
+		s.value = d[i].value;
+		s.sig = d[i].sig;
+		s.peer_seq = p->peer_seq;
+		s.op = d[i].op;
+		s.mode = p->mode;
+		s.defer = p->striped && sigop;
+		for (j = p->striped ? k->lane : 0; j < p->parts; j += step) {
+			off = j * p->part;
+			s.laddr = d[i].local + off;
+			s.raddr = wp->addr + d[i].target_off + off;
+			s.len = (uint32_t)(d[i].len - off < p->part ?
+					   d[i].len - off : p->part);
+			s.opcode = d[i].op == HCOMM_OP_GET ? IBV_WR_RDMA_READ :
+				   IBV_WR_RDMA_WRITE;
+			if (sigop && !p->striped && j + 1 == p->parts) {
+				s.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+				s.imm = p->imm[0];
+			}
+			rx_put_wr(rx, k, &ch, &s, res);
+			res = 0;
+		}
+		if (!sigop || p->striped)
+			continue;
+		/* the rest of the signal: zero-length pieces after it */
+		s.mr = NULL;
+		s.len = 0;
+		s.laddr = 0;
+		s.raddr = wp->addr + d[i].target_off;
+		s.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+		for (q = 1; q < p->npieces; q++) {
+			s.imm = p->imm[q];
+			rx_put_wr(rx, k, &ch, &s, 0);
+		}
+	}
+	rx_chain_post(rx, k, &ch);
+	pthread_mutex_unlock(&k->lock);
+	rx_chain_undo(rx, k, &ch);
+}
+
+/* Issue m planned descriptors: peer by peer, lane by lane. */
+static void rx_issue(struct rx *rx, struct hcomm_win *w,
+		     const struct hcomm_xfer_desc *d, unsigned int m,
+		     struct hcomm_request *reqs, struct rx_plan *pl,
+		     unsigned int tl)
+{
+	unsigned int i, j, l;
+	uint64_t lanes;
+
+	for (i = 0; i < m; i++) {
+		struct hcomm_req_priv *rp = hcomm__req_priv(&reqs[i]);
+		uintptr_t left = pl[i].parts;
+
+		if (pl[i].mode == RX_M_NOP) {
+			hcomm__complete(rx->c, &reqs[i], 0, 0);
+			continue;
+		}
+		if (pl[i].mode == RX_M_SELF) {
+			rx_self(rx, w, &d[i], &reqs[i]);
+			continue;
+		}
+		if (d[i].op == HCOMM_OP_PUT_SIGNAL)
+			left += pl[i].striped ? 1 : pl[i].npieces - 1u;
+		rp->xp = left;
+		rp->ring = pl[i].striped ? rx->nlanes : tl;
+		pl[i].peer_seq = __atomic_fetch_add(
+			&rx->peers[d[i].target].op_seq, 1, __ATOMIC_RELAXED);
+		if (pl[i].striped && d[i].op == HCOMM_OP_PUT_SIGNAL)
+			__atomic_add_fetch(&rx->deferred, 1, __ATOMIC_RELAXED);
+	}
+	for (i = 0; i < m; i++) {
+		if (pl[i].mode == RX_M_NOP || pl[i].mode == RX_M_SELF)
+			continue;
+		for (j = 0; j < i; j++)
+			if (d[j].target == d[i].target &&
+			    pl[j].mode != RX_M_NOP && pl[j].mode != RX_M_SELF)
+				break;
+		if (j < i)
+			continue;	/* this peer was done with j */
+		lanes = 0;
+		for (j = i; j < m; j++)
+			if (d[j].target == d[i].target)
+				lanes |= pl[j].lanes;
+		for (l = 0; l < rx->nlanes; l++)
+			if (lanes & (1ULL << l))
+				rx_issue_conn(rx, w,
+					      &rx->peers[d[i].target].conns[l],
+					      d, m, reqs, pl, i);
+	}
+	for (i = 0; i < m; i++)
+		rx_mr_put(rx, pl[i].mr);
+}
+
+/*
+ * @post: plan RX_CHUNK descriptors at a time (registrations included),
+ * then issue them.  A failure while planning the first chunk issues
+ * nothing; one in a later chunk fails that chunk's and the later
+ * requests as completed ones (the earlier chunks are on the wire).
+ */
+static int rx_post(struct hcomm_comm *c, struct hcomm_win *w,
+		   const struct hcomm_xfer_desc *d, unsigned int n,
+		   struct hcomm_request *reqs)
+{
+	struct rx *rx = rx_of(c);
+	struct rx_plan pl[RX_CHUNK];
+	unsigned int off, m, i, tl = rx_thread_lane(rx);
+	int ret = 0, err;
+
+	for (off = 0; off < n; off += m) {
+		m = n - off < RX_CHUNK ? n - off : RX_CHUNK;
+		for (i = 0; i < m; i++) {
+			ret = rx_plan_one(rx, w, &d[off + i], &pl[i], tl);
+			if (ret)
+				break;
+		}
+		if (ret) {
+			while (i--)
+				rx_mr_put(rx, pl[i].mr);
+			if (!off)
+				return ret;
+			err = hcomm_errno() ? hcomm_errno() : EIO;
+			for (i = off; i < n; i++)
+				hcomm__complete(c, &reqs[i], err, 0);
+			return 0;
+		}
+		rx_issue(rx, w, d + off, m, reqs + off, pl, tl);
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* progress, waiting                                                   */
+/* ------------------------------------------------------------------ */
+
+static int rx_progress(struct hcomm_comm *c)
+{
+	struct rx *rx = rx_of(c);
+	unsigned int i, l, first = rx_thread_lane(rx);
+	int total = rx_reap_recv(rx);
+
+	for (i = 0; i < rx->nlanes; i++) {
+		l = (first + i) % rx->nlanes;
+		if (__atomic_load_n(&rx->scq[l].posted, __ATOMIC_ACQUIRE))
+			total += rx_reap_lane(rx, l);
+	}
+	return total;
+}
+
+/* Take (and acknowledge) the events q's channel has; never blocks. */
+static void rx_cq_events(struct rx_cq *q)
+{
+	struct ibv_cq *cq;
+	void *ctx;
+
+	while (!ibv_get_cq_event(q->ch, &cq, &ctx))
+		ibv_ack_cq_events(cq, 1);
+}
+
+static void rx_timeout_ts(int64_t timeout_us, struct timespec *ts)
+{
+	ts->tv_sec = timeout_us / 1000000;
+	ts->tv_nsec = (timeout_us % 1000000) * 1000;
+}
+
+/*
+ * Reap lane l; when it has nothing, arm its CQ, reap again (a CQE that
+ * came before the arm raises no event), then sleep on its completion
+ * channel up to timeout_us.
+ */
+static int rx_block_lane(struct rx *rx, unsigned int l, int64_t timeout_us)
+{
+	struct rx_cq *q = &rx->scq[l];
+	struct pollfd pfd = { .fd = q->ch->fd, .events = POLLIN };
+	struct timespec ts;
+	int n;
+
+	n = rx_reap_lane(rx, l);
+	if (n)
+		return n;
+	if (ibv_req_notify_cq(q->cq, 0)) {
+		sched_yield();
+		return 0;
+	}
+	n = rx_reap_lane(rx, l);
+	if (n)
+		return n;
+	rx_timeout_ts(timeout_us, &ts);
+	if (ppoll(&pfd, 1, timeout_us < 0 ? NULL : &ts, NULL) > 0)
+		rx_cq_events(q);
+	return rx_reap_lane(rx, l);
+}
+
+/*
+ * Any CQ, or a wake-up: arm every CQ, progress once more, then sleep on
+ * all the channels (and the wake eventfd once enabled).
+ */
+static int rx_block_all(struct rx *rx, int64_t timeout_us)
+{
+	struct pollfd pfd[65 + 2];
+	struct timespec ts;
+	unsigned int l, n = 0;
+	uint64_t v;
+	int got;
+
+	got = rx_progress(rx->c);
+	if (got)
+		return got;
+	for (l = 0; l < rx->nlanes; l++) {
+		(void)ibv_req_notify_cq(rx->scq[l].cq, 0);
+		pfd[n].fd = rx->scq[l].ch->fd;
+		pfd[n++].events = POLLIN;
+	}
+	(void)ibv_req_notify_cq(rx->rcq.cq, 0);
+	pfd[n].fd = rx->rcq.ch->fd;
+	pfd[n++].events = POLLIN;
+	if (rx->wake_fd >= 0) {
+		pfd[n].fd = rx->wake_fd;
+		pfd[n++].events = POLLIN;
+	}
+	got = rx_progress(rx->c);
+	if (got)
+		return got;
+	rx_timeout_ts(timeout_us, &ts);
+	if (ppoll(pfd, n, timeout_us < 0 ? NULL : &ts, NULL) > 0) {
+		for (l = 0; l < rx->nlanes; l++)
+			if (pfd[l].revents)
+				rx_cq_events(&rx->scq[l]);
+		if (pfd[rx->nlanes].revents)
+			rx_cq_events(&rx->rcq);
+		if (rx->wake_fd >= 0 && pfd[n - 1].revents)
+			(void)!read(rx->wake_fd, &v, sizeof(v));
+	}
+	return rx_progress(rx->c);
+}
+
+static int rx_block(struct hcomm_comm *c, struct hcomm_request *req,
+		    int64_t timeout_us)
+{
+	struct rx *rx = rx_of(c);
+	uint32_t ring;
+
+	if (req) {
+		ring = hcomm__req_priv(req)->ring;
+		if (ring < rx->nlanes)
+			return rx_block_lane(rx, ring, timeout_us);
+	}
+	return rx_block_all(rx, timeout_us);
+}
+
+static int rx_wake_enable(struct hcomm_comm *c)
+{
+	struct rx *rx = rx_of(c);
+
+	if (rx->wake_fd >= 0)
+		return 0;
+	rx->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (rx->wake_fd < 0)
+		return rx_fail(rx, rx_code(errno), errno, "eventfd for the "
+			       "callback thread");
+	return 0;
+}
+
+static void rx_wake(struct hcomm_comm *c)
+{
+	struct rx *rx = rx_of(c);
+	uint64_t one = 1;
+
+	if (rx->wake_fd >= 0)
+		(void)!write(rx->wake_fd, &one, sizeof(one));
+}
+
+/*
+ * Every WR posted before the call has completed (each QP's tail passed
+ * the head it had), and no striped put_signal still waits to post its
+ * signal (this may also wait for ones issued meanwhile by other threads).
+ */
+static int rx_fence(struct hcomm_comm *c)
+{
+	struct rx *rx = rx_of(c);
+	size_t nk = (size_t)c->size * rx->nlanes, i;
+	uint64_t *snap;
+	int done;
+
+	snap = calloc(nk, sizeof(*snap));
+	if (!snap)
+		return rx_fail(rx, HCOMM_ERR_NOMEM, ENOMEM, "hcomm_fence");
+	for (i = 0; i < nk; i++) {
+		struct rx_peer *p = &rx->peers[i / rx->nlanes];
+
+		if (p->rank != c->rank)
+			snap[i] = __atomic_load_n(&p->conns[i % rx->nlanes].head,
+						  __ATOMIC_ACQUIRE);
+	}
+	for (;;) {
+		done = !__atomic_load_n(&rx->deferred, __ATOMIC_ACQUIRE);
+		for (i = 0; done && i < nk; i++) {
+			struct rx_peer *p = &rx->peers[i / rx->nlanes];
+
+			if (p->rank != c->rank &&
+			    __atomic_load_n(&p->conns[i % rx->nlanes].tail,
+					    __ATOMIC_ACQUIRE) < snap[i])
+				done = 0;
+		}
+		if (done)
+			break;
+		if (!rx_progress(c))
+			(void)rx_block_all(rx, 1000);
+	}
+	free(snap);
+	hcomm__run_pending();
+	return 0;
+}
+
+static int rx_flush(struct hcomm_comm *c)
+{
+	return hcomm__drain(c);
+}
+
+/* ------------------------------------------------------------------ */
+/* signals                                                             */
+/* ------------------------------------------------------------------ */
+
+static uint32_t rx_signal_count(const struct hcomm_comm *c)
+{
+	(void)c;
+	return RX_SIGNALS;
+}
+
+static uint64_t rx_signal_read(struct hcomm_comm *c, uint32_t sig)
+{
+	struct rx *rx = rx_of(c);
+
+	if (sig >= RX_SIGNALS)
+		return 0;
+	(void)rx_reap_recv(rx);
+	return __atomic_load_n(&rx->sigs[sig], __ATOMIC_ACQUIRE);
+}
+
+/*
+ * Spin on the receive CQ for RX_SPIN_NS, then sleep on its completion
+ * channel and on sig_evfd (another thread applied pieces), re-checking
+ * after every wake-up and at least every 100 ms.
+ */
+static int64_t rx_signal_wait(struct hcomm_comm *c, uint32_t sig,
+			      uint64_t value, int timeout_ms)
+{
+	struct rx *rx = rx_of(c);
+	uint64_t start = now_ns(), deadline = UINT64_MAX, t, v;
+	struct pollfd pfd[2];
+	struct timespec ts;
+	int64_t wait_us;
+	unsigned int k = 0;
+
+	if (sig >= RX_SIGNALS)
+		return rx_fail(rx, HCOMM_ERR_INVAL, EINVAL, "hcomm_signal_wait: "
+			       "signal %u of %u", sig, RX_SIGNALS);
+	if (timeout_ms >= 0)
+		deadline = start + (uint64_t)timeout_ms * 1000000ULL;
+	for (;;) {
+		(void)rx_reap_recv(rx);
+		v = __atomic_load_n(&rx->sigs[sig], __ATOMIC_ACQUIRE);
+		if (v >= value)
+			return (int64_t)v;
+		if (!(++k & 15) && now_ns() - start >= RX_SPIN_NS)
+			break;
+		cpu_relax();
+	}
+	__atomic_add_fetch(&rx->sig_waiters, 1, __ATOMIC_ACQ_REL);
+	for (;;) {
+		(void)ibv_req_notify_cq(rx->rcq.cq, 0);
+		(void)rx_reap_recv(rx);
+		v = __atomic_load_n(&rx->sigs[sig], __ATOMIC_ACQUIRE);
+		if (v >= value)
+			break;
+		t = now_ns();
+		if (t >= deadline)
+			break;
+		wait_us = 100000;
+		if (deadline != UINT64_MAX && (deadline - t) / 1000 < 100000)
+			wait_us = (int64_t)((deadline - t) / 1000) + 1;
+		pfd[0].fd = rx->rcq.ch->fd;
+		pfd[0].events = POLLIN;
+		pfd[1].fd = rx->sig_evfd;
+		pfd[1].events = POLLIN;
+		rx_timeout_ts(wait_us, &ts);
+		if (ppoll(pfd, 2, &ts, NULL) > 0) {
+			if (pfd[0].revents)
+				rx_cq_events(&rx->rcq);
+			if (pfd[1].revents)
+				(void)!read(rx->sig_evfd, &t, sizeof(t));
+		}
+	}
+	__atomic_sub_fetch(&rx->sig_waiters, 1, __ATOMIC_RELEASE);
+	if (v >= value)
+		return (int64_t)v;
+	return hcomm__fail(HCOMM_ERR_TIMEOUT, ETIME, "hcomm_signal_wait: "
+			   "signal %u stayed at %llu < %llu for %d ms", sig,
+			   (unsigned long long)v, (unsigned long long)value,
+			   timeout_ms);
+}
+
+/* ------------------------------------------------------------------ */
+/* windows                                                             */
+/* ------------------------------------------------------------------ */
+
+#define RX_WIN_ACCESS	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+			 IBV_ACCESS_REMOTE_READ)
+
+/*
+ * base is inside a mapping of a dma-buf (ibv_reg_mr cannot pin it: it has
+ * no struct pages): register the dma-buf itself, at iova base so that
+ * remote addresses stay base + offset.  The file comes from
+ * /proc/self/map_files (the mapping's own file).  0, 1 when base is not
+ * in a dma-buf mapping, or a negated hcomm_err.
+ */
+static int rx_win_dmabuf(struct rx *rx, struct rx_win *rw, void *base,
+			 size_t len)
+{
+	uintptr_t a = (uintptr_t)base, s, e;
+	unsigned long long pgoff;
+	char line[512], path[128], name[256];
+	struct ibv_mr *mr;
+	FILE *f;
+	int fd, found = 0, err;
+
+	f = fopen("/proc/self/maps", "re");
+	if (!f)
+		return 1;
+	while (fgets(line, sizeof(line), f)) {
+		name[0] = 0;
+		if (sscanf(line, "%lx-%lx %*s %llx %*s %*s %255s", &s, &e,
+			   &pgoff, name) < 3)
+			continue;
+		if (a >= s && a < e) {
+			found = a + len <= e && !strncmp(name, "/dmabuf:", 8);
+			break;
+		}
+	}
+	fclose(f);
+	if (!found)
+		return 1;
+	snprintf(path, sizeof(path), "/proc/self/map_files/%lx-%lx", s, e);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return rx_fail(rx, rx_code(errno), errno, "hcomm_win_create: "
+			       "%zu bytes at %p are a dma-buf mapping (%s) and "
+			       "%s cannot be opened", len, base, name, path);
+	mr = ibv_reg_dmabuf_mr(rx->pd, pgoff * 4096 + (a - s), len, a, fd,
+			       RX_WIN_ACCESS);
+	err = errno;
+	close(fd);		/* the MR holds the dma-buf */
+	if (!mr) {
+		if (err == EOPNOTSUPP || err == ENOSYS ||
+		    err == EPROTONOSUPPORT)
+			return rx_fail(rx, HCOMM_ERR_NOTSUP, err,
+				       "hcomm_win_create: %zu bytes at %p are "
+				       "a dma-buf (%s) and device %s cannot "
+				       "register dma-bufs (rxe cannot; use "
+				       "host memory)", len, base, name,
+				       rx->dev);
+		return rx_fail(rx, rx_reg_code(err), err, "hcomm_win_create: "
+			       "ibv_reg_dmabuf_mr of %zu bytes at %p (%s)",
+			       len, base, name);
+	}
+	rw->mr = mr;
+	rw->dmabuf = 1;
+	return 0;
+}
+
+static int rx_win_create(struct hcomm_comm *c, struct hcomm_win *w,
+			 void *base, size_t len, struct hcomm_win_peer *self)
+{
+	struct rx *rx = rx_of(c);
+	struct rx_win *rw;
+	int ret, err;
+
+	memset(self, 0, sizeof(*self));
+	self->addr = (uintptr_t)base;
+	w->xp = NULL;
+	if (!len)
+		return 0;
+	rw = calloc(1, sizeof(*rw));
+	if (!rw)
+		return rx_fail(rx, HCOMM_ERR_NOMEM, ENOMEM, "hcomm_win_create");
+	rw->mr = ibv_reg_mr(rx->pd, base, len, RX_WIN_ACCESS);
+	if (!rw->mr) {
+		err = errno;
+		ret = 1;
+		if (err == EFAULT || err == EINVAL || err == EPERM)
+			ret = rx_win_dmabuf(rx, rw, base, len);
+		if (ret == 1)
+			ret = rx_fail(rx, rx_reg_code(err), err,
+				      "hcomm_win_create: ibv_reg_mr of %zu "
+				      "bytes at %p", len, base);
+		if (ret) {
+			free(rw);
+			return ret;
+		}
+	}
+	self->key = rw->mr->rkey;
+	self->len = len;
+	w->xp = rw;
+	return 0;
+}
+
+static int rx_win_free(struct hcomm_comm *c, struct hcomm_win *w)
+{
+	struct rx *rx = rx_of(c);
+	struct rx_win *rw = w->xp;
+	int err;
+
+	if (!rw)
+		return 0;
+	err = ibv_dereg_mr(rw->mr);
+	w->xp = NULL;
+	free(rw);
+	if (err)
+		return rx_fail(rx, rx_code(err), err, "hcomm_win_free: "
+			       "ibv_dereg_mr");
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* connections                                                         */
+/* ------------------------------------------------------------------ */
+
+static const char *rx_rej_str(uint32_t code)
+{
+	switch (code) {
+	case RX_REJ_FORMAT:
+		return "not an hcomm connection of this version";
+	case RX_REJ_JOB:
+		return "another job (job nonce or world size differs)";
+	case RX_REJ_RANK:
+		return "rank or lane not expected there";
+	case RX_REJ_LATE:
+		return "the communicator is set up (no reconnection)";
+	case RX_REJ_LOCAL:
+		return "the acceptor could not set its QP up";
+	default:
+		return "rejected";
+	}
+}
+
+static void rx_hello_fill(const struct rx *rx, struct rx_hello *h, int to,
+			  unsigned int lane, uint32_t code)
+{
+	memset(h, 0, sizeof(*h));
+	h->magic = RX_MAGIC;
+	h->version = RX_VERSION;
+	h->lane = (uint16_t)lane;
+	h->nonce = rx->nonce;
+	h->rank = rx->c->rank;
+	h->size = rx->c->size;
+	h->to = to;
+	h->code = code;
+}
+
+static void rx_conn_param(const struct rx *rx, struct rdma_conn_param *cp,
+			  const struct rx_hello *h)
+{
+	memset(cp, 0, sizeof(*cp));
+	cp->private_data = h;
+	cp->private_data_len = sizeof(*h);
+	cp->responder_resources = rx->rd_atom;
+	cp->initiator_depth = rx->rd_atom;
+	cp->retry_count = rx->retry_cnt;
+	cp->rnr_retry_count = RX_RNR_RETRY;
+}
+
+/*
+ * The QP's ack timeout (rdma_cm would pick one from the path, 17 on
+ * RoCE: 0.54 s per try).  An old kernel without the option keeps that.
+ */
+static void rx_set_timeout(const struct rx *rx, struct rdma_cm_id *id)
+{
+	uint8_t t = rx->ack_timeout;
+
+	(void)rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT,
+			      &t, sizeof(t));
+}
+
+/* Setup: a failure that retrying cannot fix; the connect loop ends. */
+static __attribute__((format(printf, 3, 4)))
+void rx_setup_fail(struct rx *rx, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (rx->setup_err)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(rx->setup_why, sizeof(rx->setup_why), fmt, ap);
+	va_end(ap);
+	rx->setup_err = code;
+}
+
+/* Setup: remember the last transient failure for the timeout message. */
+static __attribute__((format(printf, 2, 3)))
+void rx_setup_note(struct rx *rx, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(rx->setup_why, sizeof(rx->setup_why), fmt, ap);
+	va_end(ap);
+}
+
+/* cm loop; k's events acked.  Destroy k's QP and id. */
+static void rx_conn_drop(struct rx *rx, struct rx_conn *k)
+{
+	if (k->state == CONN_UP)
+		rx->nup--;
+	if (k->qp)
+		rdma_destroy_qp(k->id);
+	k->qp = NULL;
+	if (k->id)
+		rdma_destroy_id(k->id);
+	k->id = NULL;
+	k->state = CONN_IDLE;
+}
+
+/* cm loop.  Drop k and connect again after a growing, jittered delay. */
+static void rx_conn_retry(struct rx *rx, struct rx_conn *k)
+{
+	uint64_t ms = (uint64_t)RX_BACKOFF_MIN_MS << (k->tries < 6 ? k->tries : 6);
+	uint64_t x = now_ns() ^ ((uint64_t)rx->c->rank << 32) ^ k->lane;
+
+	if (ms > RX_BACKOFF_MAX_MS)
+		ms = RX_BACKOFF_MAX_MS;
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	ms = ms / 2 + x % (ms / 2 + 1);
+	k->tries++;
+	rx_conn_drop(rx, k);
+	k->state = CONN_BACKOFF;
+	k->retry_ms = now_ms() + ms;
+}
+
+/* cm loop.  Start (again) an active connect: resolve the address. */
+static void rx_conn_start(struct rx *rx, struct rx_conn *k)
+{
+	struct sockaddr_storage src = rx->self_sa;
+
+	if (src.ss_family == AF_INET)
+		((struct sockaddr_in *)&src)->sin_port = 0;
+	else
+		((struct sockaddr_in6 *)&src)->sin6_port = 0;
+	if (rdma_create_id(rx->ech, &k->id, k, RDMA_PS_TCP)) {
+		k->id = NULL;
+		rx_setup_note(rx, "rdma_create_id: %s", strerror(errno));
+		rx_conn_retry(rx, k);
+		return;
+	}
+	if (rdma_resolve_addr(k->id, (struct sockaddr *)&src,
+			      (struct sockaddr *)&k->peer->sa,
+			      RX_RESOLVE_MS)) {
+		rx_setup_note(rx, "rdma_resolve_addr %s: %s", k->peer->where,
+			      strerror(errno));
+		rx_conn_retry(rx, k);
+		return;
+	}
+	k->state = CONN_RESOLVING;
+}
+
+/* cm loop.  The RC QP of k on id: lane's send CQ, the shared SRQ. */
+static int rx_qp_create(struct rx *rx, struct rx_conn *k,
+			struct rdma_cm_id *id)
+{
+	struct ibv_qp_init_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.send_cq = rx->scq[k->lane].cq;
+	a.recv_cq = rx->rcq.cq;
+	a.srq = rx->srq;
+	a.qp_type = IBV_QPT_RC;
+	a.cap.max_send_wr = rx->qd;
+	a.cap.max_send_sge = 1;
+	a.cap.max_inline_data = rx->max_inline;
+	if (rdma_create_qp(id, rx->pd, &a))
+		return -errno;
+	k->qp = id->qp;
+	return 0;
+}
+
+static void rx_on_addr(struct rx *rx, struct rx_conn *k)
+{
+	if (k->id->verbs != rx->verbs) {
+		rx_setup_fail(rx, HCOMM_ERR_INVAL, "the route to rank %d at %s "
+			      "leaves through device %s, not %s", k->peer->rank,
+			      k->peer->where, k->id->verbs ?
+			      ibv_get_device_name(k->id->verbs->device) : "?",
+			      rx->dev);
+		return;
+	}
+	rx_set_timeout(rx, k->id);
+	if (rdma_resolve_route(k->id, RX_RESOLVE_MS)) {
+		rx_setup_note(rx, "rdma_resolve_route %s: %s", k->peer->where,
+			      strerror(errno));
+		rx_conn_retry(rx, k);
+	}
+}
+
+static void rx_on_route(struct rx *rx, struct rx_conn *k)
+{
+	struct rdma_conn_param cp;
+	struct rx_hello h;
+	int ret;
+
+	ret = rx_qp_create(rx, k, k->id);
+	if (ret) {
+		rx_setup_fail(rx, rx_code(-ret), "rdma_create_qp for rank %d "
+			      "lane %u (%u WRs, %u bytes inline): %s",
+			      k->peer->rank, k->lane, rx->qd, rx->max_inline,
+			      strerror(-ret));
+		return;
+	}
+	rx_hello_fill(rx, &h, k->peer->rank, k->lane, RX_REJ_NONE);
+	rx_conn_param(rx, &cp, &h);
+	if (rdma_connect(k->id, &cp)) {
+		rx_setup_note(rx, "rdma_connect %s: %s", k->peer->where,
+			      strerror(errno));
+		rx_conn_retry(rx, k);
+		return;
+	}
+	k->state = CONN_CONNECTING;
+}
+
+/* The acceptor's answer must come from the rank we meant, of this job. */
+static void rx_on_established(struct rx *rx, struct rx_conn *k,
+			      const struct rx_hello *h, size_t hl)
+{
+	if (k->active && (hl < sizeof(*h) || h->magic != RX_MAGIC ||
+			  h->version != RX_VERSION || h->nonce != rx->nonce ||
+			  h->rank != k->peer->rank || h->to != rx->c->rank ||
+			  h->lane != k->lane)) {
+		(void)rdma_disconnect(k->id);
+		rx_setup_fail(rx, HCOMM_ERR_IO, "%s answered lane %u as another "
+			      "process (not rank %d of this job)",
+			      k->peer->where, k->lane, k->peer->rank);
+		return;
+	}
+	k->state = CONN_UP;
+	k->tries = 0;
+	rx->nup++;
+}
+
+static void rx_on_error(struct rx *rx, struct rx_conn *k,
+			enum rdma_cm_event_type type, int status,
+			const struct rx_hello *h, size_t hl)
+{
+	int ours = hl >= sizeof(*h) && h->magic == RX_MAGIC;
+
+	if (!rx->setup) {
+		rx_peer_kill(rx, k->peer, ECONNRESET, "lane %u: rdma_cm %s "
+			     "(status %d)", k->lane, rdma_event_str(type),
+			     status);
+		return;
+	}
+	rx_setup_note(rx, "rank %d lane %u at %s: rdma_cm %s (status %d%s%s)",
+		      k->peer->rank, k->lane, k->peer->where,
+		      rdma_event_str(type), status, ours ? ": " : "",
+		      ours ? rx_rej_str(h->code) : "");
+	if (type == RDMA_CM_EVENT_REJECTED && ours &&
+	    (h->code == RX_REJ_FORMAT || h->code == RX_REJ_JOB ||
+	     h->code == RX_REJ_RANK)) {
+		rx_setup_fail(rx, HCOMM_ERR_IO, "rank %d at %s rejected lane "
+			      "%u: %s", k->peer->rank, k->peer->where,
+			      k->lane, rx_rej_str(h->code));
+		return;
+	}
+	if (k->active)
+		rx_conn_retry(rx, k);
+	else
+		rx_conn_drop(rx, k);	/* the connector tries again */
+}
+
+static void rx_on_disconnect(struct rx *rx, struct rx_conn *k)
+{
+	if (rx->setup) {
+		rx_setup_note(rx, "rank %d lane %u disconnected during setup",
+			      k->peer->rank, k->lane);
+		if (k->active)
+			rx_conn_retry(rx, k);
+		else
+			rx_conn_drop(rx, k);
+		return;
+	}
+	(void)rdma_disconnect(k->id);	/* answer the DREQ */
+	rx_peer_kill(rx, k->peer, ECONNRESET, "lane %u disconnected (rdma_cm "
+		     "DISCONNECTED: the peer closed the connection or exited)",
+		     k->lane);
+}
+
+/*
+ * A connect request: check its hello; accept it as lane (rank, lane),
+ * replacing an earlier attempt of the same lane (the connector retried),
+ * or reject it saying why.  Acks ev.
+ */
+static void rx_on_request(struct rx *rx, struct rdma_cm_event *ev,
+			  const struct rx_hello *h, size_t hl)
+{
+	struct rdma_cm_id *id = ev->id;
+	struct rdma_conn_param cp;
+	struct rx_conn *k = NULL;
+	struct rx_hello r;
+	uint32_t code = RX_REJ_NONE;
+	int c_rank = rx->c->rank;
+
+	if (hl < sizeof(*h) || h->magic != RX_MAGIC ||
+	    h->version != RX_VERSION)
+		code = RX_REJ_FORMAT;
+	else if (h->nonce != rx->nonce || h->size != rx->c->size)
+		code = RX_REJ_JOB;
+	else if (h->to != c_rank || h->rank <= c_rank ||
+		 h->rank >= rx->c->size || h->lane >= rx->nlanes)
+		code = RX_REJ_RANK;
+	else if (!rx->setup)
+		code = RX_REJ_LATE;
+	else if (id->verbs != rx->verbs)
+		code = RX_REJ_LOCAL;
+	if (!code) {
+		k = &rx->peers[h->rank].conns[h->lane];
+		if (k->id)
+			rx_conn_drop(rx, k);
+		id->context = k;
+		rx_set_timeout(rx, id);
+		if (rx_qp_create(rx, k, id)) {
+			code = RX_REJ_LOCAL;
+		} else {
+			rx_hello_fill(rx, &r, h->rank, h->lane, RX_REJ_NONE);
+			rx_conn_param(rx, &cp, &r);
+			if (rdma_accept(id, &cp)) {
+				code = RX_REJ_LOCAL;
+				rdma_destroy_qp(id);
+				k->qp = NULL;
+			} else {
+				k->id = id;
+				k->state = CONN_CONNECTING;
+			}
+		}
+	}
+	if (code) {
+		rx_hello_fill(rx, &r, hl >= sizeof(*h) ? h->rank : -1, 0, code);
+		(void)rdma_reject(id, &r, sizeof(r));
+		__atomic_add_fetch(&rx->refused, 1, __ATOMIC_RELAXED);
+		if (rx->setup)
+			rx_setup_note(rx, "refused a connect request: %s",
+				      rx_rej_str(code));
+	}
+	rdma_ack_cm_event(ev);
+	if (code)
+		rdma_destroy_id(id);
+}
+
+/* cm loop: one event (acked here). */
+static void rx_cm_event(struct rx *rx, struct rdma_cm_event *ev)
+{
+	enum rdma_cm_event_type type = ev->event;
+	struct rdma_cm_id *id = ev->id;
+	struct rx_conn *k = id ? id->context : NULL;
+	int status = ev->status;
+	struct rx_hello h;
+	size_t hl = 0;
+	unsigned int r;
+
+	memset(&h, 0, sizeof(h));
+	if ((type == RDMA_CM_EVENT_CONNECT_REQUEST ||
+	     type == RDMA_CM_EVENT_ESTABLISHED ||
+	     type == RDMA_CM_EVENT_REJECTED) && ev->param.conn.private_data) {
+		hl = ev->param.conn.private_data_len;
+		memcpy(&h, ev->param.conn.private_data,
+		       hl < sizeof(h) ? hl : sizeof(h));
+	}
+	if (type == RDMA_CM_EVENT_CONNECT_REQUEST) {
+		rx_on_request(rx, ev, &h, hl);
+		return;
+	}
+	rdma_ack_cm_event(ev);
+	if (type == RDMA_CM_EVENT_DEVICE_REMOVAL) {
+		if (rx->setup)
+			rx_setup_fail(rx, HCOMM_ERR_NODEV, "device %s removed",
+				      rx->dev);
+		for (r = 0; r < (unsigned int)rx->c->size && !rx->setup; r++)
+			if ((int)r != rx->c->rank)
+				rx_peer_kill(rx, &rx->peers[r], ENODEV,
+					     "device %s removed", rx->dev);
+		return;
+	}
+	if (!k || k->id != id)
+		return;		/* the listener's, or a replaced attempt */
+	switch (type) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		if (rx->setup)
+			rx_on_addr(rx, k);
+		break;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		if (rx->setup)
+			rx_on_route(rx, k);
+		break;
+	case RDMA_CM_EVENT_ESTABLISHED:
+		if (rx->setup)
+			rx_on_established(rx, k, &h, hl);
+		break;
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+	case RDMA_CM_EVENT_REJECTED:
+		rx_on_error(rx, k, type, status, &h, hl);
+		break;
+	case RDMA_CM_EVENT_DISCONNECTED:
+		rx_on_disconnect(rx, k);
+		break;
+	default:
+		break;		/* TIMEWAIT_EXIT, ADDR_CHANGE ... */
+	}
+}
+
+static void rx_cm_drain(struct rx *rx)
+{
+	struct rdma_cm_event *ev;
+
+	while (!rdma_get_cm_event(rx->ech, &ev))
+		rx_cm_event(rx, ev);
+}
+
+/*
+ * Connect every lane: to each lower rank actively, from each higher rank
+ * passively, until all are ESTABLISHED or cfg.timeout_ms passed.
+ */
+static int rx_connect_all(struct rx *rx)
+{
+	struct hcomm_comm *c = rx->c;
+	uint64_t deadline = now_ms() + c->cfg.timeout_ms, t, wake;
+	int expected = (c->size - 1) * (int)rx->nlanes, r;
+	struct pollfd pfd;
+	unsigned int l;
+
+	rx->setup = 1;
+	for (r = 0; r < c->rank; r++)
+		for (l = 0; l < rx->nlanes; l++) {
+			rx->peers[r].conns[l].active = 1;
+			rx_conn_start(rx, &rx->peers[r].conns[l]);
+		}
+	while (rx->nup < expected && !rx->setup_err) {
+		t = now_ms();
+		if (t >= deadline)
+			break;
+		wake = deadline;
+		for (r = 0; r < c->rank; r++)
+			for (l = 0; l < rx->nlanes; l++) {
+				struct rx_conn *k = &rx->peers[r].conns[l];
+
+				if (k->state != CONN_BACKOFF)
+					continue;
+				if (k->retry_ms <= t)
+					rx_conn_start(rx, k);
+				if (k->state == CONN_BACKOFF &&
+				    k->retry_ms < wake)
+					wake = k->retry_ms;
+			}
+		pfd.fd = rx->ech->fd;
+		pfd.events = POLLIN;
+		t = now_ms();
+		(void)poll(&pfd, 1, wake > t ? (int)(wake - t) : 0);
+		rx_cm_drain(rx);
+	}
+	rx->setup = 0;
+	if (rx->setup_err)
+		return rx_fail(rx, rx->setup_err, 0, "connecting: %s",
+			       rx->setup_why);
+	if (rx->nup >= expected)
+		return 0;
+	for (r = 0; r < c->size; r++)
+		for (l = 0; r != c->rank && l < rx->nlanes; l++)
+			if (rx->peers[r].conns[l].state != CONN_UP)
+				return rx_pfail(rx, &rx->peers[r],
+						HCOMM_ERR_TIMEOUT, 0, "lane %u "
+						"not connected within %u ms "
+						"(%s; last: %s)", l,
+						c->cfg.timeout_ms,
+						r < c->rank ? "this rank "
+						"connects" : "that rank "
+						"connects", rx->setup_why[0] ?
+						rx->setup_why : "nothing");
+	return rx_fail(rx, HCOMM_ERR_TIMEOUT, 0, "connecting");
+}
+
+/* After setup: the sorted QP number map (none: no per-peer counts). */
+static void rx_qpmap_build(struct rx *rx)
+{
+	size_t n = (size_t)(rx->c->size - 1) * rx->nlanes, i = 0;
+	unsigned int l;
+	int r;
+
+	rx->qpmap = calloc(n ? n : 1, sizeof(*rx->qpmap));
+	if (!rx->qpmap)
+		return;
+	for (r = 0; r < rx->c->size; r++)
+		for (l = 0; r != rx->c->rank && l < rx->nlanes; l++) {
+			rx->qpmap[i].qpn = rx->peers[r].conns[l].qp->qp_num;
+			rx->qpmap[i++].peer = &rx->peers[r];
+		}
+	qsort(rx->qpmap, i, sizeof(*rx->qpmap), rx_qpn_cmp);
+	rx->nqpmap = i;
+}
+
+/* The lane a QP belongs to (async events), or NULL. */
+static struct rx_conn *rx_conn_of_qp(struct rx *rx, struct ibv_qp *qp)
+{
+	int r;
+	unsigned int l;
+
+	for (r = 0; r < rx->c->size; r++)
+		for (l = 0; r != rx->c->rank && l < rx->nlanes; l++)
+			if (rx->peers[r].conns[l].qp == qp)
+				return &rx->peers[r].conns[l];
+	return NULL;
+}
+
+/* cm thread: the device's asynchronous events. */
+static void rx_async(struct rx *rx)
+{
+	struct ibv_async_event e;
+	struct rx_conn *k;
+	int r;
+
+	while (!ibv_get_async_event(rx->verbs, &e)) {
+		switch (e.event_type) {
+		case IBV_EVENT_QP_FATAL:
+		case IBV_EVENT_QP_REQ_ERR:
+		case IBV_EVENT_QP_ACCESS_ERR:
+		case IBV_EVENT_PATH_MIG_ERR:
+			k = rx_conn_of_qp(rx, e.element.qp);
+			if (k)
+				rx_peer_kill(rx, k->peer, EIO, "%s on lane %u "
+					     "QP %#x",
+					     ibv_event_type_str(e.event_type),
+					     k->lane, e.element.qp->qp_num);
+			break;
+		case IBV_EVENT_PORT_ERR:
+			__atomic_add_fetch(&rx->port_events, 1,
+					   __ATOMIC_RELAXED);
+			break;
+		case IBV_EVENT_DEVICE_FATAL:
+			for (r = 0; r < rx->c->size; r++)
+				if (r != rx->c->rank)
+					rx_peer_kill(rx, &rx->peers[r], ENODEV,
+						     "device %s: fatal error",
+						     rx->dev);
+			break;
+		default:
+			break;
+		}
+		ibv_ack_async_event(&e);
+	}
+}
+
+/* After init: disconnects, late connects, device events. */
+static void *rx_cm_main(void *arg)
+{
+	struct rx *rx = arg;
+	struct pollfd pfd[3];
+
+	pfd[0].fd = rx->ech->fd;
+	pfd[1].fd = rx->verbs->async_fd;
+	pfd[2].fd = rx->stop_fd;
+	pfd[0].events = pfd[1].events = pfd[2].events = POLLIN;
+	for (;;) {
+		if (poll(pfd, 3, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (pfd[2].revents)
+			break;
+		if (pfd[0].revents)
+			rx_cm_drain(rx);
+		if (pfd[1].revents)
+			rx_async(rx);
+	}
+	return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* setup                                                               */
+/* ------------------------------------------------------------------ */
+
+/* A transport variable: unset gives def; else a size in [lo, hi]. */
+static int rx_env(const char *name, uint64_t lo, uint64_t hi, uint64_t def,
+		  uint64_t *out)
+{
+	const char *s = getenv(name);
+	uint64_t v;
+
+	*out = def;
+	if (!s)
+		return 0;
+	if (hcomm_parse_size(s, &v) || v < lo || v > hi)
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "%s=\"%.32s\": not "
+				   "a number in %llu .. %llu", name, s,
+				   (unsigned long long)lo,
+				   (unsigned long long)hi);
+	*out = v;
+	return 0;
+}
+
+static int rx_params(struct rx *rx)
+{
+	const struct hcomm_config *cfg = &rx->c->cfg;
+	uint64_t v;
+	int ret;
+
+	rx->nlanes = cfg->num_qps;
+	rx->qd = cfg->queue_depth;
+	rx->max_inline = cfg->max_inline;
+	ret = rx_env("HCOMM_RDMA_ACK_TIMEOUT", 1, 31, RX_ACK_TIMEOUT, &v);
+	if (ret)
+		return ret;
+	rx->ack_timeout = (uint8_t)v;
+	ret = rx_env("HCOMM_RDMA_RETRY_CNT", 1, 6, RX_RETRY_CNT, &v);
+	if (ret)
+		return ret;
+	rx->retry_cnt = (uint8_t)v;
+	ret = rx_env("HCOMM_RDMA_BOUNCE_MAX", 0, 1 << 20, RX_BOUNCE_MAX, &v);
+	if (ret)
+		return ret;
+	rx->bounce_max = (unsigned int)v;
+	ret = rx_env("HCOMM_RDMA_STRIPE_MIN", 4096, 1ULL << 30, RX_STRIPE_MIN,
+		     &v);
+	if (ret)
+		return ret;
+	rx->stripe_min = v;
+	return 0;
+}
+
+static int rx_is_loopback(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr)
+			>> 24) == 127;
+	if (ss->ss_family == AF_INET6)
+		return IN6_IS_ADDR_LOOPBACK(
+			&((const struct sockaddr_in6 *)ss)->sin6_addr);
+	return 1;
+}
+
+/* A numeric address or a host name into ss (port 0). */
+static int rx_resolve(const char *host, struct sockaddr_storage *ss)
+{
+	struct addrinfo hints, *res, *ai;
+	int ret;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_socktype = SOCK_STREAM;
+	ret = getaddrinfo(host, NULL, &hints, &res);
+	if (ret)
+		return -1;
+	for (ai = res; ai; ai = ai->ai_next)
+		if (ai->ai_family == AF_INET || ai->ai_family == AF_INET6)
+			break;
+	if (!ai)
+		ai = res;
+	memset(ss, 0, sizeof(*ss));
+	memcpy(ss, ai->ai_addr, ai->ai_addrlen);
+	freeaddrinfo(res);
+	return ss->ss_family == AF_INET || ss->ss_family == AF_INET6 ? 0 : -1;
+}
+
+/* The IP address a RoCE GID carries (IPv4-mapped or global IPv6). */
+static int rx_gid_sa(const union ibv_gid *g, struct sockaddr_storage *ss)
+{
+	static const uint8_t v4pre[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+					   0xff, 0xff };
+	static const uint8_t zero[16];
+
+	memset(ss, 0, sizeof(*ss));
+	if (!memcmp(g->raw, v4pre, 12)) {
+		struct sockaddr_in *s = (struct sockaddr_in *)ss;
+
+		s->sin_family = AF_INET;
+		memcpy(&s->sin_addr, g->raw + 12, 4);
+		return 0;
+	}
+	if (!memcmp(g->raw, zero, 16) || (g->raw[0] == 0xfe &&
+					   (g->raw[1] & 0xc0) == 0x80))
+		return -1;		/* empty or link-local */
+	((struct sockaddr_in6 *)ss)->sin6_family = AF_INET6;
+	memcpy(&((struct sockaddr_in6 *)ss)->sin6_addr, g->raw, 16);
+	return 0;
+}
+
+/*
+ * No address given: the first RoCEv2 GID carrying an IP address on an
+ * active port (of the rank table's device, at its GID index, if named).
+ */
+static int rx_gid_addr(struct rx *rx, struct sockaddr_storage *ss)
+{
+	const struct hcomm_rankinfo *ri = &rx->c->ri;
+	struct ibv_device **list;
+	struct ibv_gid_entry ent;
+	struct ibv_device_attr da;
+	struct ibv_port_attr pa;
+	struct ibv_context *ctx;
+	int n, i, found = 0;
+	uint8_t p;
+	int g, g0, g1;
+
+	list = ibv_get_device_list(&n);
+	for (i = 0; list && i < n && !found; i++) {
+		if (ri->rdma_dev[0] &&
+		    strcmp(ibv_get_device_name(list[i]), ri->rdma_dev))
+			continue;
+		ctx = ibv_open_device(list[i]);
+		if (!ctx)
+			continue;
+		if (ibv_query_device(ctx, &da))
+			da.phys_port_cnt = 0;
+		for (p = 1; p <= da.phys_port_cnt && !found; p++) {
+			if (ibv_query_port(ctx, p, &pa) ||
+			    pa.state != IBV_PORT_ACTIVE)
+				continue;
+			g0 = ri->gid_index >= 0 ? ri->gid_index : 0;
+			g1 = ri->gid_index >= 0 ? ri->gid_index + 1 :
+						  pa.gid_tbl_len;
+			for (g = g0; g < g1 && !found; g++)
+				if (!ibv_query_gid_ex(ctx, p, g, &ent, 0) &&
+				    ent.gid_type == IBV_GID_TYPE_ROCE_V2 &&
+				    !rx_gid_sa(&ent.gid, ss))
+					found = 1;
+		}
+		ibv_close_device(ctx);
+	}
+	if (list)
+		ibv_free_device_list(list);
+	if (found)
+		return 0;
+	return rx_fail(rx, HCOMM_ERR_NODEV, 0, "no RDMA device%s%s with an "
+		       "active port and a RoCEv2 GID carrying an IP address "
+		       "(soft-RoCE: modprobe rdma_rxe; rdma link add rxe0 type "
+		       "rxe netdev eth0), and no address given (rank table "
+		       "dev_ip/addr, or a TCP bootstrap)",
+		       ri->rdma_dev[0] ? " " : "", ri->rdma_dev);
+}
+
+/*
+ * The listening address: the rank table's dev_ip, its host address, the
+ * bootstrap's own IP (loopback ones skipped: no RDMA device has them),
+ * else a device GID's.
+ */
+static int rx_pick_addr(struct rx *rx, struct sockaddr_storage *ss)
+{
+	const struct hcomm_rankinfo *ri = &rx->c->ri;
+	const char *cand[3] = { ri->dev_ip, ri->host_addr,
+				hcomm__boot_self_ip(rx->c->boot) };
+	static const char *const what[3] = { "the rank table's dev_ip",
+		"the rank table's host address", "the bootstrap's address" };
+	unsigned int i;
+
+	for (i = 0; i < 3; i++) {
+		if (!cand[i] || !cand[i][0])
+			continue;
+		if (rx_resolve(cand[i], ss))
+			return rx_fail(rx, HCOMM_ERR_INVAL, 0, "%s \"%s\" does "
+				       "not resolve to an IP address", what[i],
+				       cand[i]);
+		if (!rx_is_loopback(ss))
+			return 0;
+	}
+	return rx_gid_addr(rx, ss);
+}
+
+/* The GID index (and type) of our address on our port, or -1. */
+static void rx_find_gid(struct rx *rx)
+{
+	struct sockaddr_storage g;
+	struct ibv_gid_entry ent;
+	struct ibv_port_attr pa;
+	int i, best = -1, type = -1;
+
+	if (ibv_query_port(rx->verbs, rx->port, &pa))
+		return;
+	for (i = 0; i < pa.gid_tbl_len; i++) {
+		if (ibv_query_gid_ex(rx->verbs, rx->port, i, &ent, 0) ||
+		    rx_gid_sa(&ent.gid, &g) || g.ss_family !=
+		    rx->self_sa.ss_family)
+			continue;
+		if (g.ss_family == AF_INET ?
+		    memcmp(&((struct sockaddr_in *)&g)->sin_addr,
+			   &((struct sockaddr_in *)&rx->self_sa)->sin_addr, 4) :
+		    memcmp(&((struct sockaddr_in6 *)&g)->sin6_addr,
+			   &((struct sockaddr_in6 *)&rx->self_sa)->sin6_addr,
+			   16))
+			continue;
+		if (best < 0 || ent.gid_type == IBV_GID_TYPE_ROCE_V2) {
+			best = i;
+			type = (int)ent.gid_type;
+		}
+	}
+	rx->sgid_index = best;
+	rx->gid_type = type;
+}
+
+/* A CQ with its own completion channel (non-blocking). */
+static int rx_cq_init(struct rx *rx, struct rx_cq *q, int cqe)
+{
+	q->ch = ibv_create_comp_channel(rx->verbs);
+	if (!q->ch)
+		return rx_fail(rx, rx_code(errno), errno,
+			       "ibv_create_comp_channel");
+	(void)fcntl(q->ch->fd, F_SETFL,
+		    fcntl(q->ch->fd, F_GETFL) | O_NONBLOCK);
+	q->cq = ibv_create_cq(rx->verbs, cqe, NULL, q->ch, 0);
+	if (!q->cq)
+		return rx_fail(rx, rx_code(errno), errno, "ibv_create_cq of %d "
+			       "entries", cqe);
+	pthread_mutex_init(&q->reap, NULL);
+	q->ready = 1;
+	return 0;
+}
+
+static void rx_cq_fini(struct rx_cq *q)
+{
+	if (q->cq)
+		(void)ibv_destroy_cq(q->cq);
+	if (q->ch)
+		(void)ibv_destroy_comp_channel(q->ch);
+	if (q->ready)
+		pthread_mutex_destroy(&q->reap);
+	memset(q, 0, sizeof(*q));
+}
+
+/* Give the SRQ n receives (zero-length: WRITE_WITH_IMM only). */
+static int rx_srq_fill(struct rx *rx, unsigned int n)
+{
+	struct ibv_recv_wr wr[64], *bad;
+	unsigned int i, m;
+	int ret;
+
+	while (n) {
+		m = n < 64 ? n : 64;
+		memset(wr, 0, sizeof(wr));
+		for (i = 0; i + 1 < m; i++)
+			wr[i].next = &wr[i + 1];
+		ret = ibv_post_srq_recv(rx->srq, wr, &bad);
+		if (ret)
+			return rx_fail(rx, rx_code(ret), ret,
+				       "ibv_post_srq_recv");
+		n -= m;
+	}
+	return 0;
+}
+
+/*
+ * The largest inline size up to cfg.max_inline the device takes (rxe:
+ * a few hundred bytes): a probe QP per try, binary search.
+ */
+static void rx_probe_inline(struct rx *rx)
+{
+	unsigned int lo = 0, hi = rx->max_inline, want = hi;
+	struct ibv_qp_init_attr a;
+	struct ibv_qp *qp;
+
+	for (;;) {
+		memset(&a, 0, sizeof(a));
+		a.send_cq = rx->scq[0].cq;
+		a.recv_cq = rx->rcq.cq;
+		a.srq = rx->srq;
+		a.qp_type = IBV_QPT_RC;
+		a.cap.max_send_wr = rx->qd;
+		a.cap.max_send_sge = 1;
+		a.cap.max_inline_data = want;
+		qp = ibv_create_qp(rx->pd, &a);
+		if (qp) {
+			(void)ibv_destroy_qp(qp);
+			lo = want;
+		} else {
+			hi = want - 1;
+		}
+		if (lo >= hi || !want)
+			break;
+		want = (lo + hi + 1) / 2;
+	}
+	rx->max_inline = lo;
+}
+
+/* Device, queues, memory: everything before the peers are known. */
+static int rx_setup_local(struct rx *rx)
+{
+	struct hcomm_comm *c = rx->c;
+	const struct hcomm_rankinfo *ri = &c->ri;
+	struct ibv_device_attr da;
+	size_t nconn = (size_t)(c->size - 1) * rx->nlanes, i;
+	int ret, r, cqe;
+	unsigned int l;
+
+	ret = rx_pick_addr(rx, &rx->self_sa);
+	if (ret)
+		return ret;
+	rx_sa_str(&rx->self_sa, rx->where, sizeof(rx->where));
+	rx->ech = rdma_create_event_channel();
+	if (!rx->ech)
+		return rx_fail(rx, rx_code(errno), errno,
+			       "rdma_create_event_channel (is rdma_ucm "
+			       "loaded?)");
+	(void)fcntl(rx->ech->fd, F_SETFL,
+		    fcntl(rx->ech->fd, F_GETFL) | O_NONBLOCK);
+	if (rdma_create_id(rx->ech, &rx->listen, NULL, RDMA_PS_TCP)) {
+		rx->listen = NULL;
+		return rx_fail(rx, rx_code(errno), errno, "rdma_create_id");
+	}
+	if (rdma_bind_addr(rx->listen, (struct sockaddr *)&rx->self_sa))
+		return rx_fail(rx, errno == EADDRNOTAVAIL || errno == ENODEV ?
+			       HCOMM_ERR_NODEV : rx_code(errno), errno,
+			       "rdma_bind_addr: no RDMA device has this "
+			       "address");
+	rx->verbs = rx->listen->verbs;
+	if (!rx->verbs)
+		return rx_fail(rx, HCOMM_ERR_NODEV, 0, "the address belongs "
+			       "to no RDMA device (rdma link add ... netdev "
+			       "<its interface>)");
+	rx->port = rx->listen->port_num;
+	snprintf(rx->dev, sizeof(rx->dev), "%s",
+		 ibv_get_device_name(rx->verbs->device));
+	if (ri->rdma_dev[0] && strcmp(ri->rdma_dev, rx->dev))
+		return rx_fail(rx, HCOMM_ERR_INVAL, 0, "the rank table names "
+			       "device %s, but the address is on %s",
+			       ri->rdma_dev, rx->dev);
+	rx_find_gid(rx);
+	if (ri->gid_index >= 0 && ri->gid_index != rx->sgid_index)
+		return rx_fail(rx, HCOMM_ERR_INVAL, 0, "the rank table names "
+			       "GID index %d, but the address is GID %d of "
+			       "%s port %u", ri->gid_index, rx->sgid_index,
+			       rx->dev, rx->port);
+	if (rdma_listen(rx->listen, 128))
+		return rx_fail(rx, rx_code(errno), errno, "rdma_listen");
+	if (rx->self_sa.ss_family == AF_INET)
+		((struct sockaddr_in *)&rx->self_sa)->sin_port =
+			rdma_get_src_port(rx->listen);
+	else
+		((struct sockaddr_in6 *)&rx->self_sa)->sin6_port =
+			rdma_get_src_port(rx->listen);
+	rx_sa_str(&rx->self_sa, rx->where, sizeof(rx->where));
+
+	if (ibv_query_device(rx->verbs, &da))
+		return rx_fail(rx, rx_code(errno), errno, "ibv_query_device");
+	if (rx->qd > (unsigned int)da.max_qp_wr)
+		rx->qd = da.max_qp_wr;
+	/* every QP of a lane shares its send CQ: it must hold them all */
+	if (c->size > 1 && (size_t)rx->qd * (c->size - 1) + 16 >
+	    (size_t)da.max_cqe)
+		rx->qd = (unsigned int)((da.max_cqe - 16) / (c->size - 1));
+	if (rx->qd < 8)
+		return rx_fail(rx, HCOMM_ERR_LIMIT, 0, "%d ranks do not fit "
+			       "the device's %d CQ entries", c->size,
+			       da.max_cqe);
+	rx->rd_atom = (uint8_t)(da.max_qp_rd_atom < da.max_qp_init_rd_atom ?
+				da.max_qp_rd_atom : da.max_qp_init_rd_atom);
+	if (rx->rd_atom > 16)
+		rx->rd_atom = 16;
+	rx->srq_depth = rx->qd * 4 < 1024 ? 1024 : rx->qd * 4;
+	if (rx->srq_depth > (unsigned int)da.max_srq_wr)
+		rx->srq_depth = da.max_srq_wr;
+	if (rx->srq_depth + 16 > (unsigned int)da.max_cqe)
+		rx->srq_depth = da.max_cqe - 16;
+
+	rx->pd = ibv_alloc_pd(rx->verbs);
+	if (!rx->pd)
+		return rx_fail(rx, rx_code(errno), errno, "ibv_alloc_pd");
+	rx->scq = aligned_alloc(64, sizeof(*rx->scq) * rx->nlanes);
+	if (!rx->scq)
+		return rx_fail(rx, HCOMM_ERR_NOMEM, ENOMEM, "CQs");
+	memset(rx->scq, 0, sizeof(*rx->scq) * rx->nlanes);
+	cqe = (int)(rx->qd * (c->size > 1 ? c->size - 1 : 1) + 16);
+	for (l = 0; l < rx->nlanes; l++) {
+		ret = rx_cq_init(rx, &rx->scq[l], cqe);
+		if (ret)
+			return ret;
+	}
+	ret = rx_cq_init(rx, &rx->rcq, (int)rx->srq_depth + 16);
+	if (ret)
+		return ret;
+	{
+		struct ibv_srq_init_attr sa;
+
+		memset(&sa, 0, sizeof(sa));
+		sa.attr.max_wr = rx->srq_depth;
+		sa.attr.max_sge = 1;
+		rx->srq = ibv_create_srq(rx->pd, &sa);
+		if (!rx->srq)
+			return rx_fail(rx, rx_code(errno), errno,
+				       "ibv_create_srq of %u receives",
+				       rx->srq_depth);
+	}
+	ret = rx_srq_fill(rx, rx->srq_depth);
+	if (ret)
+		return ret;
+	rx_probe_inline(rx);
+
+	/* bounce rings: send_buf_size per peer, split over its lanes */
+	rx->bsize = c->cfg.send_buf_size / rx->nlanes;
+	if (rx->bsize < (64u << 10))
+		rx->bsize = 64u << 10;
+	rx->bsize &= ~4095ULL;
+	if (rx->bounce_max > rx->bsize / 2)
+		rx->bounce_max = (unsigned int)(rx->bsize / 2);
+	if (rx->stripe_min <= rx->bounce_max)
+		rx->stripe_min = rx->bounce_max + 1;
+	rx->bounce_len = nconn * rx->bsize;
+	if (rx->bounce_len) {
+		if (posix_memalign((void **)&rx->bounce, 4096,
+				   rx->bounce_len)) {
+			rx->bounce = NULL;
+			return rx_fail(rx, HCOMM_ERR_NOMEM, ENOMEM, "%zu bytes "
+				       "of bounce rings", rx->bounce_len);
+		}
+		rx->bounce_mr = ibv_reg_mr(rx->pd, rx->bounce, rx->bounce_len,
+					   IBV_ACCESS_LOCAL_WRITE);
+		if (!rx->bounce_mr)
+			return rx_fail(rx, rx_reg_code(errno), errno,
+				       "ibv_reg_mr of %zu bytes of bounce "
+				       "rings", rx->bounce_len);
+	}
+
+	rx->peers = calloc(c->size, sizeof(*rx->peers));
+	if (!rx->peers)
+		return rx_fail(rx, HCOMM_ERR_NOMEM, ENOMEM, "peers");
+	i = 0;
+	for (r = 0; r < c->size; r++) {
+		struct rx_peer *p = &rx->peers[r];
+
+		p->rank = r;
+		if (r == c->rank)
+			continue;
+		p->conns = aligned_alloc(64, sizeof(*p->conns) * rx->nlanes);
+		if (!p->conns)
+			return rx_fail(rx, HCOMM_ERR_NOMEM, ENOMEM, "lanes");
+		memset(p->conns, 0, sizeof(*p->conns) * rx->nlanes);
+		for (l = 0; l < rx->nlanes; l++) {
+			struct rx_conn *k = &p->conns[l];
+
+			pthread_mutex_init(&k->lock, NULL);
+			k->peer = p;
+			k->lane = l;
+			k->bounce = rx->bounce + i++ * rx->bsize;
+			k->wrs = calloc(rx->qd, sizeof(*k->wrs));
+			if (!k->wrs)
+				return rx_fail(rx, HCOMM_ERR_NOMEM, ENOMEM,
+					       "WR rings");
+		}
+	}
+
+	rx->sigs = aligned_alloc(64, RX_SIGNALS * sizeof(*rx->sigs));
+	if (!rx->sigs)
+		return rx_fail(rx, HCOMM_ERR_NOMEM, ENOMEM, "signals");
+	memset(rx->sigs, 0, RX_SIGNALS * sizeof(*rx->sigs));
+	rx->sig_evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK | EFD_SEMAPHORE);
+	rx->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (rx->sig_evfd < 0 || rx->stop_fd < 0)
+		return rx_fail(rx, rx_code(errno), errno, "eventfd");
+	(void)fcntl(rx->verbs->async_fd, F_SETFL,
+		    fcntl(rx->verbs->async_fd, F_GETFL) | O_NONBLOCK);
+	return rx_mrc_init(rx);
+}
+
+static void rx_fini(struct hcomm_comm *c)
+{
+	struct rx *rx = rx_of(c);
+	uint64_t one = 1;
+	unsigned int l;
+	int r;
+
+	if (!rx)
+		return;
+	if (rx->cm_thr_up) {
+		(void)!write(rx->stop_fd, &one, sizeof(one));
+		pthread_join(rx->cm_thr, NULL);
+	}
+	for (r = 0; rx->peers && r < c->size; r++)
+		for (l = 0; rx->peers[r].conns && l < rx->nlanes; l++)
+			if (rx->peers[r].conns[l].state == CONN_UP)
+				(void)rdma_disconnect(rx->peers[r].conns[l].id);
+	for (r = 0; rx->peers && r < c->size; r++) {
+		struct rx_peer *p = &rx->peers[r];
+
+		for (l = 0; p->conns && l < rx->nlanes; l++) {
+			struct rx_conn *k = &p->conns[l];
+
+			k->state = CONN_IDLE;
+			rx_conn_drop(rx, k);
+			free(k->wrs);
+			pthread_mutex_destroy(&k->lock);
+		}
+		free(p->conns);
+	}
+	free(rx->peers);
+	free(rx->qpmap);
+	if (rx->srq)
+		(void)ibv_destroy_srq(rx->srq);
+	for (l = 0; rx->scq && l < rx->nlanes; l++)
+		rx_cq_fini(&rx->scq[l]);
+	free(rx->scq);
+	rx_cq_fini(&rx->rcq);
+	if (rx->bounce_mr)
+		(void)ibv_dereg_mr(rx->bounce_mr);
+	free(rx->bounce);
+	if (rx->mrc.ents)
+		rx_mrc_fini(rx);
+	if (rx->pd)
+		(void)ibv_dealloc_pd(rx->pd);
+	if (rx->listen)
+		rdma_destroy_id(rx->listen);
+	if (rx->ech)
+		rdma_destroy_event_channel(rx->ech);
+	free(rx->sigs);
+	if (rx->sig_evfd >= 0)
+		close(rx->sig_evfd);
+	if (rx->stop_fd >= 0)
+		close(rx->stop_fd);
+	if (rx->wake_fd >= 0)
+		close(rx->wake_fd);
+	free(rx);
+	c->xp = NULL;
+}
+
+static int rx_init(struct hcomm_comm *c)
+{
+	struct rx_pub mine, *all;
+	struct rx *rx;
+	int ret, local, r;
+
+	rx = calloc(1, sizeof(*rx));
+	all = calloc(c->size, sizeof(*all));
+	if (!rx || !all) {
+		free(rx);
+		free(all);
+		return hcomm__fail(HCOMM_ERR_NOMEM, ENOMEM, "rdma transport");
+	}
+	rx->c = c;
+	rx->wake_fd = rx->stop_fd = rx->sig_evfd = -1;
+	rx->sgid_index = rx->gid_type = -1;
+	rx->nonce = hcomm__boot_nonce(c->boot);
+	c->xp = rx;
+	local = rx_params(rx);
+	if (!local)
+		local = rx_setup_local(rx);
+	/* Everyone learns everyone's address, or who could not start. */
+	memset(&mine, 0, sizeof(mine));
+	mine.err = -local;
+	if (!local) {
+		mine.family = rx->self_sa.ss_family;
+		if (mine.family == AF_INET) {
+			const struct sockaddr_in *s = (void *)&rx->self_sa;
+
+			memcpy(mine.addr, &s->sin_addr, 4);
+			mine.port = s->sin_port;
+		} else {
+			const struct sockaddr_in6 *s = (void *)&rx->self_sa;
+
+			memcpy(mine.addr, &s->sin6_addr, 16);
+			mine.port = s->sin6_port;
+		}
+		snprintf(mine.dev, sizeof(mine.dev), "%.31s", rx->dev);
+	}
+	ret = hcomm__boot_allgather(c->boot, &mine, all, sizeof(mine));
+	if (local) {
+		ret = local;
+		goto err;
+	}
+	if (ret)
+		goto err;
+	for (r = 0; r < c->size; r++) {
+		struct rx_peer *p = &rx->peers[r];
+
+		if (all[r].err) {
+			ret = rx_fail(rx, all[r].err > 0 &&
+				      all[r].err < HCOMM_ERR__MAX ? all[r].err :
+				      HCOMM_ERR_IO, 0, "rank %d could not set "
+				      "up RDMA: %s", r,
+				      hcomm_strerror(all[r].err));
+			goto err;
+		}
+		if (r == c->rank)
+			continue;
+		memset(&p->sa, 0, sizeof(p->sa));
+		if (all[r].family == AF_INET) {
+			struct sockaddr_in *s = (void *)&p->sa;
+
+			s->sin_family = AF_INET;
+			memcpy(&s->sin_addr, all[r].addr, 4);
+			s->sin_port = all[r].port;
+		} else {
+			struct sockaddr_in6 *s = (void *)&p->sa;
+
+			s->sin6_family = AF_INET6;
+			memcpy(&s->sin6_addr, all[r].addr, 16);
+			s->sin6_port = all[r].port;
+		}
+		rx_sa_str(&p->sa, p->where, sizeof(p->where));
+	}
+	ret = rx_connect_all(rx);
+	if (ret)
+		goto err;
+	rx_qpmap_build(rx);
+	ret = pthread_create(&rx->cm_thr, NULL, rx_cm_main, rx);
+	if (ret) {
+		ret = rx_fail(rx, HCOMM_ERR_LIMIT, ret, "starting the rdma_cm "
+			      "thread");
+		goto err;
+	}
+	rx->cm_thr_up = 1;
+	free(all);
+	return 0;
+err:
+	free(all);
+	rx_fini(c);
+	return ret;
+}
+
+/* Any RDMA device at all (the choice of device and address is init's). */
+static int rx_probe(const struct hcomm_rankinfo *ri)
+{
+	struct ibv_device **list;
+	int n = 0;
+
+	(void)ri;
+	list = ibv_get_device_list(&n);
+	if (list)
+		ibv_free_device_list(list);
+	return n > 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* statistics                                                          */
+/* ------------------------------------------------------------------ */
+
+static void rx_stats_fill(struct rx *rx, struct hcomm_comm_stats *st)
+{
+	struct rx_mrc *mc = &rx->mrc;
+	int r;
+
+	pthread_mutex_lock(&mc->lock);
+	st->rcache_hits += mc->st.hits;
+	st->rcache_misses += mc->st.misses;
+	st->rcache_stale += mc->st.stale;
+	st->rcache_evictions += mc->st.evictions;
+	st->rcache_entries += mc->nlive;
+	st->rcache_bytes += mc->bytes;
+	st->rcache_dead += mc->st.dead;
+	pthread_mutex_unlock(&mc->lock);
+	for (r = 0; r < rx->c->size; r++) {
+		const struct rx_peer_stats *s = &rx->peers[r].st;
+
+		if (r == rx->c->rank)
+			continue;
+		st->net_bytes_sent += __atomic_load_n(&s->tx_bytes,
+						      __ATOMIC_RELAXED);
+		st->net_bytes_recv += __atomic_load_n(&s->rx_bytes,
+						      __ATOMIC_RELAXED);
+		st->net_ops_sent += __atomic_load_n(&s->ops, __ATOMIC_RELAXED);
+		st->net_ops_recv += __atomic_load_n(&s->signals_in,
+						    __ATOMIC_RELAXED);
+		st->net_conn_lost += !!__atomic_load_n(&rx->peers[r].dead,
+						       __ATOMIC_RELAXED);
+	}
+	st->net_refused += __atomic_load_n(&rx->refused, __ATOMIC_RELAXED);
+}
+
+static void rx_stats(struct hcomm_comm *c, struct hcomm_comm_stats *st)
+{
+	rx_stats_fill(rx_of(c), st);
+}
+
+/* Copy the counters to the published file (relaxed stores). */
+static void rx_publish_now(struct rx *rx)
+{
+	struct hcomm_comm_stats *pub = __atomic_load_n(&rx->pub,
+						       __ATOMIC_ACQUIRE);
+	struct hcomm_comm_stats st;
+	uint64_t *d, *s;
+	size_t i;
+
+	if (!pub)
+		return;
+	memset(&st, 0, sizeof(st));
+	rx_stats_fill(rx, &st);
+	d = (uint64_t *)pub;
+	s = (uint64_t *)&st;
+	for (i = 0; i < sizeof(st) / sizeof(uint64_t); i++)
+		__atomic_store_n(&d[i], s[i], __ATOMIC_RELAXED);
+}
+
+static void rx_publish(struct hcomm_comm *c, struct hcomm_comm_stats *st)
+{
+	struct rx *rx = rx_of(c);
+
+	__atomic_store_n(&rx->pub, st, __ATOMIC_RELEASE);
+	rx_publish_now(rx);
+}
+
+/*
+ * For the tests (hidden): what c's rdma transport chose, one line; -1
+ * when c uses another transport.
+ */
+HCOMM_HIDDEN int hcomm__rdma_info(struct hcomm_comm *c, char *buf,
+				  size_t len);
+HCOMM_HIDDEN int hcomm__rdma_info(struct hcomm_comm *c, char *buf,
+				  size_t len)
+{
+	const struct rx *rx;
+
+	if (!c || c->xops != &hcomm__xport_rdma || !c->xp)
+		return -1;
+	rx = rx_of(c);
+	snprintf(buf, len, "dev=%s port=%u addr=%s gid=%d gid_type=%s "
+		 "lanes=%u qd=%u max_inline=%u bounce_max=%u bsize=%llu "
+		 "stripe_min=%llu ack_timeout=%u retry_cnt=%u rd_atom=%u "
+		 "srq=%u cache=%s ooo=%llu",
+		 rx->dev, rx->port, rx->where, rx->sgid_index,
+		 rx->gid_type == IBV_GID_TYPE_ROCE_V2 ? "RoCEv2" :
+		 rx->gid_type == IBV_GID_TYPE_ROCE_V1 ? "RoCEv1" : "?",
+		 rx->nlanes, rx->qd, rx->max_inline, rx->bounce_max,
+		 (unsigned long long)rx->bsize,
+		 (unsigned long long)rx->stripe_min, rx->ack_timeout,
+		 rx->retry_cnt, rx->rd_atom, rx->srq_depth,
+		 rx->mrc.fd >= 0 ? "module" : "per-op",
+		 (unsigned long long)__atomic_load_n(&rx->ooo,
+						     __ATOMIC_RELAXED));
+	return 0;
+}
+
+/*
+ * For the tests (hidden): peer r's counters: out[0..4] = tx_bytes,
+ * rx_bytes, ops, signals_in, errors; out[5 + s] = WRs failed with
+ * ibv_wc_status s (s < 32); out[37 + l] = WRs posted on lane l so far
+ * (l < 64).  -1 when r is no peer.
+ */
+HCOMM_HIDDEN int hcomm__rdma_peer_counters(struct hcomm_comm *c, int r,
+					   uint64_t *out);
+HCOMM_HIDDEN int hcomm__rdma_peer_counters(struct hcomm_comm *c, int r,
+					   uint64_t *out)
+{
+	const struct rx_peer *p;
+	const struct rx *rx;
+	unsigned int i;
+
+	if (!c || c->xops != &hcomm__xport_rdma || !c->xp || r < 0 ||
+	    r >= c->size || r == c->rank)
+		return -1;
+	rx = rx_of(c);
+	p = &rx->peers[r];
+	memset(out, 0, (37 + 64) * sizeof(*out));
+	out[0] = __atomic_load_n(&p->st.tx_bytes, __ATOMIC_RELAXED);
+	out[1] = __atomic_load_n(&p->st.rx_bytes, __ATOMIC_RELAXED);
+	out[2] = __atomic_load_n(&p->st.ops, __ATOMIC_RELAXED);
+	out[3] = __atomic_load_n(&p->st.signals_in, __ATOMIC_RELAXED);
+	out[4] = __atomic_load_n(&p->st.errors, __ATOMIC_RELAXED);
+	for (i = 0; i < RX_WC_STATUS; i++)
+		out[5 + i] = __atomic_load_n(&p->st.wc_err[i],
+					     __ATOMIC_RELAXED);
+	for (i = 0; i < rx->nlanes; i++)
+		out[37 + i] = __atomic_load_n(&p->conns[i].head,
+					      __ATOMIC_RELAXED);
+	return 0;
+}
+
+const struct hcomm_xport_ops hcomm__xport_rdma = {
+	.name = "rdma",
+	.probe = rx_probe,
+	.init = rx_init,
+	.fini = rx_fini,
+	.win_create = rx_win_create,
+	.win_free = rx_win_free,
+	.post = rx_post,
+	.progress = rx_progress,
+	.block = rx_block,
+	.wake_enable = rx_wake_enable,
+	.wake = rx_wake,
+	.fence = rx_fence,
+	.flush = rx_flush,
+	.signal_count = rx_signal_count,
+	.signal_read = rx_signal_read,
+	.signal_wait = rx_signal_wait,
+	.stats = rx_stats,
+	.publish = rx_publish,
+};
