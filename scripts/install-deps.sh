@@ -1,6 +1,8 @@
 #!/bin/sh
 # Install the Debian packages hcomm needs to build and test itself.
 # Idempotent: does nothing (and needs no network) when all are present.
+# rdma-core .. iproute2: the network test bed (scripts/netvm.sh): rdma_rxe
+# tools, verbs/rdma_cm, perftest and iperf3, used inside its VMs.
 set -eu
 
 PKGS="build-essential pkg-config cpio kmod xz-utils bc flex bison
@@ -10,7 +12,9 @@ linux-source-6.12
 linux-image-amd64 linux-headers-amd64
 linux-image-6.12-amd64 linux-headers-6.12-amd64
 openmpi-bin libopenmpi-dev
-libopenblas-dev libtbb-dev libstarpu-dev chromium graphviz"
+libopenblas-dev libtbb-dev libstarpu-dev chromium graphviz
+rdma-core ibverbs-utils libibverbs-dev librdmacm-dev rdmacm-utils perftest
+iperf3 iproute2"
 
 missing=""
 for p in $PKGS; do
