@@ -502,6 +502,7 @@ extern unsigned int hcomm_chunk_size;
 extern unsigned int hcomm_nr_doorbells;
 extern unsigned long hcomm_cache_limit;
 extern unsigned int hcomm_workers;
+extern unsigned int hcomm_slot_slow_ms;
 extern unsigned int hcomm_qos_user_min_rate;
 extern unsigned int hcomm_qos_user_priority;
 

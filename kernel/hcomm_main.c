@@ -66,6 +66,11 @@ module_param_named(qos_user_priority, hcomm_qos_user_priority, uint, 0644);
 MODULE_PARM_DESC(qos_user_priority,
 		 "Highest SET_QOS priority a context may set without CAP_SYS_NICE (default 0)");
 
+unsigned int hcomm_slot_slow_ms = 20;
+module_param_named(slot_slow_ms, hcomm_slot_slow_ms, uint, 0644);
+MODULE_PARM_DESC(slot_slow_ms,
+		 "A slot out longer than this many ms makes its context slow for a second: it then holds at most its share of the slots (default 20; 0: never; at most 10000)");
+
 struct hcomm_stats hcomm_stats;
 
 LIST_HEAD(hcomm_ctx_list);

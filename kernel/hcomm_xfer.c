@@ -22,7 +22,7 @@
  *
  * Shares are of bytes: a slot goes to the context with the smallest
  * virtual time, whoever's chunk was slow.  A slot whose chunk took longer
- * than HCOMM_SLOT_SLOW_MS (a worker throttled by its cgroup's cpu.max, or
+ * than slot_slow_ms (a worker throttled by its cgroup's cpu.max, or
  * confined to a busy cpuset) marks its context slow for a second; a slow
  * context holds at most its share of the slots, rounded up, and never all
  * of them (hcomm_slot_cap()), so the slots of a throttled context stand
@@ -166,8 +166,11 @@ struct hcomm_slot {
 	unsigned long start;	/* jiffies when handed out */
 };
 
-/* A chunk slower than this marks its context slow for HCOMM_SLOW_FOR. */
-#define HCOMM_SLOT_SLOW_MS	20
+/*
+ * A chunk slower than slot_slow_ms (module parameter; 0: never) marks its
+ * context slow for HCOMM_SLOW_FOR.
+ */
+#define HCOMM_SLOT_SLOW_MAX_MS	10000
 #define HCOMM_SLOW_FOR		HZ
 
 static struct hcomm_engine {
@@ -540,11 +543,18 @@ static void hcomm_ctx_drain(struct hcomm_ctx *ctx)
 	}
 }
 
-/* Has @slot been out longer than HCOMM_SLOT_SLOW_MS? */
+/*
+ * Has @slot been out longer than slot_slow_ms?  The parameter is read once
+ * (it may change at any time), clamped to HCOMM_SLOT_SLOW_MAX_MS; 0 turns
+ * the rule off.
+ */
 static bool hcomm_slot_stalled(struct hcomm_slot *slot)
 {
-	return slot && time_after(jiffies, slot->start +
-				  msecs_to_jiffies(HCOMM_SLOT_SLOW_MS));
+	unsigned int ms = min(READ_ONCE(hcomm_slot_slow_ms),
+			      HCOMM_SLOT_SLOW_MAX_MS);
+
+	return slot && ms && time_after(jiffies, slot->start +
+					msecs_to_jiffies(ms));
 }
 
 /*
@@ -727,8 +737,7 @@ static void hcomm_slot_run(struct hcomm_ctx *ctx, struct hcomm_slot *slot)
 	      (op->x.next == op->x.len || op->cancelled) && !op->x.finishing;
 	if (end)
 		op->x.finishing = true;
-	if (time_after(jiffies, slot->start +
-		       msecs_to_jiffies(HCOMM_SLOT_SLOW_MS)))
+	if (hcomm_slot_stalled(slot))
 		ctx->slow_until = jiffies + HCOMM_SLOW_FOR;
 	slot->op = NULL;
 	list_move(&slot->node, &eng->free_slots);
