@@ -286,6 +286,7 @@ enum {
 	OP_DEREG,	/* -> ret */
 	OP_LOOP,	/* a0 peer key, a1 len, a2 depth -> see agent_loop */
 	OP_STARTED,	/* agent -> test: the loop's first transfer is done */
+	OP_HAMMER,	/* a0 peer key, a1 rounds -> see agent_hammer */
 	OP_EXIT,
 };
 
@@ -335,6 +336,42 @@ struct agent {
 	uint64_t size;
 	uint32_t seed;
 };
+
+/*
+ * OP_HAMMER: @a1 rounds of an 8-byte read from the peer's region (key a0)
+ * and an 8-byte write of our own bytes into it, each waited for.
+ * Reply: a0 reads done, a1 writes done, a2 EACCES, a3 other results,
+ * a4 the last other result.
+ */
+static void agent_hammer(struct hc_ctx *c, uint64_t own, struct msg *m)
+{
+	uint64_t peer = m->a[0], rounds = m->a[1], i;
+	uint64_t ok[2] = { 0, 0 }, eacces = 0, other = 0;
+	int64_t last_other = 0;
+
+	for (i = 0; i < 2 * rounds; i++) {
+		bool wr = i & 1;
+		struct hcomm_xfer x;
+		int res;
+
+		xfer_init(&x, wr ? own : peer, 0, wr ? peer : own, wr ? 64 : 0,
+			  8, 0, 0, 0);
+		res = cmd_timed(c->fd, c->r, HCOMM_CMD_XFER, &x);
+		if (res == 0) {
+			ok[wr]++;
+		} else if (res == -EACCES) {
+			eacces++;
+		} else {
+			other++;
+			last_other = res;
+		}
+	}
+	m->a[0] = ok[0];
+	m->a[1] = ok[1];
+	m->a[2] = eacces;
+	m->a[3] = other;
+	m->a[4] = (uint64_t)last_other;
+}
 
 /*
  * OP_LOOP: transfers of @len bytes between the peer's region (key a0) and
@@ -532,6 +569,10 @@ agent_main(int sock, pid_t parent, const struct agent_cfg *cfg)
 			break;
 		case OP_LOOP:
 			agent_loop(sock, &c, reg.key, &m);
+			m.ret = 0;
+			break;
+		case OP_HAMMER:
+			agent_hammer(&c, reg.key, &m);
 			m.ret = 0;
 			break;
 		case OP_EXIT:
@@ -1038,6 +1079,87 @@ TEST_F(hcomm, grant_uid_other_user)
 	ASSERT_UNTOUCHED(&a, &b, "after the revoke");
 #undef B_READ
 #undef B_WRITE
+
+	ASSERT_EQ(0, agent_stop(&b));
+	side_close(&a);
+}
+
+/*
+ * A grant changes as one unit.  A flips its region's grant between
+ * (ANY, REMOTE_READ) and (UID 1234, REMOTE_READ|REMOTE_WRITE) as fast as
+ * it can while B (uid 65534, neither 1234 nor A's uid) reads and writes 8
+ * bytes of it in a loop.  Neither grant ever lets B write: a grant whose
+ * scope, access and uid were published separately gives (ANY, READ|WRITE)
+ * for an instant in both directions of the flip.  B's reads succeed under
+ * the first grant and fail under the second, which shows that the flips
+ * and B's transfers overlapped.
+ */
+struct flipper {
+	struct side *a;
+	volatile int stop;
+	uint64_t flips;
+	int err;
+};
+
+static void *flip_fn(void *arg)
+{
+	struct flipper *f = arg;
+
+	while (!f->stop && !f->err) {
+		bool any = !(f->flips & 1);
+
+		f->err = hc_grant(f->a->c.fd, f->a->c.r, f->a->reg.region,
+				  any ? HCOMM_GRANT_UID : HCOMM_GRANT_ANY,
+				  any ? ACC_RW : ACC_R, any ? 1234 : 0);
+		f->flips++;
+	}
+	return NULL;
+}
+
+TEST_F(hcomm, grant_change_atomic)
+{
+	struct agent_cfg cfg = small_cfg(variant, 2);
+	struct flipper f = { 0 };
+	struct msg m = { .op = OP_HAMMER };
+	struct agent b;
+	struct side a;
+	uint64_t rounds;
+	pthread_t th;
+	int ret;
+
+	cfg.nobody = true;
+	ASSERT_EQ(0, agent_start(self, &b, &cfg))
+		TH_LOG("agent as uid %d failed to start", NOBODY);
+	side_open(_metadata, &a, variant->uring, 64 * KiB, 1,
+		  HCOMM_ACCESS_ALL);
+	ASSERT_EQ(0, hc_grant(a.c.fd, a.c.r, a.reg.region, HCOMM_GRANT_ANY,
+			      ACC_R, 0));
+
+	f.a = &a;
+	ASSERT_EQ(0, pthread_create(&th, NULL, flip_fn, &f));
+	m.a[0] = a.reg.key;
+	/* the debug kernel (kmemleak in debugfs) is several times slower */
+	rounds = access("/sys/kernel/debug/kmemleak", F_OK) ? 20000 : 5000;
+	m.a[1] = rounds;
+	ret = agent_req(&b, &m);
+	f.stop = 1;
+	pthread_join(th, NULL);
+	ASSERT_EQ(0, ret) TH_LOG("agent: %d", ret);
+	ASSERT_EQ(0, f.err) TH_LOG("GRANT failed after %llu flips: %d",
+				   (unsigned long long)f.flips, f.err);
+	TH_LOG("%llu flips; B: %llu reads, %llu writes done, %llu EACCES",
+	       (unsigned long long)f.flips, (unsigned long long)m.a[0],
+	       (unsigned long long)m.a[1], (unsigned long long)m.a[2]);
+	ASSERT_EQ(0, m.a[3]) TH_LOG("B saw %llu other results, the last %d",
+				    (unsigned long long)m.a[3], (int)m.a[4]);
+	ASSERT_EQ(0, m.a[1]) TH_LOG("B (uid %d) wrote A's region %llu times "
+				    "under a grant that never allowed it",
+				    NOBODY, (unsigned long long)m.a[1]);
+	ASSERT_SIDE_DATA(&a, 0, a.size, 0, 0, 0, 0, "A after the flips");
+	/* the flips overlapped B's transfers: reads both passed and failed */
+	ASSERT_LT(0, m.a[0]);
+	ASSERT_LT(rounds, m.a[2]);	/* every write and some reads */
+	ASSERT_LT(0, f.flips);
 
 	ASSERT_EQ(0, agent_stop(&b));
 	side_close(&a);
