@@ -1,12 +1,13 @@
 #!/bin/sh
 # Install the Debian packages hcomm needs to build and test itself.
 # Idempotent: does nothing (and needs no network) when all are present.
+# libjson-c-dev: libhcomm reads JSON rank tables.
 # rdma-core .. iproute2: the network test bed (scripts/netvm.sh): rdma_rxe
 # tools, verbs/rdma_cm, perftest and iperf3, used inside its VMs.
 set -eu
 
 PKGS="build-essential pkg-config cpio kmod xz-utils bc flex bison
-libelf-dev libssl-dev python3 sparse liburing-dev libdrm-dev
+libelf-dev libssl-dev python3 sparse liburing-dev libdrm-dev libjson-c-dev
 qemu-system-x86 busybox-static
 linux-source-6.12
 linux-image-amd64 linux-headers-amd64
