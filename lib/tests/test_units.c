@@ -26,6 +26,7 @@
 #include "hcomm_int.h"
 #include "hcomm_boot.h"
 #include "hcomm_mpsc.h"
+#include "hcomm_probe.h"
 #include "tap.h"
 
 #define KiB	(1ULL << 10)
@@ -73,7 +74,8 @@ static const char *const env_vars[] = {
 	"SLURM_NTASKS", "SLURM_JOB_ID", "SLURM_STEP_ID", "PMI_RANK",
 	"PMI_SIZE", "PMI_JOBID", "PMI_KVSNAME", "HCOMM_JOB_ID",
 	"OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_STEP_NUM_NODES", "SLURM_NNODES",
-	"SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST",
+	"SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "HCOMM_PROBE",
+	"HCOMM_TRANSPORT",
 };
 
 static void clean_env(void)
@@ -1542,6 +1544,140 @@ static void test_ec_stress(void)
 }
 
 /* ------------------------------------------------------------------ */
+/* Transport choice                                                   */
+/* ------------------------------------------------------------------ */
+
+static struct hcomm_link lk(double lat, double bw, uint64_t err)
+{
+	return (struct hcomm_link){ .usable = 1, .probed = 1, .lat_us = lat,
+				    .bw_mbps = bw, .errors = err };
+}
+
+static void test_route(void)
+{
+	struct hcomm_link l[HCOMM_XP_MAX];
+	struct hcomm_probe_budget b;
+	struct hcomm_route rt;
+	double v[5] = { 5, 1, 4, 2, 3 };
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+	int forced;
+
+	/* rdma: 1400 us, 10 MB/s; tcp: 900 us, 110 MB/s (rxe under TCG) */
+	memset(l, 0, sizeof(l));
+	l[HCOMM_XP_RDMA] = lk(1400, 10, 0);
+	l[HCOMM_XP_TCP] = lk(900, 110, 0);
+	hcomm__route_choose(l, -1, &rt);
+	ok(rt.n == 1 && rt.xp[0] == HCOMM_XP_TCP &&
+	   rt.upto[0] == UINT64_MAX && hcomm__route_xp(&rt, 8) ==
+	   HCOMM_XP_TCP && hcomm__route_xp(&rt, 1 << 26) == HCOMM_XP_TCP,
+	   "route: tcp faster at every size is tcp for every size (%s)",
+	   rt.why);
+
+	/* tcp throttled by tc: 2000 us, 2 MB/s */
+	l[HCOMM_XP_TCP] = lk(2000, 2, 0);
+	hcomm__route_choose(l, -1, &rt);
+	ok(rt.n == 1 && rt.xp[0] == HCOMM_XP_RDMA,
+	   "route: rdma faster at every size is rdma");
+
+	/* crossing: tcp 100 us 100 MB/s, rdma 300 us 1000 MB/s:
+	 * 100 + s/100 = 300 + s/1000 at s = 200 / (0.01 - 0.001) = 22222.2 */
+	l[HCOMM_XP_TCP] = lk(100, 100, 0);
+	l[HCOMM_XP_RDMA] = lk(300, 1000, 0);
+	hcomm__route_choose(l, -1, &rt);
+	ok(rt.n == 2 && rt.xp[0] == HCOMM_XP_TCP && rt.upto[0] == 22223 &&
+	   rt.xp[1] == HCOMM_XP_RDMA && rt.upto[1] == UINT64_MAX &&
+	   hcomm__route_xp(&rt, 22222) == HCOMM_XP_TCP &&
+	   hcomm__route_xp(&rt, 22223) == HCOMM_XP_RDMA,
+	   "route: a crossing at 22222.2 bytes splits the sizes there "
+	   "(%llu)", (unsigned long long)rt.upto[0]);
+
+	/* three lines: kernel best small, rdma middle, tcp never */
+	l[HCOMM_XP_KERNEL] = lk(10, 50, 0);
+	l[HCOMM_XP_TCP] = lk(100, 20, 0);
+	hcomm__route_choose(l, -1, &rt);
+	ok(rt.n == 2 && rt.xp[0] == HCOMM_XP_KERNEL &&
+	   rt.xp[1] == HCOMM_XP_RDMA,
+	   "route: a line above the envelope everywhere gets no range");
+
+	/* errors: a dirty link is passed over while a clean one exists */
+	memset(l, 0, sizeof(l));
+	l[HCOMM_XP_RDMA] = lk(10, 1000, 3);
+	l[HCOMM_XP_TCP] = lk(900, 110, 0);
+	hcomm__route_choose(l, -1, &rt);
+	ok(rt.n == 1 && rt.xp[0] == HCOMM_XP_TCP && strstr(rt.why, "rdma"),
+	   "route: a link with probe errors is passed over (%s)", rt.why);
+	l[HCOMM_XP_TCP].usable = 0;
+	hcomm__route_choose(l, -1, &rt);
+	ok(rt.n == 1 && rt.xp[0] == HCOMM_XP_RDMA,
+	   "route: ... unless it is the only one");
+
+	/* not probed: preference order kernel, rdma, tcp */
+	memset(l, 0, sizeof(l));
+	l[HCOMM_XP_TCP].usable = 1;
+	l[HCOMM_XP_RDMA].usable = 1;
+	hcomm__route_choose(l, -1, &rt);
+	ok(rt.n == 1 && rt.xp[0] == HCOMM_XP_RDMA &&
+	   strstr(rt.why, "not probed"),
+	   "route: without measurements the preference order");
+	hcomm__route_choose(l, HCOMM_XP_TCP, &rt);
+	ok(rt.n == 1 && rt.xp[0] == HCOMM_XP_TCP &&
+	   strstr(rt.why, "HCOMM_TRANSPORT=tcp"),
+	   "route: a forced transport for every size");
+	hcomm__route_choose(l, HCOMM_XP_KERNEL, &rt);
+	ok(rt.n == 0 && hcomm__route_xp(&rt, 1) == -1 &&
+	   strstr(rt.why, "does not reach"),
+	   "route: a forced transport that does not reach the peer: none");
+	memset(l, 0, sizeof(l));
+	hcomm__route_choose(l, -1, &rt);
+	ok(rt.n == 0 && strstr(rt.why, "no transport"),
+	   "route: no usable link: no route");
+
+	/* the table, as text and JSON */
+	l[HCOMM_XP_TCP] = lk(100, 100, 0);
+	l[HCOMM_XP_RDMA] = lk(300, 1000, 0);
+	hcomm__route_choose(l, -1, &rt);
+	f = open_memstream(&buf, &len);
+	hcomm__route_print(f, 0, 3, l, &rt);
+	hcomm__route_json(f, 3, l, &rt);
+	fclose(f);
+	ok(buf && strstr(buf, "rank 0 -> 3: kernel -, rdma 300.0 us "
+			 "1000.0 MB/s 0 err, tcp 100.0 us 100.0 MB/s 0 err; "
+			 "[0, 22223) tcp [22223, inf) rdma (measured") &&
+	   strstr(buf, "{\"peer\": 3, \"links\": {\"kernel\": {\"usable\": "
+		  "false") &&
+	   strstr(buf, "\"route\": [{\"below\": 22223, \"transport\": "
+		  "\"tcp\"}, {\"below\": null, \"transport\": \"rdma\"}]"),
+	   "route: the decision table as text and JSON");
+	if (buf && strchr(buf, '\n'))
+		printf("# %.*s\n", (int)(strchr(buf, '\n') - buf), buf);
+	free(buf);
+
+	ok(hcomm__median(v, 5) == 3 && hcomm__median(v, 4) == 2.5,
+	   "route: median of odd and even counts");
+
+	clean_env();
+	ok(!hcomm__probe_env(&b, &forced) && b.mode == HCOMM_PROBE_QUICK &&
+	   b.rtts == 200 && forced == -1,
+	   "probe env: quick and auto by default");
+	setenv("HCOMM_PROBE", "full", 1);
+	setenv("HCOMM_TRANSPORT", "rdma", 1);
+	ok(!hcomm__probe_env(&b, &forced) && b.mode == HCOMM_PROBE_FULL &&
+	   forced == HCOMM_XP_RDMA, "probe env: full, rdma forced");
+	setenv("HCOMM_PROBE", "often", 1);
+	ok(hcomm__probe_env(&b, &forced) == -HCOMM_ERR_INVAL &&
+	   strstr(hcomm_errmsg(), "HCOMM_PROBE"),
+	   "probe env: a bad HCOMM_PROBE names the variable");
+	setenv("HCOMM_PROBE", "off", 1);
+	setenv("HCOMM_TRANSPORT", "ib", 1);
+	ok(hcomm__probe_env(&b, &forced) == -HCOMM_ERR_INVAL &&
+	   strstr(hcomm_errmsg(), "HCOMM_TRANSPORT"),
+	   "probe env: a bad HCOMM_TRANSPORT names the variable");
+	clean_env();
+}
+
+/* ------------------------------------------------------------------ */
 /* Bootstrap                                                          */
 /* ------------------------------------------------------------------ */
 
@@ -2311,6 +2447,7 @@ int main(void)
 	test_tcp_addr();
 	test_detect();
 	test_detect_hosts();
+	test_route();
 	test_mpsc_basic();
 	test_mpsc_threads();
 	test_ec_basic();
