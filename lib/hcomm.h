@@ -263,7 +263,11 @@ int hcomm_comm_size(const struct hcomm_comm *comm);
 enum hcomm_launcher hcomm_comm_launcher(const struct hcomm_comm *comm);
 /* The context (device) the communicator uses. */
 struct hcomm_ctx *hcomm_comm_ctx(struct hcomm_comm *comm);
-/* The transport in use: "kernel" (intra-node /dev/hcomm). */
+/*
+ * The transport in use: "kernel" (intra-node /dev/hcomm) or "tcp".
+ * HCOMM_TRANSPORT=auto|kernel|tcp chooses (auto, the default: kernel when
+ * every rank is on this host, else tcp).
+ */
 const char *hcomm_comm_transport(const struct hcomm_comm *comm);
 /*
  * Collective barrier over the bootstrap channel.
@@ -303,7 +307,21 @@ struct hcomm_comm_stats {
 	uint64_t rcache_bytes;		/* bytes they cover now */
 	uint64_t rcache_dead;		/* replaced while an operation used
 					 * them: deregistered once unused */
-	uint64_t reserved[9];		/* 0 */
+	/* Network transports (tcp), summed over the peers; 0 otherwise. */
+	uint64_t net_bytes_sent;	/* payload bytes sent (puts, get
+					 * replies) */
+	uint64_t net_bytes_recv;	/* payload bytes received and applied */
+	uint64_t net_ops_sent;		/* requests sent (put, get frames) */
+	uint64_t net_ops_recv;		/* requests received and applied */
+	uint64_t net_crc_errors;	/* frames whose CRC32C failed */
+	uint64_t net_refused;		/* connections refused at the hello,
+					 * frames refused (malformed, out of
+					 * range): the connection closed */
+	uint64_t net_retransmits;	/* TCP retransmits (TCP_INFO
+					 * tcpi_total_retrans) */
+	uint64_t net_conn_lost;		/* connections closed by an error
+					 * (peer gone, bad frame, timeout) */
+	uint64_t reserved[1];		/* 0 */
 };
 /* Fill *st (never fails for a valid comm). */
 int hcomm_comm_get_stats(struct hcomm_comm *comm, struct hcomm_comm_stats *st);

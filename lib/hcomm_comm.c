@@ -60,7 +60,9 @@
 
 static const struct hcomm_xport_ops *const xports[] = {
 	&hcomm__xport_kernel,
+	&hcomm__xport_tcp,
 };
+#define NR_XPORTS	(sizeof(xports) / sizeof(xports[0]))
 
 static __thread int t_cb_depth;			/* > 0 inside a callback */
 static __thread struct hcomm_comm *t_dispatcher; /* this thread's comm */
@@ -1013,6 +1015,38 @@ HCOMM_EXPORT int hcomm_comm_get_stats(struct hcomm_comm *c,
 	return 0;
 }
 
+/*
+ * HCOMM_TRANSPORT=kernel|tcp: that one, which must reach every rank;
+ * unset, "" or auto: the first of xports[] whose probe reaches them.
+ */
+static int xport_select(struct hcomm_comm *c)
+{
+	const char *want = getenv("HCOMM_TRANSPORT");
+	unsigned int i;
+
+	if (!want || !*want || !strcmp(want, "auto")) {
+		for (i = 0; i < NR_XPORTS && !c->xops; i++)
+			if (xports[i]->probe(&c->ri))
+				c->xops = xports[i];
+		if (!c->xops)
+			return hcomm__fail(HCOMM_ERR_NOTSUP, 0, "no transport "
+					   "reaches every rank");
+		return 0;
+	}
+	for (i = 0; i < NR_XPORTS; i++)
+		if (!strcmp(want, xports[i]->name))
+			break;
+	if (i == NR_XPORTS)
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "HCOMM_TRANSPORT="
+				   "\"%.32s\": not auto, kernel or tcp", want);
+	if (!xports[i]->probe(&c->ri))
+		return hcomm__fail(HCOMM_ERR_NOTSUP, 0, "HCOMM_TRANSPORT=%s: "
+				   "it does not reach every rank (ranks on "
+				   "other hosts need tcp)", want);
+	c->xops = xports[i];
+	return 0;
+}
+
 static void comm_free(struct hcomm_comm *c)
 {
 	pthread_cond_destroy(&c->lq_cond);
@@ -1027,7 +1061,6 @@ HCOMM_EXPORT int hcomm_comm_init(struct hcomm_comm **out,
 	struct hcomm_comm *c;
 	int32_t *st = NULL, mine;
 	int64_t coll_ms;
-	unsigned int i;
 	int ret, local;
 
 	if (!out)
@@ -1062,18 +1095,9 @@ HCOMM_EXPORT int hcomm_comm_init(struct hcomm_comm **out,
 	c->cfg.rank_table = NULL;	/* the caller's string: not kept */
 	c->rank = c->ri.rank;
 	c->size = c->ri.size;
-	for (i = 0; i < sizeof(xports) / sizeof(xports[0]); i++) {
-		if (xports[i]->probe(&c->ri)) {
-			c->xops = xports[i];
-			break;
-		}
-	}
-	if (!c->xops) {
-		ret = hcomm__fail(HCOMM_ERR_NOTSUP, 0, "no transport reaches "
-				  "every rank (ranks on other hosts need a "
-				  "network transport)");
+	ret = xport_select(c);
+	if (ret)
 		goto err;
-	}
 	st = calloc(c->size, sizeof(*st));
 	if (!st) {
 		ret = hcomm__fail(HCOMM_ERR_NOMEM, ENOMEM, "hcomm_comm_init");

@@ -10,9 +10,10 @@
  * how completions are found, and the signals.  It sees requests only to
  * hand them back through hcomm__complete().
  *
- * One transport exists now, "kernel" (hcomm_xport_kernel.c: /dev/hcomm,
- * every rank on this host).  Network transports plug in behind the same
- * table; nothing transport specific appears in hcomm.h.
+ * Two transports exist: "kernel" (hcomm_xport_kernel.c: /dev/hcomm, every
+ * rank on this host) and "tcp" (hcomm_xport_tcp.c: any hosts).  Others
+ * plug in behind the same table; nothing transport specific appears in
+ * hcomm.h.
  */
 #ifndef LIBHCOMM_XPORT_H
 #define LIBHCOMM_XPORT_H
@@ -110,6 +111,11 @@ struct hcomm_xport_ops {
 
 /* The intra-node transport over /dev/hcomm (hcomm_xport_kernel.c). */
 HCOMM_HIDDEN extern const struct hcomm_xport_ops hcomm__xport_kernel;
+/* Any ranks, over TCP sockets (hcomm_xport_tcp.c). */
+HCOMM_HIDDEN extern const struct hcomm_xport_ops hcomm__xport_tcp;
+/* For the tests: where the tcp transport of c listens, "ip:port" ("" if
+ * c uses another transport). */
+HCOMM_HIDDEN const char *hcomm__tcp_listen_addr(const struct hcomm_comm *c);
 
 /*
  * Transports call this once per issued request when it finished: err is
