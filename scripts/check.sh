@@ -137,14 +137,22 @@ if [ -n "$usum" ]; then
 elif [ -n "$sum" ]; then
 	f=$((f + 1))	# the library tests ran, the unit tests did not
 fi
+# The tcp transport's tests (forked ranks over 127.0.0.1) too.
+csum=$(grep -E '^tcp: [0-9]+ passed, [0-9]+ failed' "$logs/check-host-lib-tests.log" | tail -n1)
+if [ -n "$csum" ]; then
+	set -- $csum
+	p=$((p + $2)) f=$((f + $4))
+elif [ -n "$usum" ]; then
+	f=$((f + 1))	# the unit tests ran, the tcp tests did not
+fi
 tsum=$(grep -E '^tools: [0-9]+ passed, [0-9]+ failed' "$logs/check-host-lib-tests.log" | tail -n1)
 if [ -n "$tsum" ]; then
 	set -- $tsum
 	p=$((p + $2)) f=$((f + $4))
-elif [ -n "$usum" ]; then
-	f=$((f + 1))	# the unit tests ran, the tool tests did not
+elif [ -n "$csum" ]; then
+	f=$((f + 1))	# the tcp tests ran, the tool tests did not
 fi
-echo "rc=$rc ${sum:-no summary line}; ${usum:-no units line}; ${tsum:-no tools line} ($(since "$t")s)" >&2
+echo "rc=$rc ${sum:-no summary line}; ${usum:-no units line}; ${csum:-no tcp line}; ${tsum:-no tools line} ($(since "$t")s)" >&2
 [ $rc -ne 0 ] && tail -n 25 "$logs/check-host-lib-tests.log" | sed 's/^/    /' >&2
 row test "host/lib" "$p" "$f" 0 "$(since "$t")"
 
