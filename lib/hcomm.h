@@ -321,7 +321,9 @@ struct hcomm_comm_stats {
 					 * tcpi_total_retrans) */
 	uint64_t net_conn_lost;		/* connections closed by an error
 					 * (peer gone, bad frame, timeout) */
-	uint64_t reserved[1];		/* 0 */
+	uint64_t rdma_wc_errors;	/* rdma: work requests completed in
+					 * error (flushed ones included; by
+					 * status: transports.rst) */
 };
 /* Fill *st (never fails for a valid comm). */
 int hcomm_comm_get_stats(struct hcomm_comm *comm, struct hcomm_comm_stats *st);

@@ -61,6 +61,7 @@
 static const struct hcomm_xport_ops *const xports[] = {
 	&hcomm__xport_kernel,
 	&hcomm__xport_tcp,
+	&hcomm__xport_rdma,
 };
 #define NR_XPORTS	(sizeof(xports) / sizeof(xports[0]))
 

@@ -113,6 +113,8 @@ struct hcomm_xport_ops {
 HCOMM_HIDDEN extern const struct hcomm_xport_ops hcomm__xport_kernel;
 /* Any ranks, over TCP sockets (hcomm_xport_tcp.c). */
 HCOMM_HIDDEN extern const struct hcomm_xport_ops hcomm__xport_tcp;
+/* RoCEv2 RC queue pairs over rdma-core (hcomm_xport_rdma.c). */
+HCOMM_HIDDEN extern const struct hcomm_xport_ops hcomm__xport_rdma;
 /* For the tests: where the tcp transport of c listens, "ip:port" ("" if
  * c uses another transport). */
 HCOMM_HIDDEN const char *hcomm__tcp_listen_addr(const struct hcomm_comm *c);

@@ -112,6 +112,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -2001,18 +2002,43 @@ static int64_t rx_signal_wait(struct hcomm_comm *c, uint32_t sig,
 			 IBV_ACCESS_REMOTE_READ)
 
 /*
+ * An open file descriptor of this process on the file with inode ino
+ * (the dma-buf a mapping shows), or -1.
+ */
+static int rx_fd_of_inode(unsigned long ino)
+{
+	char path[64];
+	struct stat st;
+	int fd;
+
+	for (fd = 0; fd < 65536; fd++) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		if (stat(path, &st)) {
+			if (errno == ENOENT && fd > 4096)
+				break;
+			continue;
+		}
+		if (st.st_ino == ino)
+			return fd;
+	}
+	return -1;
+}
+
+/*
  * base is inside a mapping of a dma-buf (ibv_reg_mr cannot pin it: it has
  * no struct pages): register the dma-buf itself, at iova base so that
- * remote addresses stay base + offset.  The file comes from
- * /proc/self/map_files (the mapping's own file).  0, 1 when base is not
- * in a dma-buf mapping, or a negated hcomm_err.
+ * remote addresses stay base + offset.  The dma-buf is found through the
+ * mapping's inode among this process's open descriptors (a dma-buf cannot
+ * be reopened by path), so its fd must still be open.  0, 1 when base is
+ * not in a dma-buf mapping, or a negated hcomm_err.
  */
 static int rx_win_dmabuf(struct rx *rx, struct rx_win *rw, void *base,
 			 size_t len)
 {
 	uintptr_t a = (uintptr_t)base, s, e;
 	unsigned long long pgoff;
-	char line[512], path[128], name[256];
+	unsigned long ino = 0;
+	char line[512], name[256];
 	struct ibv_mr *mr;
 	FILE *f;
 	int fd, found = 0, err;
@@ -2022,8 +2048,8 @@ static int rx_win_dmabuf(struct rx *rx, struct rx_win *rw, void *base,
 		return 1;
 	while (fgets(line, sizeof(line), f)) {
 		name[0] = 0;
-		if (sscanf(line, "%lx-%lx %*s %llx %*s %*s %255s", &s, &e,
-			   &pgoff, name) < 3)
+		if (sscanf(line, "%lx-%lx %*s %llx %*s %lu %255s", &s, &e,
+			   &pgoff, &ino, name) < 4)
 			continue;
 		if (a >= s && a < e) {
 			found = a + len <= e && !strncmp(name, "/dmabuf:", 8);
@@ -2033,16 +2059,15 @@ static int rx_win_dmabuf(struct rx *rx, struct rx_win *rw, void *base,
 	fclose(f);
 	if (!found)
 		return 1;
-	snprintf(path, sizeof(path), "/proc/self/map_files/%lx-%lx", s, e);
-	fd = open(path, O_RDWR | O_CLOEXEC);
+	fd = rx_fd_of_inode(ino);
 	if (fd < 0)
-		return rx_fail(rx, rx_code(errno), errno, "hcomm_win_create: "
-			       "%zu bytes at %p are a dma-buf mapping (%s) and "
-			       "%s cannot be opened", len, base, name, path);
+		return rx_fail(rx, HCOMM_ERR_INVAL, 0, "hcomm_win_create: "
+			       "%zu bytes at %p are a dma-buf mapping (%s) "
+			       "whose file descriptor is closed: keep it open "
+			       "while the window exists", len, base, name);
 	mr = ibv_reg_dmabuf_mr(rx->pd, pgoff * 4096 + (a - s), len, a, fd,
 			       RX_WIN_ACCESS);
 	err = errno;
-	close(fd);		/* the MR holds the dma-buf */
 	if (!mr) {
 		if (err == EOPNOTSUPP || err == ENOSYS ||
 		    err == EPROTONOSUPPORT)
@@ -3357,6 +3382,8 @@ static void rx_stats_fill(struct rx *rx, struct hcomm_comm_stats *st)
 						    __ATOMIC_RELAXED);
 		st->net_conn_lost += !!__atomic_load_n(&rx->peers[r].dead,
 						       __ATOMIC_RELAXED);
+		st->rdma_wc_errors += __atomic_load_n(&s->errors,
+						      __ATOMIC_RELAXED);
 	}
 	st->net_refused += __atomic_load_n(&rx->refused, __ATOMIC_RELAXED);
 }
