@@ -205,8 +205,10 @@ struct tx_op {
 	struct tx_op *prev, *next;
 };
 
-enum { CTL_WIN_ADD = 1, CTL_WIN_DEL, CTL_FENCE, CTL_STATS, CTL_PUBLISH,
-       CTL_PEERS, CTL_LANE, CTL_STOP };
+enum {
+	CTL_WIN_ADD = 1, CTL_WIN_DEL, CTL_FENCE, CTL_STATS, CTL_PUBLISH,
+	CTL_PEERS, CTL_LANE, CTL_STOP,
+};
 
 /*
  * struct tx_ctl - a control message, on the caller's stack; the caller
@@ -895,7 +897,6 @@ static int tx_block(struct hcomm_comm *c, struct hcomm_request *req,
 	uint32_t seq;
 	int n;
 
-	(void)req;
 	n = tx_progress(c);
 	if (n)
 		return n;
@@ -957,6 +958,24 @@ static struct tx_pstats *pst(struct tx *tx, int peer)
 	if (peer < 0 || peer >= tx->size)
 		return &tx->scratch;
 	return &tx->peers[peer].st;
+}
+
+/*
+ * The lane connections, as slots 0 .. size * lanes - 1 (rank r's lane l
+ * at r * lanes + l): the connection, or NULL (none yet, this rank).
+ */
+static struct tx_conn *lane_slot(const struct tx *tx, unsigned int i)
+{
+	unsigned int r = i / tx->lanes;
+
+	if ((int)r == tx->rank)
+		return NULL;
+	return tx->peers[r].lanes[i % tx->lanes];
+}
+
+static unsigned int lane_slots(const struct tx *tx)
+{
+	return (unsigned int)tx->size * tx->lanes;
 }
 
 static void conn_dirty(struct tx *tx, struct tx_conn *k)
@@ -1252,8 +1271,7 @@ static void op_finish(struct tx *tx, struct tx_op *op)
 }
 
 /* A live lane of peer p for chunk i (round robin), or NULL. */
-static struct tx_conn *peer_lane(struct tx *tx, struct tx_peer *p,
-				 unsigned int i)
+static struct tx_conn *peer_lane(struct tx_peer *p, unsigned int i)
 {
 	struct tx_conn *k;
 	unsigned int j;
@@ -1263,7 +1281,6 @@ static struct tx_conn *peer_lane(struct tx *tx, struct tx_peer *p,
 		if (k && k->state == K_UP && !k->bye_in)
 			return k;
 	}
-	(void)tx;
 	return NULL;
 }
 
@@ -1334,13 +1351,13 @@ static void op_start(struct tx *tx, struct tx_op *op)
 	op->pending = op->nchunks;
 	op->phase = 0;
 	op->err = 0;
-	if (!peer_lane(tx, p, 0)) {
+	if (!peer_lane(p, 0)) {
 		op->err = peer_err(p);
 		op_finish(tx, op);
 		return;
 	}
 	for (ch = op->chunks; ch; ch = ch->onext)
-		chunk_queue(tx, peer_lane(tx, p, i++), ch);
+		chunk_queue(tx, peer_lane(p, i++), ch);
 	p->rr++;
 }
 
@@ -1362,7 +1379,7 @@ static void chunk_done(struct tx *tx, struct tx_chunk *ch, int err)
 	if (op->op == HCOMM_OP_PUT_SIGNAL && op->nchunks > 1 && !op->phase &&
 	    !op->err) {
 		p = &tx->peers[op->target];
-		k = peer_lane(tx, p, 0);
+		k = peer_lane(p, 0);
 		if (k) {
 			op->phase = 1;
 			op->pending = 1;
@@ -1893,7 +1910,8 @@ static int accept_done(struct tx *tx, int res)
 			tx_log(tx, "accept: %s", strerror(-res));
 		return res == -ECONNABORTED || res == -EINTR;
 	}
-	if (tx->nguests >= TX_GUESTS || !(k = conn_new(tx, res, -1, -1))) {
+	k = tx->nguests < TX_GUESTS ? conn_new(tx, res, -1, -1) : NULL;
+	if (!k) {
 		tx->refused++;
 		tx->stats_dirty = 1;
 		tx_log(tx, "connection refused: %s", tx->nguests >= TX_GUESTS ?
@@ -1902,7 +1920,7 @@ static int accept_done(struct tx *tx, int res)
 		return 1;
 	}
 	if (getpeername(res, (struct sockaddr *)&ss, &sl))
-		strcpy(k->addr, "?");
+		snprintf(k->addr, sizeof(k->addr), "?");
 	else
 		addr_of(&ss, k->addr, sizeof(k->addr));
 	sock_opts(tx, res);
@@ -1956,8 +1974,9 @@ static void hello_in(struct tx *tx, struct tx_conn *k)
 		return;
 	}
 	slot = &tx->peers[m.from].lanes[m.lane];
-	if (m.from < tx->rank && !*slot &&
-	    (l = conn_new(tx, k->fd, m.from, (int)m.lane))) {
+	l = m.from < tx->rank && !*slot ?
+	    conn_new(tx, k->fd, m.from, (int)m.lane) : NULL;
+	if (l) {
 		memcpy(l->addr, k->addr, sizeof(l->addr));
 		*slot = l;
 		k->fd = -1;		/* l's now; k goes */
@@ -2067,20 +2086,18 @@ static void ctl_win_del(struct tx *tx, struct tx_ctl *ctl)
 	struct tx_win *w = win_get(tx, ctl->id);
 	uint32_t s = (ctl->id & TX_WIN_SLOT) - 1;
 	struct tx_conn *k, *next;
-	unsigned int r, l;
+	unsigned int i;
 
 	if (!w) {
 		ctl_done(ctl, ENOENT);
 		return;
 	}
 	w->id = 0;
-	for (r = 0; w->refs && r < (unsigned int)tx->size; r++)
-		for (l = 0; r != (unsigned int)tx->rank && l < tx->lanes; l++) {
-			k = tx->peers[r].lanes[l];
-			if (k && k->state != K_DEAD && conn_uses(k, s))
-				conn_fail(tx, k, EPROTO, "window freed while "
-					  "in use");
-		}
+	for (i = 0; w->refs && i < lane_slots(tx); i++) {
+		k = lane_slot(tx, i);
+		if (k && k->state != K_DEAD && conn_uses(k, s))
+			conn_fail(tx, k, EPROTO, "window freed while in use");
+	}
 	for (k = tx->guests; w->refs && k; k = next) {
 		next = k->next;
 		if (k->state != K_DEAD && conn_uses(k, s))
@@ -2133,8 +2150,10 @@ static void stats_fill(struct tx *tx, struct hcomm_comm_stats *st,
 	}
 }
 
-/* Keep the published file's counters current (plain stores: a reader
- * of the file checks nothing more). */
+/*
+ * Keep the published file's counters current (plain stores: its readers
+ * expect nothing more).
+ */
 static void stats_publish(struct tx *tx)
 {
 	struct hcomm_comm_stats st;
@@ -2168,18 +2187,15 @@ static void ctl_lane(struct tx *tx, struct tx_ctl *ctl)
 static void ctl_stop(struct tx *tx, struct tx_ctl *ctl)
 {
 	struct tx_conn *k;
-	unsigned int l;
-	int r;
+	unsigned int i;
 
 	tx->stop = ctl;
 	tx->stop_at = now_ns() + TX_BYE_NS;
-	for (r = 0; r < tx->size; r++)
-		for (l = 0; r != tx->rank && l < tx->lanes; l++) {
-			k = tx->peers[r].lanes[l];
-			if (!k || k->state != K_UP)
-				continue;
+	for (i = 0; i < lane_slots(tx); i++) {
+		k = lane_slot(tx, i);
+		if (k && k->state == K_UP)
 			ctl_frame(tx, k, &k->byef, OP_BYE);
-		}
+	}
 }
 
 static void ctl_run_one(struct tx *tx, struct tx_ctl *ctl)
@@ -2273,13 +2289,13 @@ static void conn_tick(struct tx *tx, struct tx_conn *k, uint64_t now)
 static void tick(struct tx *tx, uint64_t now)
 {
 	struct tx_conn *k, *next;
-	unsigned int l;
-	int r;
+	unsigned int i;
 
-	for (r = 0; r < tx->size; r++)
-		for (l = 0; r != tx->rank && l < tx->lanes; l++)
-			if ((k = tx->peers[r].lanes[l]))
-				conn_tick(tx, k, now);
+	for (i = 0; i < lane_slots(tx); i++) {
+		k = lane_slot(tx, i);
+		if (k)
+			conn_tick(tx, k, now);
+	}
 	for (k = tx->guests; k; k = next) {
 		next = k->next;
 		conn_tick(tx, k, now);
@@ -2341,15 +2357,13 @@ static void wake_arm(struct tx *tx)
 static int stop_pending(struct tx *tx)
 {
 	struct tx_conn *k;
-	unsigned int l;
-	int r;
+	unsigned int i;
 
-	for (r = 0; r < tx->size; r++)
-		for (l = 0; r != tx->rank && l < tx->lanes; l++) {
-			k = tx->peers[r].lanes[l];
-			if (k && k->state == K_UP && (k->sq || k->tx_busy))
-				return 1;
-		}
+	for (i = 0; i < lane_slots(tx); i++) {
+		k = lane_slot(tx, i);
+		if (k && k->state == K_UP && (k->sq || k->tx_busy))
+			return 1;
+	}
 	return 0;
 }
 
@@ -2397,17 +2411,15 @@ static void conn_close(struct tx *tx, struct tx_conn *k)
 static int anything_out(struct tx *tx)
 {
 	struct tx_conn *k;
-	unsigned int l;
-	int r;
+	unsigned int i;
 
 	if (tx->accept_armed || tx->wake_armed || tx->guests)
 		return 1;
-	for (r = 0; r < tx->size; r++)
-		for (l = 0; r != tx->rank && l < tx->lanes; l++) {
-			k = tx->peers[r].lanes[l];
-			if (k && (k->busy || k->notifs))
-				return 1;
-		}
+	for (i = 0; i < lane_slots(tx); i++) {
+		k = lane_slot(tx, i);
+		if (k && (k->busy || k->notifs))
+			return 1;
+	}
 	return 0;
 }
 
@@ -2419,13 +2431,13 @@ static void teardown(struct tx *tx)
 {
 	uint64_t one = 1, end = now_ns() + TX_BYE_NS;
 	struct tx_conn *k, *next;
-	unsigned int l;
-	int r;
+	unsigned int i;
 
-	for (r = 0; r < tx->size; r++)
-		for (l = 0; r != tx->rank && l < tx->lanes; l++)
-			if ((k = tx->peers[r].lanes[l]))
-				conn_close(tx, k);
+	for (i = 0; i < lane_slots(tx); i++) {
+		k = lane_slot(tx, i);
+		if (k)
+			conn_close(tx, k);
+	}
 	for (k = tx->guests; k; k = next) {
 		next = k->next;
 		conn_close(tx, k);
@@ -2551,7 +2563,7 @@ static void op_fill(struct tx_op *op, const struct hcomm_win *w,
 		ch->op = op;
 		ch->off = off;
 		ch->len = i + 1 == k ? d->len - off : part;
-		ch->dcrc = d->op == HCOMM_OP_GET ? 0 :
+		ch->dcrc = d->op == HCOMM_OP_GET || !ch->len ? 0 :
 			   hcomm__crc32c(0, local + off, ch->len);
 		off += ch->len;
 	}
@@ -2565,9 +2577,9 @@ static void op_local(struct hcomm_comm *c, const struct hcomm_win *w,
 	unsigned char *t = (unsigned char *)w->base + d->target_off;
 	void *local = (void *)(uintptr_t)d->local;
 
-	if (d->op == HCOMM_OP_GET)
+	if (d->len && d->op == HCOMM_OP_GET)
 		memmove(local, t, d->len);
-	else
+	else if (d->len)
 		memmove(t, local, d->len);
 	if (d->op == HCOMM_OP_PUT_SIGNAL)
 		sig_add(tx_of(c), d->sig, d->value);
@@ -3144,8 +3156,7 @@ static int tx_init(struct hcomm_comm *c)
 		if (st[r])
 			ret = hcomm__fail(HCOMM_ERR_IO, 0, "tcp transport: rank "
 					  "%d could not connect its lanes: %s",
-					  r, hcomm_strerror((int32_t)le32toh(
-						(uint32_t)st[r])));
+					  r, hcomm_strerror((int)le32toh(st[r])));
 	if (ret)
 		goto err;
 	free(st);
