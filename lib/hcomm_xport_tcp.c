@@ -48,6 +48,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,6 +79,7 @@
 #define TX_RESP_MAX	4096		/* get replies queued per connection */
 #define TX_REAP		64		/* completions per @progress round */
 #define TX_SPIN_NS	20000		/* signal_wait spins this long */
+#define TX_YIELD_EVERY	64		/* empty @progress calls per yield */
 #define TX_POOL_MAX	65536		/* operations (and chunks) at most */
 #define TX_BYE_NS	1000000000ULL	/* destroy waits this for its byes */
 #define TX_WIN_SLOT	0xfffffu	/* window id: slot + 1 | generation */
@@ -858,6 +860,19 @@ static struct tx_op *node_op(struct hcomm_mpsc_node *n)
 }
 
 /*
+ * Nothing to reap, again: a thread that spins on @progress (hcomm_wait
+ * does for 200 us) must not keep the service thread, which finishes the
+ * operations, off a CPU it shares: yield now and then.
+ */
+static void tx_idle(void)
+{
+	static __thread unsigned int idle;
+
+	if (!(++idle % TX_YIELD_EVERY))
+		sched_yield();
+}
+
+/*
  * Pop up to TX_REAP finished operations (one reaper at a time), give them
  * back to the pool, complete their requests, then run the callbacks.
  */
@@ -870,8 +885,11 @@ static int tx_progress(struct hcomm_comm *c)
 	int err[TX_REAP], n = 0, i;
 	struct tx_op *op;
 
-	if (!__atomic_load_n(&tx->ndone, __ATOMIC_ACQUIRE) ||
-	    pthread_mutex_trylock(&tx->reap_lock))
+	if (!__atomic_load_n(&tx->ndone, __ATOMIC_ACQUIRE)) {
+		tx_idle();
+		return 0;
+	}
+	if (pthread_mutex_trylock(&tx->reap_lock))
 		return 0;
 	while (n < TX_REAP && (node = hcomm_mpsc_pop(&tx->doneq))) {
 		op = node_op(node);
