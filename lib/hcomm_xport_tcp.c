@@ -71,6 +71,8 @@
 #define TX_NSIG		4096		/* signals (the module's default) */
 #define TX_STAGE	16384		/* receive staging buffer per connection */
 #define TX_STRIPE_MIN	(256 * 1024)	/* smallest stripe of a large op */
+#define TX_BULK		(256 * 1024)	/* a payload's receives: its CRC
+					 * is taken while they are cached */
 #define TX_IOV		64		/* iovecs of one sendmsg */
 #define TX_GATHER	(1024 * 1024)	/* gather no more bytes past this */
 #define TX_ZREC		32		/* SENDMSG_ZC in flight per connection */
@@ -225,6 +227,7 @@ struct tx_ctl {
 	void *base;
 	uint64_t len;
 	uint64_t dseq;
+	uint64_t deadline;
 	struct hcomm_comm_stats *st;
 	int fd;
 	int peer;
@@ -1534,9 +1537,8 @@ static void conn_recv(struct tx *tx, struct tx_conn *k)
 				   TX_HELLO - k->len, 0);
 		break;
 	case R_BULK:
-		io_uring_prep_recv(sqe, k->fd, k->dst,
-				   k->need > (1U << 30) ? (1U << 30) : k->need,
-				   MSG_WAITALL);
+		io_uring_prep_recv(sqe, k->fd, k->dst, k->need > TX_BULK ?
+				   TX_BULK : k->need, MSG_WAITALL);
 		break;
 	default:
 		if (k->pos) {
@@ -2061,20 +2063,6 @@ static void ctl_win_add(struct tx *tx, struct tx_ctl *ctl)
 }
 
 /* Pending window removals finish once nothing uses their memory. */
-static void win_dels_check(struct tx *tx)
-{
-	struct tx_ctl **pp = &tx->win_dels, *ctl;
-
-	while ((ctl = *pp)) {
-		if (tx->wins[(ctl->id & TX_WIN_SLOT) - 1].refs) {
-			pp = &ctl->next;
-			continue;
-		}
-		*pp = ctl->next;
-		ctl_done(ctl, 0);
-	}
-}
-
 /* Does k use window slot s (a receive into it, a reply from it)? */
 static int conn_uses(const struct tx_conn *k, uint32_t s)
 {
@@ -2093,34 +2081,67 @@ static int conn_uses(const struct tx_conn *k, uint32_t s)
 	return 0;
 }
 
+/* Close every connection still receiving into or replying from slot s. */
+static void win_evict(struct tx *tx, uint32_t s)
+{
+	struct tx_conn *k, *next;
+	unsigned int i;
+
+	for (i = 0; i < lane_slots(tx); i++) {
+		k = lane_slot(tx, i);
+		if (k && k->state != K_DEAD && conn_uses(k, s))
+			conn_fail(tx, k, EPROTO, "window freed while in use");
+	}
+	for (k = tx->guests; k; k = next) {
+		next = k->next;
+		if (k->state != K_DEAD && conn_uses(k, s))
+			conn_fail(tx, k, EPROTO, "window freed while in use");
+	}
+}
+
 /*
- * Remove a window: new frames for it are refused at once; a connection
- * still receiving into it or replying from it (only a peer breaking the
- * protocol: win_free waits for every rank first) is closed, and the
- * caller waits until its SQEs are back.
+ * Pending window removals finish once nothing uses their memory.  A reply
+ * whose sendmsg is done but not reaped yet still counts: that resolves by
+ * itself; what is still there at the deadline (a peer in the middle of a
+ * frame, a guest that does not read its replies) is closed.
+ */
+static void win_dels_check(struct tx *tx)
+{
+	struct tx_ctl **pp = &tx->win_dels, *ctl;
+	uint32_t s;
+
+	while ((ctl = *pp)) {
+		s = (ctl->id & TX_WIN_SLOT) - 1;
+		if (tx->wins[s].refs) {
+			if (!ctl->err && now_ns() >= ctl->deadline) {
+				ctl->err = 1;	/* evicted once */
+				win_evict(tx, s);
+			}
+			pp = &ctl->next;
+			continue;
+		}
+		*pp = ctl->next;
+		ctl_done(ctl, 0);
+	}
+}
+
+/*
+ * Remove a window: new frames for it are refused at once; the caller
+ * waits until no receive into it and no reply from it is in flight
+ * (win_free met every rank in a barrier first, so only a peer breaking
+ * the protocol keeps one beyond the deadline).
  */
 static void ctl_win_del(struct tx *tx, struct tx_ctl *ctl)
 {
 	struct tx_win *w = win_get(tx, ctl->id);
-	uint32_t s = (ctl->id & TX_WIN_SLOT) - 1;
-	struct tx_conn *k, *next;
-	unsigned int i;
 
 	if (!w) {
 		ctl_done(ctl, ENOENT);
 		return;
 	}
 	w->id = 0;
-	for (i = 0; w->refs && i < lane_slots(tx); i++) {
-		k = lane_slot(tx, i);
-		if (k && k->state != K_DEAD && conn_uses(k, s))
-			conn_fail(tx, k, EPROTO, "window freed while in use");
-	}
-	for (k = tx->guests; w->refs && k; k = next) {
-		next = k->next;
-		if (k->state != K_DEAD && conn_uses(k, s))
-			conn_fail(tx, k, EPROTO, "window freed while in use");
-	}
+	ctl->err = 0;
+	ctl->deadline = now_ns() + tx->timeout_ns;
 	ctl->next = tx->win_dels;
 	tx->win_dels = ctl;
 	win_dels_check(tx);
