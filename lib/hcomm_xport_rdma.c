@@ -129,11 +129,10 @@
 #define RX_PIECES		4		/* 4 * 18 >= 64 */
 #define RX_REAP_BATCH		64
 #define RX_CHAIN		32		/* WRs per ibv_post_send */
-#define RX_CHUNK		64		/* descriptors resolved at a time */
+#define RX_CHUNK		64		/* planned at a time */
 #define RX_PART_MAX		(1ULL << 30)	/* bytes per work request */
 #define RX_MR_SLOTS		1024		/* cached + per-operation MRs */
 #define RX_MR_LIVE		128		/* cached MRs at most */
-#define RX_SPIN_NS		20000		/* signal_wait spin */
 #define RX_RESOLVE_MS		2000		/* rdma_resolve_addr/route */
 #define RX_BACKOFF_MIN_MS	20
 #define RX_BACKOFF_MAX_MS	1000
@@ -146,6 +145,7 @@
 #define RX_RETRY_CNT		3		/* -> ~1.1 s to RETRY_EXC_ERR */
 #define RX_BOUNCE_MAX		(16u << 10)
 #define RX_STRIPE_MIN		(256u << 10)
+#define RX_SPIN_US		200		/* signal_wait's polling */
 
 /* ------------------------------------------------------------------ */
 /* structures                                                          */
@@ -358,6 +358,8 @@ struct rx {
 	unsigned int max_inline;
 	unsigned int bounce_max;
 	uint64_t stripe_min;
+	uint64_t spin_ns;		/* signal_wait's polling before sleep */
+	int log;			/* HCOMM_LOG: failures on stderr */
 	uint64_t bsize;			/* bounce ring bytes per QP */
 	uint8_t ack_timeout;
 	uint8_t retry_cnt;
@@ -555,6 +557,10 @@ void rx_peer_kill(struct rx *rx, struct rx_peer *p, int err,
 	vsnprintf(p->why, sizeof(p->why), fmt, ap);
 	va_end(ap);
 	__atomic_store_n(&p->dead, err ? err : EIO, __ATOMIC_RELEASE);
+	if (rx->log)
+		fprintf(stderr, "hcomm rdma: rank %d [%s %s]: rank %d [%s] "
+			"failed: %s\n", rx->c->rank, rx->dev, rx->where,
+			p->rank, p->where, p->why);
 	for (l = 0; l < rx->nlanes; l++)
 		if (p->conns[l].qp)
 			(void)ibv_modify_qp(p->conns[l].qp, &a, IBV_QP_STATE);
@@ -1351,8 +1357,15 @@ static void rx_chain_undo(struct rx *rx, struct rx_conn *k,
  */
 static int rx_block_lane(struct rx *rx, unsigned int l, int64_t timeout_us);
 
+static int rx_reap_recv(struct rx *rx);
+
 static void rx_make_room(struct rx *rx, unsigned int l)
 {
+	/*
+	 * The receive CQ too: a peer in the same state waits for our SRQ
+	 * (RNR) while we wait for it.
+	 */
+	(void)rx_reap_recv(rx);
 	if (!rx_reap_lane(rx, l))
 		(void)rx_block_lane(rx, l, 200);
 }
@@ -1468,8 +1481,9 @@ static int rx_plan_one(struct rx *rx, struct hcomm_win *w,
 	dead = rx_peer_dead(p);
 	if (dead)
 		return rx_pfail(rx, p, HCOMM_ERR_IO, dead, "%s of %llu bytes: "
-				"the peer failed earlier: %s", rx_wr_name(d->op),
-				(unsigned long long)d->len, p->why);
+				"the peer failed earlier: %s",
+				rx_wr_name(d->op), (unsigned long long)d->len,
+				p->why);
 	if (d->op == HCOMM_OP_PUT_SIGNAL)
 		pl->npieces = rx_pieces(d->sig, d->value, pl->imm);
 	pl->mode = RX_M_KEY;
@@ -1883,8 +1897,9 @@ static int rx_fence(struct hcomm_comm *c)
 		struct rx_peer *p = &rx->peers[i / rx->nlanes];
 
 		if (p->rank != c->rank)
-			snap[i] = __atomic_load_n(&p->conns[i % rx->nlanes].head,
-						  __ATOMIC_ACQUIRE);
+			snap[i] = __atomic_load_n(
+				&p->conns[i % rx->nlanes].head,
+				__ATOMIC_ACQUIRE);
 	}
 	for (;;) {
 		done = !__atomic_load_n(&rx->deferred, __ATOMIC_ACQUIRE);
@@ -1932,7 +1947,7 @@ static uint64_t rx_signal_read(struct hcomm_comm *c, uint32_t sig)
 }
 
 /*
- * Spin on the receive CQ for RX_SPIN_NS, then sleep on its completion
+ * Poll the receive CQ for spin_ns, then sleep on its completion
  * channel and on sig_evfd (another thread applied pieces), re-checking
  * after every wake-up and at least every 100 ms.
  */
@@ -1947,8 +1962,9 @@ static int64_t rx_signal_wait(struct hcomm_comm *c, uint32_t sig,
 	unsigned int k = 0;
 
 	if (sig >= RX_SIGNALS)
-		return rx_fail(rx, HCOMM_ERR_INVAL, EINVAL, "hcomm_signal_wait: "
-			       "signal %u of %u", sig, RX_SIGNALS);
+		return rx_fail(rx, HCOMM_ERR_INVAL, EINVAL,
+			       "hcomm_signal_wait: signal %u of %u", sig,
+			       RX_SIGNALS);
 	if (timeout_ms >= 0)
 		deadline = start + (uint64_t)timeout_ms * 1000000ULL;
 	for (;;) {
@@ -1956,7 +1972,7 @@ static int64_t rx_signal_wait(struct hcomm_comm *c, uint32_t sig,
 		v = __atomic_load_n(&rx->sigs[sig], __ATOMIC_ACQUIRE);
 		if (v >= value)
 			return (int64_t)v;
-		if (!(++k & 15) && now_ns() - start >= RX_SPIN_NS)
+		if (!(++k & 15) && now_ns() - start >= rx->spin_ns)
 			break;
 		cpu_relax();
 	}
@@ -2241,7 +2257,8 @@ static void rx_conn_drop(struct rx *rx, struct rx_conn *k)
 /* cm loop.  Drop k and connect again after a growing, jittered delay. */
 static void rx_conn_retry(struct rx *rx, struct rx_conn *k)
 {
-	uint64_t ms = (uint64_t)RX_BACKOFF_MIN_MS << (k->tries < 6 ? k->tries : 6);
+	unsigned int sh = k->tries < 6 ? k->tries : 6;
+	uint64_t ms = (uint64_t)RX_BACKOFF_MIN_MS << sh;
 	uint64_t x = now_ns() ^ ((uint64_t)rx->c->rank << 32) ^ k->lane;
 
 	if (ms > RX_BACKOFF_MAX_MS)
@@ -2354,8 +2371,8 @@ static void rx_on_established(struct rx *rx, struct rx_conn *k,
 			  h->rank != k->peer->rank || h->to != rx->c->rank ||
 			  h->lane != k->lane)) {
 		(void)rdma_disconnect(k->id);
-		rx_setup_fail(rx, HCOMM_ERR_IO, "%s answered lane %u as another "
-			      "process (not rank %d of this job)",
+		rx_setup_fail(rx, HCOMM_ERR_IO, "%s answered lane %u as "
+			      "another process (not rank %d of this job)",
 			      k->peer->where, k->lane, k->peer->rank);
 		return;
 	}
@@ -2751,6 +2768,11 @@ static int rx_params(struct rx *rx)
 	if (ret)
 		return ret;
 	rx->stripe_min = v;
+	ret = rx_env("HCOMM_RDMA_SPIN_US", 0, 1000000, RX_SPIN_US, &v);
+	if (ret)
+		return ret;
+	rx->spin_ns = v * 1000;
+	rx->log = getenv("HCOMM_LOG") && strcmp(getenv("HCOMM_LOG"), "0");
 	return 0;
 }
 
@@ -3183,6 +3205,36 @@ static int rx_setup_local(struct rx *rx)
 	return rx_mrc_init(rx);
 }
 
+/* HCOMM_LOG: every peer's counters, at destroy. */
+static void rx_log_counters(struct rx *rx)
+{
+	unsigned int i;
+	int r;
+
+	for (r = 0; r < rx->c->size; r++) {
+		const struct rx_peer_stats *s = &rx->peers[r].st;
+		char errs[256] = "";
+		size_t n = 0;
+
+		if (r == rx->c->rank)
+			continue;
+		for (i = 0; i < RX_WC_STATUS && n < sizeof(errs); i++)
+			if (s->wc_err[i])
+				n += snprintf(errs + n, sizeof(errs) - n,
+					      " %s=%llu", ibv_wc_status_str(i),
+					      (unsigned long long)s->wc_err[i]);
+		fprintf(stderr, "hcomm rdma: rank %d -> rank %d: %llu bytes "
+			"put, %llu got, %llu operations, %llu signal pieces "
+			"in, %llu failed WRs%s%s\n", rx->c->rank, r,
+			(unsigned long long)s->tx_bytes,
+			(unsigned long long)s->rx_bytes,
+			(unsigned long long)s->ops,
+			(unsigned long long)s->signals_in,
+			(unsigned long long)s->errors, errs[0] ? ":" : "",
+			errs);
+	}
+}
+
 static void rx_fini(struct hcomm_comm *c)
 {
 	struct rx *rx = rx_of(c);
@@ -3196,6 +3248,8 @@ static void rx_fini(struct hcomm_comm *c)
 		(void)!write(rx->stop_fd, &one, sizeof(one));
 		pthread_join(rx->cm_thr, NULL);
 	}
+	if (rx->log && rx->cm_thr_up)
+		rx_log_counters(rx);
 	for (r = 0; rx->peers && r < c->size; r++)
 		for (l = 0; rx->peers[r].conns && l < rx->nlanes; l++)
 			if (rx->peers[r].conns[l].state == CONN_UP)
