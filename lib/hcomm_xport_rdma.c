@@ -837,10 +837,21 @@ fail:
 /* Drop one reference; a per-operation registration goes at the last. */
 static void rx_mr_put(struct rx *rx, struct rx_mr *m)
 {
-	if (!m || __atomic_sub_fetch(&m->refs, 1, __ATOMIC_ACQ_REL))
+	int temp;
+
+	if (!m)
+		return;
+	/*
+	 * Read while the reference still pins the slot: once it is dropped
+	 * a cached entry may be freed and its slot reused for another
+	 * operation's registration.  (A held entry can go from LIVE to
+	 * DEAD, never to or from TEMP.)
+	 */
+	temp = m->state == MR_TEMP;
+	if (__atomic_sub_fetch(&m->refs, 1, __ATOMIC_ACQ_REL))
 		return;
 	/* LIVE and DEAD entries stay (a DEAD one is swept by the next get). */
-	if (m->state != MR_TEMP)
+	if (!temp)
 		return;
 	pthread_mutex_lock(&rx->mrc.lock);
 	rx_mr_release(&rx->mrc, m);
