@@ -1008,8 +1008,22 @@ static void conn_dirty(struct tx *tx, struct tx_conn *k)
 	tx->dirty = k;
 }
 
+/* Work outstanding on k: then it must make progress. */
+static int conn_has_work(const struct tx_conn *k)
+{
+	return k->uq || k->sq || k->rx == R_BULK;
+}
+
+/* An idle connection's no-progress clock starts with its work. */
+static void conn_work(struct tx_conn *k)
+{
+	if (!conn_has_work(k))
+		k->last_io = now_ns();
+}
+
 static void sq_add(struct tx *tx, struct tx_conn *k, struct tx_frame *f)
 {
+	conn_work(k);
 	f->next = NULL;
 	f->built = 0;
 	f->zc_id = 0;
@@ -1312,6 +1326,7 @@ static void chunk_queue(struct tx *tx, struct tx_conn *k, struct tx_chunk *ch)
 	struct tx_whdr *h = &ch->f.h;
 	int put = op->op != HCOMM_OP_GET;
 
+	conn_work(k);
 	memset(h, 0, sizeof(*h));
 	h->op = put ? OP_PUT : OP_GET;
 	h->seq = ++k->next_seq;
@@ -2301,12 +2316,6 @@ static void dirty_kick(struct tx *tx)
 		k->dirty = 0;
 		conn_send(tx, k);
 	}
-}
-
-/* Work outstanding on k: then it must make progress. */
-static int conn_has_work(const struct tx_conn *k)
-{
-	return k->uq || k->sq || k->rx == R_BULK;
 }
 
 static void conn_tick(struct tx *tx, struct tx_conn *k, uint64_t now)

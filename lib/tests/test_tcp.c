@@ -935,18 +935,55 @@ static int rank_bad_env(void)
 /* a peer stopped: the operation times out                             */
 /* ------------------------------------------------------------------ */
 
+#define ST_WIN		(16 * MiB)
+
+/*
+ * Rank 0, after its lanes were idle for longer than HCOMM_TIMEOUT_MS: a
+ * put of 16 MiB (more than the sockets hold, so its sendmsg stays out)
+ * to rank 1, which the parent stopped, completes once the parent resumes
+ * it 500 ms later (the clock of a connection starts with its work, not
+ * at its last activity).
+ */
+static void stall_after_idle(struct hcomm_win *w)
+{
+	unsigned char *buf = xmap(ST_WIN);
+	struct hcomm_request req;
+	int64_t t0;
+	int r;
+
+	hcomm_signal_wait(comm, 13, 1, 1700);	/* idle, 1.7 s */
+	if (!buf || wait_parent()) {
+		check(0, "no word from the parent");
+		return;
+	}
+	memset(&req, 0, sizeof(req));
+	t0 = now_ms();
+	check_ok(hcomm_put_nb(w, 1, 0, buf, ST_WIN, &req), "hcomm_put_nb");
+	tell_parent('p');	/* stalls rank 1 for 500 ms */
+	r = hcomm_wait(&req);
+	t0 = now_ms() - t0;
+	check(!r && t0 >= 400, "a put to a rank stalled for 500 ms after "
+	      "1.7 s of idle lanes completes (HCOMM_TIMEOUT_MS 1500) after "
+	      "%lld ms: %s", (long long)t0, hcomm_strerror(r));
+}
+
 static int rank_stopped(void)
 {
-	unsigned char *mem = xmap(64 * KiB), buf[4096];
+	unsigned char *mem = xmap(ST_WIN), buf[4096];
 	struct hcomm_win *w = NULL;
 	int64_t t0;
 	int ret = 1, r;
 
 	if (!mem || up())
 		return 1;
-	w = win_make(mem, 64 * KiB);
+	w = win_make(mem, ST_WIN);
 	if (!w)
 		goto out;
+	check_ok(hcomm_barrier(comm), "hcomm_barrier");
+	if (me == 0)
+		stall_after_idle(w);
+	else
+		tell_parent('r');	/* stopped, resumed 500 ms later */
 	check_ok(hcomm_barrier(comm), "hcomm_barrier");
 	if (me == 1) {
 		tell_parent('1');	/* the parent stops and resumes us */
@@ -985,7 +1022,23 @@ static void test_stopped(void)
 	char c;
 	int st;
 
+	const struct timespec stall = { 0, 500000000 };
+
 	world_start(&wd, pid);
+	/* a short stall: its length is the scenario, not a synchronisation */
+	if (!read_byte(c2p[0], 60000, &c) && c == 'r') {
+		kill(pid[1], SIGSTOP);
+		waitpid(pid[1], &st, WUNTRACED);
+		(void)!write(p2c[0][1], "g", 1);
+		if (!read_byte(c2p[0], 60000, &c) && c == 'p')
+			nanosleep(&stall, NULL);
+		else
+			ok(0, "stopped peer: no put from rank 0");
+	} else {
+		ok(0, "stopped peer: rank 1 never got ready");
+	}
+	kill(pid[1], SIGCONT);
+	/* a long one: the timeout */
 	if (!read_byte(c2p[0], 60000, &c) && c == '1') {
 		kill(pid[1], SIGSTOP);
 		waitpid(pid[1], &st, WUNTRACED);
