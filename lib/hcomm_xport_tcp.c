@@ -1136,11 +1136,14 @@ static uint64_t frame_bytes(const struct tx_frame *f)
 	return f->hlen + f->len;
 }
 
-/* Append the unsent part of f (skip bytes gone) to the iovec; bytes. */
+/*
+ * Append the unsent part of f (skip bytes gone), or the first room bytes
+ * of its payload, to the iovec; returns the bytes.
+ */
 static uint64_t iov_add(struct tx_conn *k, unsigned int *n,
-			struct tx_frame *f, uint64_t skip)
+			struct tx_frame *f, uint64_t skip, uint64_t room)
 {
-	uint64_t total = 0;
+	uint64_t total = 0, len;
 
 	if (skip < f->hlen) {
 		k->iov[*n].iov_base = f->hdr + skip;
@@ -1152,9 +1155,12 @@ static uint64_t iov_add(struct tx_conn *k, unsigned int *n,
 		skip -= f->hlen;
 	}
 	if (f->len > skip) {
+		len = f->len - skip;
+		if (len > room)
+			len = room;	/* the rest in the next sendmsg */
 		k->iov[*n].iov_base = (char *)f->data + skip;
-		k->iov[*n].iov_len = f->len - skip;
-		total += f->len - skip;
+		k->iov[*n].iov_len = len;
+		total += len;
 		(*n)++;
 	}
 	return total;
@@ -1184,8 +1190,9 @@ static void ctl_frame(struct tx *tx, struct tx_conn *k, struct tx_frame *f,
 /*
  * Start the next sendmsg of k: the frames at the head of its queue,
  * headers built now (so they carry the latest ack), up to TX_IOV iovecs or
- * TX_GATHER bytes; a frame for SENDMSG_ZC goes alone.  With nothing to
- * send but an ack owed, an ack frame.
+ * about TX_GATHER bytes (a larger payload goes in pieces of TX_GATHER, so
+ * that the connection shows progress); a frame for SENDMSG_ZC goes alone.
+ * With nothing to send but an ack owed, an ack frame.
  */
 static void conn_send(struct tx *tx, struct tx_conn *k)
 {
@@ -1209,7 +1216,7 @@ static void conn_send(struct tx *tx, struct tx_conn *k)
 			zc = 1;
 		}
 		frame_build(k, f);
-		total += iov_add(k, &n, f, skip);
+		total += iov_add(k, &n, f, skip, TX_GATHER);
 		skip = 0;
 		if (zc)
 			break;
