@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -428,6 +429,37 @@ static uint64_t pg_off(unsigned int i)
 	return pg_sizes[i] == 64 * MiB ? 4099 : 13 + 977 * i;
 }
 
+/*
+ * With HCOMM_STATS_DIR: this rank's published file shows the traffic
+ * (the service thread updates it as the counters change: looked at for
+ * at most IO_MS).
+ */
+static void stats_file_check(void)
+{
+	const char *dir = getenv("HCOMM_STATS_DIR");
+	struct hcomm_stats_file f;
+	char path[512];
+	int64_t end = now_ms() + IO_MS;
+	FILE *fp;
+	int n = 0;
+
+	if (!dir)
+		return;
+	snprintf(path, sizeof(path), "%s/hcomm-%d-%d-0.stats", dir,
+		 (int)getpid(), me);
+	do {
+		fp = fopen(path, "r");
+		n = fp ? (int)fread(&f, sizeof(f), 1, fp) : 0;
+		if (fp)
+			fclose(fp);
+	} while ((!n || !f.st.net_ops_sent) && now_ms() < end &&
+		 !sched_yield());
+	check(n && f.magic == HCOMM_STATS_MAGIC && f.st.net_ops_sent &&
+	      f.st.net_bytes_sent, "HCOMM_STATS_DIR: %s shows %llu ops, "
+	      "%llu bytes sent", path, n ? (unsigned long long)f.st.net_ops_sent
+	      : 0ULL, n ? (unsigned long long)f.st.net_bytes_sent : 0ULL);
+}
+
 /* Rank 0 puts and gets each size into rank 1, which checks its window. */
 static int rank_putget(void)
 {
@@ -483,6 +515,7 @@ static int rank_putget(void)
 		fill(src, PG_WIN, PG_SEED_WIN + 1);
 		check(!memcmp(dst, src + PG_WIN - 3 * KiB, 3 * KiB),
 		      "get of the untouched end of rank 1's window");
+		stats_file_check();
 		hcomm_comm_get_stats(comm, &st);
 		check(st.net_ops_sent >= 2 * PG_N &&
 		      st.net_bytes_sent >= total && !st.net_crc_errors &&
@@ -1440,6 +1473,44 @@ out:
 
 /* ------------------------------------------------------------------ */
 
+/*
+ * Both ranks on ::1 through a rank table's addresses ("addr ::1"); run
+ * when this host has IPv6 loopback.
+ */
+static void test_ipv6(void)
+{
+	static char env[64];
+	const struct world wd = {
+		"every pair over IPv6 (rank table addr ::1), 2 lanes", 2,
+		rank_all, { env, "HCOMM_NUM_QPS=2", NULL },
+	};
+	struct sockaddr_in6 sa = { .sin6_family = AF_INET6 };
+	char path[] = "/tmp/hcomm-tcp-test-XXXXXX";
+	int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	FILE *f;
+
+	sa.sin6_addr = in6addr_loopback;
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		if (fd >= 0)
+			close(fd);
+		skip("IPv6: no ::1 here");
+		return;
+	}
+	close(fd);
+	fd = mkstemp(path);
+	f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!f) {
+		ok(0, "IPv6: rank table %s", path);
+		return;
+	}
+	fprintf(f, "world_size 2\nrank 0 host localhost addr ::1\n"
+		"rank 1 host localhost addr ::1\n");
+	fclose(f);
+	snprintf(env, sizeof(env), "HCOMM_RANK_TABLE=%s", path);
+	world_run(&wd);
+	unlink(path);
+}
+
 /* argv: run only the worlds whose names contain one of them. */
 static int wanted(const char *name, int argc, char **argv)
 {
@@ -1454,7 +1525,8 @@ static int wanted(const char *name, int argc, char **argv)
 int main(int argc, char **argv)
 {
 	static const struct world worlds[] = {
-		{ "put/get, 1 lane", 2, rank_putget, { "HCOMM_NUM_QPS=1" } },
+		{ "put/get, 1 lane, HCOMM_STATS_DIR", 2, rank_putget,
+		  { "HCOMM_NUM_QPS=1", "HCOMM_STATS_DIR=/tmp" } },
 		{ "put/get, 4 lanes", 2, rank_putget, { "HCOMM_NUM_QPS=4" } },
 		{ "put/get, 4 lanes, SENDMSG_ZC from 16K", 2, rank_putget,
 		  { "HCOMM_NUM_QPS=4", "HCOMM_TCP_ZC_THRESHOLD=16K" } },
@@ -1498,6 +1570,8 @@ int main(int argc, char **argv)
 	for (i = 0; i < sizeof(worlds) / sizeof(worlds[0]); i++)
 		if (wanted(worlds[i].name, argc, argv))
 			world_run(&worlds[i]);
+	if (wanted("IPv6", argc, argv))
+		test_ipv6();
 	if (wanted("stopped peer", argc, argv))
 		test_stopped();
 	if (wanted("killed peer", argc, argv))
