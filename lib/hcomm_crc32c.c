@@ -9,13 +9,13 @@
  * tests/test_tcp.c.
  *
  * The instruction has a latency of 3 cycles and a throughput of 1, so
- * buffers of 3 * HW_BLOCK bytes and more are done as three interleaved
- * streams A, B, C of HW_BLOCK bytes each, then combined.  The raw CRC
- * register is affine in its input: crc(c, X || Y) = shift(crc(c, X)) ^
- * crc(0, Y) with shift(x) = crc(x, |Y| zero bytes), linear in x; so
- * crc(c, A || B || C) = shift(shift(crc(c, A)) ^ crc(0, B)) ^ crc(0, C),
- * shift by HW_BLOCK bytes being four lookups in shift_tab (4 KiB, built
- * once with the instruction).
+ * a buffer is done as three interleaved streams A, B, C of n bytes each
+ * (n = 4096, then 1024, then 256, as long as 3n bytes are left), then
+ * combined.  The raw CRC register is affine in its input: crc(c, X || Y)
+ * = shift(crc(c, X)) ^ crc(0, Y) with shift(x) = crc(x, |Y| zero bytes),
+ * linear in x; so crc(c, A || B || C) = shift(shift(crc(c, A)) ^ crc(0,
+ * B)) ^ crc(0, C), a shift by n bytes being four lookups in shift_tab
+ * (4 KiB per n, built once with the instruction).
  */
 #include <pthread.h>
 #include <string.h>
@@ -83,10 +83,12 @@ uint32_t hcomm__crc32c_sw(uint32_t crc, const void *buf, size_t len)
 }
 
 #if defined(__x86_64__)
-#define HW_BLOCK	4096
+/* Stream lengths of the three-way path, longest first. */
+static const size_t hw_block[] = { 4096, 1024, 256 };
+#define HW_BLOCKS	(sizeof(hw_block) / sizeof(hw_block[0]))
 
-/* shift(b << 8k) by HW_BLOCK zero bytes: written under shift_once. */
-static uint32_t shift_tab[4][256];
+/* [j][k][b]: shift(b << 8k) by hw_block[j] zeros; written under shift_once. */
+static uint32_t shift_tab[HW_BLOCKS][4][256];
 static pthread_once_t shift_once = PTHREAD_ONCE_INIT;
 
 __attribute__((target("sse4.2")))
@@ -101,46 +103,52 @@ static uint32_t hw_zeros(uint32_t c, size_t len)
 
 static void shift_init(void)
 {
+	unsigned int j;
 	int k, b;
 
-	for (k = 0; k < 4; k++)
-		for (b = 0; b < 256; b++)
-			shift_tab[k][b] = hw_zeros((uint32_t)b << (8 * k),
-						   HW_BLOCK);
+	for (j = 0; j < HW_BLOCKS; j++)
+		for (k = 0; k < 4; k++)
+			for (b = 0; b < 256; b++)
+				shift_tab[j][k][b] = hw_zeros((uint32_t)b <<
+							      (8 * k),
+							      hw_block[j]);
 }
 
-static uint32_t shift(uint32_t c)
+static uint32_t shift(uint32_t c, unsigned int j)
 {
-	return shift_tab[0][c & 0xff] ^ shift_tab[1][(c >> 8) & 0xff] ^
-	       shift_tab[2][(c >> 16) & 0xff] ^ shift_tab[3][c >> 24];
+	return shift_tab[j][0][c & 0xff] ^ shift_tab[j][1][(c >> 8) & 0xff] ^
+	       shift_tab[j][2][(c >> 16) & 0xff] ^ shift_tab[j][3][c >> 24];
 }
 
-/* 3 * HW_BLOCK bytes at p (8-aligned) onto the raw register c. */
+/* 3 * hw_block[j] bytes at p (8-aligned) onto the raw register c. */
 __attribute__((target("sse4.2")))
-static uint32_t hw_triple(uint32_t c, const unsigned char *p)
+static uint32_t hw_triple(uint32_t c, const unsigned char *p, unsigned int j)
 {
+	size_t i, n = hw_block[j];
 	uint64_t a = c, b = 0, d = 0;
-	size_t i;
 
-	for (i = 0; i < HW_BLOCK; i += 8) {
+	for (i = 0; i < n; i += 8) {
 		a = __builtin_ia32_crc32di(a, load64(p + i));
-		b = __builtin_ia32_crc32di(b, load64(p + HW_BLOCK + i));
-		d = __builtin_ia32_crc32di(d, load64(p + 2 * HW_BLOCK + i));
+		b = __builtin_ia32_crc32di(b, load64(p + n + i));
+		d = __builtin_ia32_crc32di(d, load64(p + 2 * n + i));
 	}
-	return shift(shift((uint32_t)a) ^ (uint32_t)b) ^ (uint32_t)d;
+	return shift(shift((uint32_t)a, j) ^ (uint32_t)b, j) ^ (uint32_t)d;
 }
 
 __attribute__((target("sse4.2")))
 static uint32_t hw_raw(uint32_t c, const unsigned char *p, size_t len)
 {
 	uint64_t c64;
+	unsigned int j;
 
 	for (; len && ((uintptr_t)p & 7); len--)
 		c = __builtin_ia32_crc32qi(c, *p++);
-	if (len >= 3 * HW_BLOCK)
+	if (len >= 3 * hw_block[HW_BLOCKS - 1])
 		pthread_once(&shift_once, shift_init);
-	for (; len >= 3 * HW_BLOCK; len -= 3 * HW_BLOCK, p += 3 * HW_BLOCK)
-		c = hw_triple(c, p);
+	for (j = 0; j < HW_BLOCKS; j++)
+		for (; len >= 3 * hw_block[j]; len -= 3 * hw_block[j],
+						p += 3 * hw_block[j])
+			c = hw_triple(c, p, j);
 	c64 = c;
 	for (; len >= 8; len -= 8, p += 8)
 		c64 = __builtin_ia32_crc32di(c64, load64(p));

@@ -69,7 +69,10 @@
 #define TX_HDR		64		/* frame header bytes */
 #define TX_HELLO	32		/* hello bytes */
 #define TX_NSIG		4096		/* signals (the module's default) */
-#define TX_STAGE	16384		/* receive staging buffer per connection */
+/* receive staging per connection: TX_STAGE_ALL over them, in MIN .. MAX */
+#define TX_STAGE_MIN	16384
+#define TX_STAGE_MAX	65536
+#define TX_STAGE_ALL	(8 << 20)
 #define TX_STRIPE_MIN	(256 * 1024)	/* smallest stripe of a large op */
 #define TX_BULK		(256 * 1024)	/* a payload's receives: its CRC
 					 * is taken while they are cached */
@@ -377,6 +380,7 @@ struct tx {
 	uint64_t zc_min;		/* SENDMSG_ZC from this payload; 0 never */
 	uint64_t timeout_ns;
 	uint64_t nonce;
+	uint32_t stage;			/* staging bytes per connection */
 	int log;
 
 	/* posting side */
@@ -1569,7 +1573,7 @@ static void conn_recv(struct tx *tx, struct tx_conn *k)
 			k->pos = 0;
 		}
 		io_uring_prep_recv(sqe, k->fd, k->buf + k->len,
-				   TX_STAGE - k->len, 0);
+				   tx->stage - k->len, 0);
 		break;
 	}
 	io_uring_sqe_set_data64(sqe, (uintptr_t)k | UD_RX);
@@ -1922,7 +1926,7 @@ static struct tx_conn *conn_new(struct tx *tx, int fd, int peer, int lane)
 	if (!k)
 		return NULL;
 	if (lane >= 0 || peer >= 0) {
-		k->buf = malloc(TX_STAGE);
+		k->buf = malloc(tx->stage);
 		if (!k->buf) {
 			free(k);
 			return NULL;
@@ -2027,7 +2031,7 @@ static void hello_in(struct tx *tx, struct tx_conn *k)
 		conn_recv(tx, l);
 		return;
 	}
-	k->buf = malloc(TX_STAGE);
+	k->buf = malloc(tx->stage);
 	if (!k->buf) {
 		tx_log(tx, "guest from %s: %s", k->addr, strerror(ENOMEM));
 		conn_drop(k, ENOMEM);
@@ -2809,6 +2813,20 @@ nomem:
 			   tx->size);
 }
 
+/*
+ * Staging bytes per connection: TX_STAGE_ALL over the lanes, within
+ * TX_STAGE_MIN .. TX_STAGE_MAX (more frames per receive for few peers,
+ * bounded memory for many).
+ */
+static uint32_t tx_stage(int size, unsigned int lanes)
+{
+	uint64_t conns = (uint64_t)(size > 1 ? size - 1 : 1) * lanes;
+	uint64_t b = TX_STAGE_ALL / conns;
+
+	return b < TX_STAGE_MIN ? TX_STAGE_MIN :
+	       b > TX_STAGE_MAX ? TX_STAGE_MAX : (uint32_t)b;
+}
+
 /* Where this rank listens: the rank table's, the bootstrap's, loopback. */
 static const char *tx_host(const struct hcomm_comm *c)
 {
@@ -3175,6 +3193,7 @@ static int tx_init(struct hcomm_comm *c)
 	tx->size = c->size;
 	tx->lanes = c->cfg.num_qps;
 	tx->timeout_ns = (uint64_t)c->cfg.timeout_ms * 1000000ULL;
+	tx->stage = tx_stage(c->size, tx->lanes);
 	tx->nonce = hcomm__boot_nonce(c->boot);
 	tx->lfd = -1;
 	tx->evfd = -1;
