@@ -10,8 +10,9 @@
  * default 10.99.0.1) and HCOMM_TRANSPORT=rdma, plus every -e; a case that
  * takes longer than SECS (default 240) is killed and fails.  TAP output;
  * rank lines start with "rN:".  Without an RDMA device everything is
- * skipped.  Cases: xfer signal batch cb fence errors cache inline reject
- * dmabuf kill perf (default: all but perf).
+ * skipped.  Cases: xfer signal batch cb threads fence errors cache inline
+ * reject dmabuf kill (the default), perf, cut (two VMs, -r).  -r RANK runs
+ * one rank of a world whose other ranks run elsewhere.
  *
  * Links the static library for two hidden helpers of hcomm_xport_rdma.c.
  */
@@ -20,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -399,6 +401,101 @@ static void cb_fn(struct hcomm_request *req, void *arg)
 	if (req->status || __atomic_load_n(&req->done, __ATOMIC_ACQUIRE))
 		__atomic_add_fetch(&cb_bad, 1, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&cb_count, 1, __ATOMIC_RELAXED);
+}
+
+/* Several threads issuing to every peer at once (lanes, locks, rings). */
+#define TH_N	4
+#define TH_ITER	60
+
+struct th_arg {
+	struct hcomm_win *w;
+	int t;
+	int fail;
+	char *buf;
+};
+
+static size_t th_size(int it)
+{
+	return it % 10 == 9 ? 300000 : (size_t)(it * 977) % 70000 + 1;
+}
+
+static void *th_main(void *arg)
+{
+	struct th_arg *a = arg;
+	struct hcomm_request req[8];
+	int it, p, k = 0;
+
+	memset(req, 0, sizeof(req));
+	for (it = 0; it < TH_ITER && !a->fail; it++) {
+		size_t s = th_size(it);
+
+		fill(a->buf, s, seed_of(g_rank, s, a->t * 1000 + it));
+		for (p = 0; p < g_size; p++) {
+			struct hcomm_request *r = &req[k++ % 8];
+
+			if (k > 8 && hcomm_wait(r))
+				a->fail = 1;
+			memset(r, 0, sizeof(*r));
+			if (hcomm_put_nb(a->w, p, (size_t)(g_rank * TH_N + a->t)
+					 << 20, a->buf, s, r))
+				a->fail = 1;
+		}
+		/* the buffer is refilled next round: wait for the puts */
+		for (p = 0; p < 8; p++)
+			if (k > p && !req[p].done && hcomm_wait(&req[p]))
+				a->fail = 1;
+	}
+	for (p = 0; p < g_size; p++)
+		if (hcomm_put_signal(a->w, p, 0, NULL, 0, 50 + a->t, 1))
+			a->fail = 1;
+	return NULL;
+}
+
+static int case_threads(void)
+{
+	char *base = win_alloc(WIN_SIZE);
+	struct th_arg a[TH_N];
+	pthread_t th[TH_N];
+	struct hcomm_win *w;
+	int t, p, ret;
+	long bad;
+
+	CHECK(base, "memory");
+	CHECK(g_size * TH_N <= 32, "ranks");
+	ret = hcomm_win_create(g_comm, base, WIN_SIZE, &w);
+	CHECK(!ret, "hcomm_win_create: %d", ret);
+	for (t = 0; t < TH_N; t++) {
+		a[t].w = w;
+		a[t].t = t;
+		a[t].fail = 0;
+		a[t].buf = malloc(300000);
+		CHECK(a[t].buf, "memory");
+		CHECK(!pthread_create(&th[t], NULL, th_main, &a[t]), "thread");
+	}
+	for (t = 0; t < TH_N; t++) {
+		pthread_join(th[t], NULL);
+		CHECK(!a[t].fail, "thread %d failed [%s]", t, hcomm_errmsg());
+		free(a[t].buf);
+	}
+	for (t = 0; t < TH_N; t++)
+		CHECK(hcomm_signal_wait(g_comm, 50 + t, g_size, 20000) ==
+		      g_size, "signal %d", 50 + t);
+	CHECK(!hcomm_barrier(g_comm), "barrier");
+	for (p = 0; p < g_size; p++)
+		for (t = 0; t < TH_N; t++) {
+			size_t s = th_size(TH_ITER - 1);
+
+			bad = check(base + ((size_t)(p * TH_N + t) << 20), s,
+				    seed_of(p, s, t * 1000 + TH_ITER - 1));
+			CHECK(bad < 0, "rank %d thread %d: byte %ld", p, t,
+			      bad);
+		}
+	CHECK(!hcomm_barrier(g_comm), "barrier");
+	say("threads: %d threads x %d rounds to %d ranks ok", TH_N, TH_ITER,
+	    g_size);
+	CHECK(!hcomm_win_free(w), "win_free");
+	munmap(base, WIN_SIZE);
+	return 0;
 }
 
 /* Callbacks in every mode; flush waits for them. */
@@ -891,6 +988,81 @@ static int case_kill(void)
 	return 0;
 }
 
+/*
+ * A silent peer (two VMs: scripts/netvm.sh cuts rank 1's link when the
+ * file HCOMM_RDMA_CUT_READY appears).  Rank 0 streams puts; the QP's
+ * retransmissions must give up within HCOMM_RDMA_KILL_LIMIT seconds
+ * (default 15) of the last completion, with HCOMM_ERR_IO naming rank 1.
+ */
+static int case_cut(void)
+{
+	enum { Q = 8 };
+	struct hcomm_request req[Q];
+	char *base = win_alloc(WIN_SIZE), *src = malloc(1 << 20);
+	const char *ready = getenv("HCOMM_RDMA_CUT_READY");
+	const char *e = getenv("HCOMM_RDMA_KILL_LIMIT");
+	double t0, last, limit = e ? atof(e) : 15;
+	struct hcomm_win *w;
+	int i, ret, err = 0, fd;
+	char msg[256] = "";
+
+	CHECK(base && src && ready, "memory, HCOMM_RDMA_CUT_READY");
+	ret = hcomm_win_create(g_comm, base, WIN_SIZE, &w);
+	CHECK(!ret, "hcomm_win_create: %d", ret);
+	CHECK(!hcomm_barrier(g_comm), "barrier");
+	if (g_rank == 1) {
+		fd = open(ready, O_CREAT | O_WRONLY, 0644);
+		CHECK(fd >= 0, "create %s", ready);
+		close(fd);
+		say("cut: asked for the cut, waiting 40 s");
+		sleep(40);
+		ret = hcomm_comm_destroy(g_comm);
+		g_comm = NULL;
+		say("cut: destroy returned %d (%s)", ret, ret ?
+		    hcomm_errmsg() : "");
+		return 0;
+	}
+	memset(req, 0, sizeof(req));
+	memset(src, 3, 1 << 20);
+	t0 = last = now_s();
+	for (i = 0; now_s() - t0 < 120; i++) {
+		struct hcomm_request *r = &req[i % Q];
+
+		if (i >= Q) {
+			ret = hcomm_wait(r);
+			if (ret) {
+				err = ret;
+				snprintf(msg, sizeof(msg), "%s (errno %d)",
+					 hcomm_errmsg(), hcomm_errno());
+				break;
+			}
+			last = now_s();
+		}
+		memset(r, 0, sizeof(*r));
+		ret = hcomm_put_nb(w, 1, (i % 8) << 20, src, 64 << 10, r);
+		if (ret) {
+			err = ret;
+			snprintf(msg, sizeof(msg), "%s", hcomm_errmsg());
+			break;
+		}
+	}
+	CHECK(err, "no error within 120 s");
+	say("cut: error %d %.2f s after the last completion (%d puts of "
+	    "64 KiB before): %s", err, now_s() - last, i, msg);
+	CHECK(err == -HCOMM_ERR_IO, "error %d, want HCOMM_ERR_IO", err);
+	CHECK(now_s() - last < limit, "noticed after %.2f s (limit %.0f)",
+	      now_s() - last, limit);
+	ret = hcomm_put(w, 1, 0, src, 64);
+	CHECK(ret == -HCOMM_ERR_IO && strstr(hcomm_errmsg(), "rank 1"),
+	      "put to the cut rank: %d (%s)", ret, hcomm_errmsg());
+	say("cut: next put: %s", hcomm_errmsg());
+	t0 = now_s();
+	ret = hcomm_comm_destroy(g_comm);
+	g_comm = NULL;
+	say("cut: destroy returned %d after %.2f s", ret, now_s() - t0);
+	return 0;
+}
+
 static int dbl_cmp(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -991,6 +1163,36 @@ static int case_perf(void)
 		if (g_rank == 0)
 			say("perf: pingpong size=8 half_rtt median_us=%.1f "
 			    "avg_us=%.1f", lat[150] * 1e6, sum / 300 * 1e6);
+		/*
+		 * The same with put_signal_nb, its request waited for after
+		 * the answer came: no acknowledgement on the critical path
+		 * (what ib_write_lat measures).
+		 */
+		sum = 0;
+		for (i = 1; i <= 300; i++) {
+			struct hcomm_request r;
+
+			memset(&r, 0, sizeof(r));
+			t0 = now_s();
+			if (g_rank == 0) {
+				CHECK(!hcomm_put_signal_nb(w, peer, 0, src, 8,
+							   42, 1, &r), "ps");
+				CHECK(hcomm_signal_wait(g_comm, 43, i, 20000) >=
+				      (int64_t)i, "wait");
+			} else {
+				CHECK(hcomm_signal_wait(g_comm, 42, i, 20000) >=
+				      (int64_t)i, "wait");
+				CHECK(!hcomm_put_signal_nb(w, peer, 0, src, 8,
+							   43, 1, &r), "ps");
+			}
+			lat[i - 1] = (now_s() - t0) / 2;
+			sum += lat[i - 1];
+			CHECK(!hcomm_wait(&r), "wait for the put_signal");
+		}
+		qsort(lat, 300, sizeof(double), dbl_cmp);
+		if (g_rank == 0)
+			say("perf: pingpong_nb size=8 half_rtt median_us=%.1f "
+			    "avg_us=%.1f", lat[150] * 1e6, sum / 300 * 1e6);
 	}
 	CHECK(!hcomm_barrier(g_comm), "barrier");
 	CHECK(!hcomm_win_free(w), "win_free");
@@ -1015,6 +1217,7 @@ static const struct tcase cases[] = {
 	{ "signal", case_signal, 2, 1 },
 	{ "batch", case_batch, 2, 1 },
 	{ "cb", case_cb, 2, 1 },
+	{ "threads", case_threads, 2, 1 },
 	{ "fence", case_fence, 2, 1 },
 	{ "errors", case_errors, 2, 1 },
 	{ "cache", case_cache, 2, 1 },
@@ -1023,6 +1226,7 @@ static const struct tcase cases[] = {
 	{ "dmabuf", case_dmabuf, 2, 1 },
 	{ "kill", case_kill, 2, 1 },
 	{ "perf", case_perf, 2, 0 },
+	{ "cut", case_cut, 2, 0 },
 };
 
 /* In the child: init, run, destroy; the exit status. */
@@ -1137,6 +1341,38 @@ static int run_case(const struct tcase *tc, int n, int secs, char **envs,
 	return worst;
 }
 
+/*
+ * -r RANK: be that one rank of an n-rank world whose other ranks run
+ * elsewhere (another VM); HCOMM_ROOT_ADDR and HCOMM_TRANSPORT come from
+ * the caller.  Runs the named cases in order; exit status as a case's.
+ */
+static int run_one(int rank, int n, int ncase, char **names)
+{
+	unsigned int i;
+	int k, ret = 0;
+	char v[32];
+
+	snprintf(v, sizeof(v), "%d", rank);
+	setenv("HCOMM_RANK", v, 1);
+	snprintf(v, sizeof(v), "%d", n);
+	setenv("HCOMM_WORLD_SIZE", v, 1);
+	g_rank = rank;
+	g_size = n;
+	for (k = 0; k < ncase && !ret; k++) {
+		for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+			if (!strcmp(names[k], cases[i].name))
+				break;
+		if (i == sizeof(cases) / sizeof(cases[0])) {
+			fprintf(stderr, "test_rdma: no case %s\n", names[k]);
+			return 2;
+		}
+		ret = rank_main(&cases[i]);
+		say("%s: %s", cases[i].name, ret == 0 ? "ok" : ret == 4 ?
+		    "skipped" : "FAILED");
+	}
+	return ret == 4 ? 0 : ret;
+}
+
 static int have_rdma(void)
 {
 	struct ibv_device **l;
@@ -1152,12 +1388,15 @@ int main(int argc, char **argv)
 {
 	const char *ip = getenv("HCOMM_RDMA_TEST_IP");
 	char *envs[32];
-	int nenv = 0, n = 2, secs = 240, opt, i, j, any = 0, ret;
+	int nenv = 0, n = 2, secs = 240, opt, i, j, any = 0, ret, one = -1;
 
-	while ((opt = getopt(argc, argv, "n:t:e:")) != -1) {
+	while ((opt = getopt(argc, argv, "n:t:e:r:")) != -1) {
 		switch (opt) {
 		case 'n':
 			n = atoi(optarg);
+			break;
+		case 'r':
+			one = atoi(optarg);
 			break;
 		case 't':
 			secs = atoi(optarg);
@@ -1168,7 +1407,7 @@ int main(int argc, char **argv)
 			break;
 		default:
 			fprintf(stderr, "usage: test_rdma [-n RANKS] [-t SECS] "
-				"[-e VAR=VALUE]... [CASE...]\n");
+				"[-e VAR=VALUE]... [-r RANK] [CASE...]\n");
 			return 2;
 		}
 	}
@@ -1182,6 +1421,8 @@ int main(int argc, char **argv)
 		       "rdma_tests.sh)\n");
 		return 0;
 	}
+	if (one >= 0)
+		return run_one(one, n, argc - optind, argv + optind);
 	for (i = 0; i < (int)(sizeof(cases) / sizeof(cases[0])); i++) {
 		int want = optind == argc ? cases[i].dflt : 0;
 
