@@ -1171,12 +1171,16 @@ uint64_t hcomm__boot_nonce(const struct hcomm_boot *b)
 	return b->nonce;
 }
 
+int hcomm__boot_same_hosts(const struct hcomm_boot *b, int r1, int r2)
+{
+	if (r1 < 0 || r1 >= b->size || r2 < 0 || r2 >= b->size)
+		return 0;
+	return !memcmp(&b->hosts[r1], &b->hosts[r2], sizeof(b->hosts[r1]));
+}
+
 int hcomm__boot_same_host(const struct hcomm_boot *b, int r)
 {
-	if (r < 0 || r >= b->size)
-		return 0;
-	return !memcmp(&b->hosts[r], &b->hosts[b->rank],
-		       sizeof(b->hosts[r]));
+	return hcomm__boot_same_hosts(b, r, b->rank);
 }
 
 const char *hcomm__boot_self_ip(const struct hcomm_boot *b)

@@ -154,6 +154,9 @@ HCOMM_HIDDEN int hcomm__boot_barrier(struct hcomm_boot *b);
 HCOMM_HIDDEN uint64_t hcomm__boot_nonce(const struct hcomm_boot *b);
 /* 1 when rank r shares this rank's host (struct hcomm_host_id). */
 HCOMM_HIDDEN int hcomm__boot_same_host(const struct hcomm_boot *b, int r);
+/* 1 when ranks r1 and r2 share a host. */
+HCOMM_HIDDEN int hcomm__boot_same_hosts(const struct hcomm_boot *b, int r1,
+					int r2);
 /*
  * This rank's IP address on the bootstrap's TCP connection (numeric, no
  * port: the interface that reaches rank 0), or "" over a unix socket.

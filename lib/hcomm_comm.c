@@ -58,12 +58,51 @@
 #define BATCH_CHUNK	64		/* requests per half of a blocking batch */
 #define DISPATCH_MAX	64
 
-static const struct hcomm_xport_ops *const xports[] = {
-	&hcomm__xport_kernel,
-	&hcomm__xport_tcp,
-	&hcomm__xport_rdma,
+static const struct hcomm_xport_ops *const xport_by_id[HCOMM_XP_MAX] = {
+	[HCOMM_XP_KERNEL] = &hcomm__xport_kernel,
+	[HCOMM_XP_RDMA] = &hcomm__xport_rdma,
+	[HCOMM_XP_TCP] = &hcomm__xport_tcp,
 };
-#define NR_XPORTS	(sizeof(xports) / sizeof(xports[0]))
+
+/* Every transport the communicator uses, by id. */
+#define for_each_xo(c, i) \
+	for ((i) = 0; (i) < HCOMM_XP_MAX; (i)++) \
+		if ((c)->xo[i])
+
+/* Completions reaped from every transport. */
+static int xo_progress(struct hcomm_comm *c)
+{
+	int i, n = 0;
+
+	for_each_xo(c, i)
+		n += c->xo[i]->progress(c);
+	return n;
+}
+
+/*
+ * Block for a completion: on req's transport, or with several transports
+ * and no request, on each in turn for a slice (none of them can wake the
+ * others' waits).
+ */
+static void xo_block(struct hcomm_comm *c, struct hcomm_request *req,
+		     int64_t timeout_us)
+{
+	int64_t slice = timeout_us < 0 || timeout_us > 2000 ? 2000 : timeout_us;
+	int i;
+
+	if (req && c->xo[hcomm__req_priv(req)->xport]) {
+		c->xo[hcomm__req_priv(req)->xport]->block(c, req, timeout_us);
+		return;
+	}
+	if (c->nxo == 1) {
+		for_each_xo(c, i)
+			c->xo[i]->block(c, req, timeout_us);
+		return;
+	}
+	for_each_xo(c, i)
+		if (c->xo[i]->block(c, NULL, slice / c->nxo) > 0)
+			return;
+}
 
 static __thread int t_cb_depth;			/* > 0 inside a callback */
 static __thread struct hcomm_comm *t_dispatcher; /* this thread's comm */
@@ -262,9 +301,9 @@ static void *progress_main(void *arg)
 	struct hcomm_comm *c = arg;
 
 	while (!__atomic_load_n(&c->prog_stop, __ATOMIC_ACQUIRE)) {
-		if (c->xops->progress(c) > 0)
+		if (xo_progress(c) > 0)
 			continue;
-		c->xops->block(c, NULL, 100000);
+		xo_block(c, NULL, 100000);
 	}
 	return NULL;
 }
@@ -272,10 +311,13 @@ static void *progress_main(void *arg)
 /* comm->lock held.  Stop the callback threads after the queue drained. */
 static void threads_stop(struct hcomm_comm *c)
 {
+	int i;
+
 	if (!c->threads)
 		return;
 	__atomic_store_n(&c->prog_stop, 1, __ATOMIC_RELEASE);
-	c->xops->wake(c);
+	for_each_xo(c, i)
+		c->xo[i]->wake(c);
 	pthread_join(c->prog_thr, NULL);
 	pthread_mutex_lock(&c->lq_lock);
 	__atomic_store_n(&c->disp_stop, 1, __ATOMIC_RELEASE);
@@ -290,9 +332,11 @@ static void threads_stop(struct hcomm_comm *c)
 /* comm->lock held. */
 static int threads_start(struct hcomm_comm *c, enum hcomm_cb_mode mode)
 {
-	int ret;
+	int ret = 0, i;
 
-	ret = c->xops->wake_enable(c);
+	for_each_xo(c, i)
+		if (!ret)
+			ret = c->xo[i]->wake_enable(c);
 	if (ret)
 		return ret;
 	hcomm_mpsc_init(&c->q);
@@ -367,7 +411,7 @@ static void idle_step(struct hcomm_comm *c, struct hcomm_request *req,
 	if (!st->t0) {
 		st->t0 = now_ns();
 	} else if (!(++st->k & 15) && now_ns() - st->t0 > SPIN_NS) {
-		c->xops->block(c, req, BLOCK_US);
+		xo_block(c, req, BLOCK_US);
 		return;
 	}
 	cpu_relax();
@@ -380,7 +424,7 @@ static int progress_once(struct hcomm_comm *c)
 
 	if (t_dispatcher == c)
 		n += dispatch_some(c, DISPATCH_MAX);
-	return n + c->xops->progress(c);
+	return n + xo_progress(c);
 }
 
 HCOMM_EXPORT int hcomm_progress(struct hcomm_comm *c)
@@ -390,7 +434,7 @@ HCOMM_EXPORT int hcomm_progress(struct hcomm_comm *c)
 	hcomm__run_pending();
 	if (t_dispatcher == c)
 		dispatch_some(c, DISPATCH_MAX);
-	return c->xops->progress(c);
+	return xo_progress(c);
 }
 
 HCOMM_EXPORT int hcomm_test(struct hcomm_request *req)
@@ -478,14 +522,18 @@ HCOMM_EXPORT int hcomm_flush(struct hcomm_comm *c)
 {
 	if (!c)
 		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "hcomm_flush");
-	return c->xops->flush(c);
+	return c->nxo == 1 ? c->xo[c->sig_xp]->flush(c) : hcomm__drain(c);
 }
 
 HCOMM_EXPORT int hcomm_fence(struct hcomm_comm *c)
 {
 	if (!c)
 		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "hcomm_fence");
-	return c->xops->fence(c);
+	/*
+	 * One transport orders its own operations; across several, what was
+	 * issued before completes first (a drain).
+	 */
+	return c->nxo == 1 ? c->xo[c->sig_xp]->fence(c) : hcomm__drain(c);
 }
 
 /* ------------------------------------------------------------------ */
@@ -506,6 +554,16 @@ static const char *op_name(uint32_t op)
 	}
 }
 
+/*
+ * The transport of a checked descriptor: its target's route for its
+ * size (every route has a transport for every size: init made sure).
+ */
+static int route_of(const struct hcomm_comm *c,
+		    const struct hcomm_xfer_desc *d)
+{
+	return hcomm__route_xp(&c->routes[d->target], d->len);
+}
+
 static int check_desc(const struct hcomm_win *w,
 		      const struct hcomm_xfer_desc *d, unsigned int i)
 {
@@ -524,7 +582,7 @@ static int check_desc(const struct hcomm_win *w,
 				   "%llu bytes at local address %#llx", i,
 				   op_name(d->op), (unsigned long long)d->len,
 				   (unsigned long long)d->local);
-	p = &w->peers[d->target];
+	p = &w->peers[d->target].x[c->sig_xp];
 	if (d->target_off > p->len || d->len > p->len - d->target_off)
 		return hcomm__fail(HCOMM_ERR_INVAL, ERANGE, "descriptor %u: %s "
 				   "of %llu bytes at offset %llu of rank %d's "
@@ -534,10 +592,10 @@ static int check_desc(const struct hcomm_win *w,
 				   (unsigned long long)p->len);
 	if (d->op != HCOMM_OP_PUT_SIGNAL)
 		return 0;
-	if (d->sig >= c->xops->signal_count(c))
+	if (d->sig >= c->xo[c->sig_xp]->signal_count(c))
 		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "descriptor %u: "
 				   "signal %u of %u", i, d->sig,
-				   c->xops->signal_count(c));
+				   c->xo[c->sig_xp]->signal_count(c));
 	if (!p->len)
 		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "descriptor %u: rank "
 				   "%d exposes no memory in this window, which a "
@@ -569,7 +627,7 @@ static int issue(struct hcomm_win *w, const struct hcomm_xfer_desc *d,
 		 unsigned int n, struct hcomm_request *reqs)
 {
 	struct hcomm_comm *c = w->comm;
-	unsigned int i;
+	unsigned int i, k, run = 0;
 	int ret;
 
 	ret = check_reqs_free(reqs, n);
@@ -590,13 +648,26 @@ static int issue(struct hcomm_win *w, const struct hcomm_xfer_desc *d,
 	/*
 	 * Callbacks of what completes meanwhile (a full ring reaped, the
 	 * ioctl path completing inside post) run once all n are issued.
+	 * Runs of consecutive descriptors for one transport go out together;
+	 * when a run fails, the runs before it stay issued and it and the
+	 * rest fail.
 	 */
 	t_issuing++;
-	ret = c->xops->post(c, w, d, n, reqs);
+	for (i = 0, ret = 0; i < n && !ret; i += run) {
+		int xp = route_of(c, &d[i]);
+
+		for (run = 1; i + run < n && route_of(c, &d[i + run]) == xp;
+		     run++)
+			;
+		for (k = i; k < i + run; k++)
+			hcomm__req_priv(&reqs[k])->xport = (uint16_t)xp;
+		ret = c->xo[xp]->post(c, w, d + i, run, reqs + i);
+	}
 	t_issuing--;
 	if (ret) {
-		__atomic_sub_fetch(&c->inflight, n, __ATOMIC_RELEASE);
-		for (i = 0; i < n; i++) {
+		i -= run;
+		__atomic_sub_fetch(&c->inflight, n - i, __ATOMIC_RELEASE);
+		for (; i < n; i++) {
 			reqs[i].status = ret;
 			__atomic_store_n(&reqs[i].done, 1, __ATOMIC_RELEASE);
 		}
@@ -788,17 +859,17 @@ HCOMM_EXPORT int64_t hcomm_signal_wait(struct hcomm_comm *c, uint32_t sig,
 {
 	if (!c)
 		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "hcomm_signal_wait");
-	return c->xops->signal_wait(c, sig, value, timeout_ms);
+	return c->xo[c->sig_xp]->signal_wait(c, sig, value, timeout_ms);
 }
 
 HCOMM_EXPORT uint64_t hcomm_signal_read(struct hcomm_comm *c, uint32_t sig)
 {
-	return c ? c->xops->signal_read(c, sig) : 0;
+	return c ? c->xo[c->sig_xp]->signal_read(c, sig) : 0;
 }
 
 HCOMM_EXPORT uint32_t hcomm_signal_count(const struct hcomm_comm *c)
 {
-	return c ? c->xops->signal_count(c) : 0;
+	return c ? c->xo[c->sig_xp]->signal_count(c) : 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -843,12 +914,22 @@ static void win_unlink(struct hcomm_win *w)
 	pthread_mutex_unlock(&c->lock);
 }
 
+/* Undo the win_create of every transport before @upto (ids below it). */
+static void win_free_upto(struct hcomm_comm *c, struct hcomm_win *w, int upto)
+{
+	int i;
+
+	for (i = 0; i < upto; i++)
+		if (c->xo[i])
+			(void)c->xo[i]->win_free(c, w);
+}
+
 HCOMM_EXPORT int hcomm_win_create(struct hcomm_comm *c, void *base,
 				  size_t len, struct hcomm_win **winp)
 {
-	struct hcomm_win_peer self;
+	struct hcomm_win_peers self;
 	struct hcomm_win *w;
-	int ret, local = 0;
+	int ret, local = 0, i, made = 0;
 
 	if (!c || !winp)
 		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "hcomm_win_create");
@@ -867,9 +948,21 @@ HCOMM_EXPORT int hcomm_win_create(struct hcomm_comm *c, void *base,
 	if (len && !base)
 		local = hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "hcomm_win_create: "
 				    "%zu bytes at NULL", len);
-	else
-		local = c->xops->win_create(c, w, base, len, &self);
-	self.err = -local;
+	for (i = 0; i < HCOMM_XP_MAX && !local; i++) {
+		if (!c->xo[i])
+			continue;
+		local = c->xo[i]->win_create(c, w, base, len, &self.x[i]);
+		made = i + 1;
+		if (local)
+			made = i;	/* this one undid itself */
+	}
+	if (local)
+		win_free_upto(c, w, made);
+	/* every entry says how long the part is and whether it failed */
+	for (i = 0; i < HCOMM_XP_MAX; i++) {
+		self.x[i].len = len;
+		self.x[i].err = -local;
+	}
 	ret = hcomm__boot_allgather(c->boot, &self, w->peers, sizeof(self));
 	if (!ret)
 		ret = collective_err(c, w->peers, sizeof(self),
@@ -881,7 +974,7 @@ HCOMM_EXPORT int hcomm_win_create(struct hcomm_comm *c, void *base,
 		ret = local;
 	if (ret) {
 		if (!local)
-			(void)c->xops->win_free(c, w);
+			win_free_upto(c, w, HCOMM_XP_MAX);
 		free(w->peers);
 		free(w);
 		return ret;
@@ -896,6 +989,18 @@ HCOMM_EXPORT int hcomm_win_create(struct hcomm_comm *c, void *base,
 	return 0;
 }
 
+/* win_free of every transport: the first error. */
+static int win_free_all(struct hcomm_comm *c, struct hcomm_win *w)
+{
+	int ret = 0, r, i;
+
+	for_each_xo(c, i) {
+		r = c->xo[i]->win_free(c, w);
+		ret = ret ? ret : r;
+	}
+	return ret;
+}
+
 HCOMM_EXPORT int hcomm_win_free(struct hcomm_win *w)
 {
 	struct hcomm_comm *c;
@@ -908,7 +1013,7 @@ HCOMM_EXPORT int hcomm_win_free(struct hcomm_win *w)
 	/* Nobody reaches this rank's part after the barrier. */
 	r = hcomm__boot_barrier(c->boot);
 	ret = ret ? ret : r;
-	r = c->xops->win_free(c, w);
+	r = win_free_all(c, w);
 	ret = ret ? ret : r;
 	r = hcomm__boot_barrier(c->boot);
 	ret = ret ? ret : r;
@@ -922,7 +1027,7 @@ HCOMM_EXPORT size_t hcomm_win_size(const struct hcomm_win *w, int rank)
 {
 	if (!w || rank < 0 || rank >= w->comm->size)
 		return 0;
-	return w->peers[rank].len;
+	return w->peers[rank].x[0].len;
 }
 
 /* ------------------------------------------------------------------ */
@@ -949,7 +1054,7 @@ static int stats_publish(struct hcomm_comm *c)
 	const char *dir = getenv("HCOMM_STATS_DIR");
 	struct hcomm_stats_file *f;
 	size_t n;
-	int fd, err;
+	int fd, err, i;
 
 	if (!dir || !*dir)
 		return 0;
@@ -983,7 +1088,8 @@ static int stats_publish(struct hcomm_comm *c)
 	f->world_size = c->size;
 	__atomic_store_n(&f->magic, HCOMM_STATS_MAGIC, __ATOMIC_RELEASE);
 	c->pub = f;
-	c->xops->publish(c, &f->st);
+	for_each_xo(c, i)
+		c->xo[i]->publish(c, &f->st);
 	return 0;
 fail:
 	hcomm__fail(hcomm__err_code(0, err), err, "HCOMM_STATS_DIR: %s",
@@ -995,9 +1101,12 @@ fail:
 
 static void stats_unpublish(struct hcomm_comm *c)
 {
+	int i;
+
 	if (!c->pub)
 		return;
-	c->xops->publish(c, NULL);
+	for_each_xo(c, i)
+		c->xo[i]->publish(c, NULL);
 	unlink(c->pub_path);
 	munmap(c->pub, sizeof(*c->pub));
 	c->pub = NULL;
@@ -1008,48 +1117,159 @@ static void stats_unpublish(struct hcomm_comm *c)
 HCOMM_EXPORT int hcomm_comm_get_stats(struct hcomm_comm *c,
 				      struct hcomm_comm_stats *st)
 {
+	int i;
+
 	if (!c || !st)
 		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL,
 				   "hcomm_comm_get_stats");
 	memset(st, 0, sizeof(*st));
-	c->xops->stats(c, st);
+	for_each_xo(c, i)
+		c->xo[i]->stats(c, st);
 	return 0;
 }
 
 /*
- * HCOMM_TRANSPORT=kernel|tcp: that one, which must reach every rank;
- * unset, "" or auto: the first of xports[] whose probe reaches them.
+ * Which transports this rank sets up, the same decision on every rank
+ * for the ones whose set-up talks to the others (rdma, tcp):
+ *   - HCOMM_TRANSPORT=kernel|rdma|tcp: that one alone, which every rank
+ *     must be able to use (and kernel: one host);
+ *   - auto: kernel on a rank that shares a host with another rank that
+ *     can use it (or runs alone); rdma and tcp on every rank when some
+ *     pair of ranks cannot use the kernel (other hosts, or no module),
+ *     rdma only when every rank has a device.
+ * caps[r]: bit id set when rank r's probe of transport id said yes.
  */
-static int xport_select(struct hcomm_comm *c)
+static int xports_plan(struct hcomm_comm *c, const uint32_t *caps,
+		       int *use)
 {
-	const char *want = getenv("HCOMM_TRANSPORT");
-	unsigned int i;
+	const uint32_t k = 1u << HCOMM_XP_KERNEL;
+	uint32_t all = ~0u;
+	int r, r2, net = 0, mine_k = 0;
 
-	if (!want || !*want || !strcmp(want, "auto")) {
-		for (i = 0; i < NR_XPORTS && !c->xops; i++)
-			if (xports[i]->probe(&c->ri))
-				c->xops = xports[i];
-		if (!c->xops)
-			return hcomm__fail(HCOMM_ERR_NOTSUP, 0, "no transport "
-					   "reaches every rank");
+	for (r = 0; r < c->size; r++)
+		all &= caps[r];
+	memset(use, 0, HCOMM_XP_MAX * sizeof(*use));
+	if (c->forced >= 0) {
+		for (r = 0; r < c->size; r++)
+			if (!(caps[r] & (1u << c->forced)))
+				return hcomm__fail(HCOMM_ERR_NOTSUP, 0,
+						   "HCOMM_TRANSPORT=%s: rank "
+						   "%d cannot use it",
+						   hcomm__xp_name(c->forced),
+						   r);
+		for (r = 0; c->forced == HCOMM_XP_KERNEL && r < c->size; r++)
+			if (!hcomm__boot_same_host(c->boot, r))
+				return hcomm__fail(HCOMM_ERR_NOTSUP, 0,
+						   "HCOMM_TRANSPORT=kernel: "
+						   "rank %d is on another host",
+						   r);
+		use[c->forced] = 1;
 		return 0;
 	}
-	for (i = 0; i < NR_XPORTS; i++)
-		if (!strcmp(want, xports[i]->name))
-			break;
-	if (i == NR_XPORTS)
-		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "HCOMM_TRANSPORT="
-				   "\"%.32s\": not auto, kernel or tcp", want);
-	if (!xports[i]->probe(&c->ri))
-		return hcomm__fail(HCOMM_ERR_NOTSUP, 0, "HCOMM_TRANSPORT=%s: "
-				   "it does not reach every rank (ranks on "
-				   "other hosts need tcp)", want);
-	c->xops = xports[i];
+	for (r = 0; r < c->size; r++)
+		for (r2 = r + 1; r2 < c->size; r2++)
+			if (!hcomm__boot_same_hosts(c->boot, r, r2) ||
+			    !(caps[r] & caps[r2] & k))
+				net = 1;
+	for (r = 0; r < c->size; r++)
+		if (r != c->rank && hcomm__boot_same_host(c->boot, r) &&
+		    (caps[r] & k))
+			mine_k = 1;
+	use[HCOMM_XP_KERNEL] = (caps[c->rank] & k) && (mine_k || !net);
+	use[HCOMM_XP_TCP] = net && (all & (1u << HCOMM_XP_TCP));
+	use[HCOMM_XP_RDMA] = net && (all & (1u << HCOMM_XP_RDMA));
+	if (net && !use[HCOMM_XP_TCP] && !use[HCOMM_XP_RDMA])
+		return hcomm__fail(HCOMM_ERR_NOTSUP, 0, "no network transport "
+				   "reaches every rank");
+	if (!net && !use[HCOMM_XP_KERNEL])
+		return hcomm__fail(HCOMM_ERR_NOTSUP, 0, "no transport: "
+				   "/dev/hcomm cannot be used here");
 	return 0;
+}
+
+/*
+ * Routes: every peer gets the cheapest transport per size among those
+ * that reach it (hcomm_probe.h: measured when probed, else the order of
+ * preference kernel, rdma, tcp).  The kernel reaches this rank and the
+ * ranks of its host that can use it.
+ */
+static int routes_choose(struct hcomm_comm *c, const uint32_t *caps)
+{
+	int r, i;
+
+	c->links = calloc((size_t)c->size * HCOMM_XP_MAX, sizeof(*c->links));
+	c->routes = calloc(c->size, sizeof(*c->routes));
+	if (!c->links || !c->routes)
+		return hcomm__fail(HCOMM_ERR_NOMEM, ENOMEM, "hcomm_comm_init");
+	for (r = 0; r < c->size; r++) {
+		struct hcomm_link *l = &c->links[(size_t)r * HCOMM_XP_MAX];
+
+		for_each_xo(c, i)
+			l[i].usable = i != HCOMM_XP_KERNEL || r == c->rank ||
+				      (hcomm__boot_same_host(c->boot, r) &&
+				       (caps[r] & (1u << HCOMM_XP_KERNEL)));
+		hcomm__route_choose(l, c->forced, &c->routes[r]);
+		if (!c->routes[r].n)
+			return hcomm__fail(HCOMM_ERR_NOTSUP, 0, "no transport "
+					   "reaches rank %d: %s", r,
+					   c->routes[r].why);
+	}
+	return 0;
+}
+
+/* Set up the transports of use[], in id order; undo them on failure. */
+static int xports_init(struct hcomm_comm *c, const int *use)
+{
+	int ret = 0, i, n;
+
+	for (i = 0; i < HCOMM_XP_MAX && !ret; i++) {
+		if (!use[i])
+			continue;
+		ret = xport_by_id[i]->init(c);
+		if (!ret) {
+			c->xo[i] = xport_by_id[i];
+			c->nxo++;
+		}
+	}
+	if (ret) {
+		for_each_xo(c, i)
+			c->xo[i]->fini(c);
+		memset(c->xo, 0, sizeof(c->xo));
+		c->nxo = 0;
+		return ret;
+	}
+	c->sig_xp = c->xo[HCOMM_XP_KERNEL] ? HCOMM_XP_KERNEL :
+		    c->xo[HCOMM_XP_RDMA] ? HCOMM_XP_RDMA : HCOMM_XP_TCP;
+	n = 0;
+	for_each_xo(c, i)
+		n += snprintf(c->xname + n, sizeof(c->xname) - n, "%s%s",
+			      n ? "+" : "", c->xo[i]->name);
+	return 0;
+}
+
+static void xports_fini(struct hcomm_comm *c)
+{
+	int i;
+
+	for_each_xo(c, i)
+		c->xo[i]->fini(c);
+	memset(c->xo, 0, sizeof(c->xo));
+	c->nxo = 0;
+}
+
+int hcomm__signal_deliver(struct hcomm_comm *c, int from_xp, uint32_t sig,
+			  uint64_t v)
+{
+	if (c->sig_xp == from_xp || !c->xo[c->sig_xp])
+		return 0;
+	(void)c->xo[c->sig_xp]->signal_add(c, sig, v);
+	return 1;
 }
 
 static void comm_free(struct hcomm_comm *c)
 {
+	free(c->links);
+	free(c->routes);
 	pthread_cond_destroy(&c->lq_cond);
 	pthread_mutex_destroy(&c->lq_lock);
 	pthread_mutex_destroy(&c->lock);
@@ -1059,10 +1279,13 @@ static void comm_free(struct hcomm_comm *c)
 HCOMM_EXPORT int hcomm_comm_init(struct hcomm_comm **out,
 				 const struct hcomm_config *cfg)
 {
+	struct hcomm_probe_budget budget;
+	int use[HCOMM_XP_MAX];
 	struct hcomm_comm *c;
 	int32_t *st = NULL, mine;
+	uint32_t *caps = NULL, mycaps = 0;
 	int64_t coll_ms;
-	int ret, local;
+	int ret, local, i;
 
 	if (!out)
 		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "hcomm_comm_init");
@@ -1096,11 +1319,12 @@ HCOMM_EXPORT int hcomm_comm_init(struct hcomm_comm **out,
 	c->cfg.rank_table = NULL;	/* the caller's string: not kept */
 	c->rank = c->ri.rank;
 	c->size = c->ri.size;
-	ret = xport_select(c);
+	ret = hcomm__probe_env(&budget, &c->forced);
 	if (ret)
 		goto err;
 	st = calloc(c->size, sizeof(*st));
-	if (!st) {
+	caps = calloc(c->size, sizeof(*caps));
+	if (!st || !caps) {
 		ret = hcomm__fail(HCOMM_ERR_NOMEM, ENOMEM, "hcomm_comm_init");
 		goto err;
 	}
@@ -1108,12 +1332,23 @@ HCOMM_EXPORT int hcomm_comm_init(struct hcomm_comm **out,
 	if (ret)
 		goto err;
 	(void)hcomm__boot_set_timeout(c->boot, coll_ms);	/* in range */
-	/* Every rank learns whether every other one got its transport up. */
-	local = c->xops->init(c);
+	/* What every rank can use, then the same plan everywhere. */
+	for (i = 0; i < HCOMM_XP_MAX; i++)
+		if (xport_by_id[i]->probe(&c->ri))
+			mycaps |= 1u << i;
+	ret = hcomm__boot_allgather(c->boot, &mycaps, caps, sizeof(*caps));
+	if (ret)
+		goto err_boot;
+	local = xports_plan(c, caps, use);
+	/* Every rank learns whether every other one got its transports up. */
+	if (!local)
+		local = xports_init(c, use);
 	if (!local) {
-		local = stats_publish(c);
+		local = routes_choose(c, caps);
+		if (!local)
+			local = stats_publish(c);
 		if (local)
-			c->xops->fini(c);
+			xports_fini(c);
 	}
 	mine = -local;
 	ret = hcomm__boot_allgather(c->boot, &mine, st, sizeof(*st));
@@ -1125,17 +1360,20 @@ HCOMM_EXPORT int hcomm_comm_init(struct hcomm_comm **out,
 	if (ret) {
 		if (!local) {
 			stats_unpublish(c);
-			c->xops->fini(c);
+			xports_fini(c);
 		}
 		goto err_boot;
 	}
+	(void)budget;
 	free(st);
+	free(caps);
 	*out = c;
 	return 0;
 err_boot:
 	hcomm__boot_fini(c->boot);
 err:
 	free(st);
+	free(caps);
 	comm_free(c);
 	return ret;
 }
@@ -1155,14 +1393,14 @@ HCOMM_EXPORT int hcomm_comm_destroy(struct hcomm_comm *c)
 	ret = ret ? ret : r;
 	for (w = c->wins; w; w = next) {
 		next = w->next;
-		r = c->xops->win_free(c, w);
+		r = win_free_all(c, w);
 		ret = ret ? ret : r;
 		free(w->peers);
 		free(w);
 	}
 	c->wins = NULL;
 	stats_unpublish(c);
-	c->xops->fini(c);
+	xports_fini(c);
 	hcomm__boot_fini(c->boot);
 	comm_free(c);
 	return ret;
@@ -1190,7 +1428,7 @@ HCOMM_EXPORT struct hcomm_ctx *hcomm_comm_ctx(struct hcomm_comm *c)
 
 HCOMM_EXPORT const char *hcomm_comm_transport(const struct hcomm_comm *c)
 {
-	return c && c->xops ? c->xops->name : "none";
+	return c && c->nxo ? c->xname : "none";
 }
 
 HCOMM_EXPORT int hcomm_comm_set_coll_timeout(struct hcomm_comm *c,

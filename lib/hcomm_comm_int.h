@@ -18,7 +18,14 @@
  * @cfg, @ri:   configuration and launcher result (read-only after init).
  * @rank, @size: copies of ri.rank, ri.size.
  * @boot:       bootstrap channel (collectives: one thread per rank).
- * @xops, @xp:  the transport and its state.
+ * @xo, @xps:   the transports in use (xo[id] NULL when not) and their
+ *              state, indexed by enum hcomm_xp_id; @nxo how many.
+ * @sig_xp:     the transport that owns this rank's signals.
+ * @links, @routes: per peer [size]: what each transport offers it
+ *              (links[peer * HCOMM_XP_MAX + id]) and the transport of
+ *              each message size (read-only after init).
+ * @forced:     HCOMM_TRANSPORT's transport, or -1 (auto).
+ * @xname:      hcomm_comm_transport(): the names in use, joined by '+'.
  * @ctx:        the /dev/hcomm context (kernel transport), else NULL.
  * @lock:       protects @wins and the callback threads' start and stop.
  * @wins:       windows not yet freed (destroy frees them).
@@ -40,8 +47,14 @@ struct hcomm_comm {
 	int rank;
 	int size;
 	struct hcomm_boot *boot;
-	const struct hcomm_xport_ops *xops;
-	void *xp;
+	const struct hcomm_xport_ops *xo[HCOMM_XP_MAX];
+	void *xps[HCOMM_XP_MAX];
+	int nxo;
+	int sig_xp;
+	int forced;
+	struct hcomm_link *links;
+	struct hcomm_route *routes;
+	char xname[32];
 	struct hcomm_ctx *ctx;
 
 	pthread_mutex_t lock;
@@ -71,7 +84,7 @@ struct hcomm_comm {
  * @comm:       its communicator.
  * @prev, @next: in comm->wins (comm->lock).
  * @base, @len: this rank's part.
- * @xp:         the transport's (kernel: the region id, 0 for none).
+ * @xps:        each transport's (kernel: the region id, 0 for none).
  * @peers:      [comm->size], what every rank published.
  */
 struct hcomm_win {
@@ -79,8 +92,8 @@ struct hcomm_win {
 	struct hcomm_win *prev, *next;
 	void *base;
 	size_t len;
-	void *xp;
-	struct hcomm_win_peer *peers;
+	void *xps[HCOMM_XP_MAX];
+	struct hcomm_win_peers *peers;
 };
 
 /*
@@ -91,6 +104,7 @@ struct hcomm_win {
  *        that will run its callback (hcomm_comm.c).
  * @err:  errno behind a failed status (0 otherwise), set at completion.
  * @ring: the transport's queue the request went to (a hint for waiters).
+ * @xport: the transport it went to (enum hcomm_xp_id).
  * @q:    link while queued for the callback dispatcher.
  */
 struct hcomm_req_priv {
@@ -100,7 +114,8 @@ struct hcomm_req_priv {
 		struct hcomm_request *pend;
 	};
 	int32_t err;
-	uint32_t ring;
+	uint16_t ring;
+	uint16_t xport;
 	union {
 		struct hcomm_mpsc_node node;
 		struct hcomm_request *next;

@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include "hcomm_int.h"
 #include "hcomm_boot.h"
+#include "hcomm_probe.h"
 
 struct hcomm_comm;
 struct hcomm_win;
@@ -44,19 +45,37 @@ struct hcomm_win_peer {
 };
 
 /*
+ * A rank's part of a window as every transport of the communicator
+ * described it (x[id]: the transport of enum hcomm_xp_id; zero for a
+ * transport not in use).  A transport reads w->peers[rank].x[its id].
+ */
+struct hcomm_win_peers {
+	struct hcomm_win_peer x[HCOMM_XP_MAX];
+};
+
+/*
  * The operations of a transport.  Unless said otherwise, a function
  * returns 0 or a negated hcomm_err after recording it with hcomm__fail(),
  * and may be called from any thread.
  *
- * @name:       what hcomm_comm_transport() returns.
- * @probe:      1 when the transport can reach every rank of @ri (cheap,
+ * A communicator may use several transports at once, each for the peers
+ * (and message sizes) its route names (hcomm_probe.h); a transport keeps
+ * its state in c->xps[@id] and w->xps[@id], and finds a peer's part of a
+ * window in w->peers[rank].x[@id].  It may see operations to any rank.
+ *
+ * @name:       its part of what hcomm_comm_transport() returns.
+ * @id:         enum hcomm_xp_id.
+ * @probe:      1 when the transport can be set up in this process (cheap,
  *              no state kept), else 0.
- * @init:       set up c->xp (and c->ctx where there is one); the
- *              communicator's configuration, rank and size are filled.
- *              Not collective: the caller synchronises afterwards.
+ * @init:       set up c->xps[@id] (and c->ctx where there is one); the
+ *              communicator's configuration, rank, size and bootstrap are
+ *              ready.  The communicator calls it on every rank or on none
+ *              when it may talk to other ranks during set-up (the network
+ *              transports allgather their addresses); the kernel
+ *              transport's is local.
  * @fini:       undo @init; every operation has completed.
  * @win_create: make [base, base + len) (len may be 0) reachable by the
- *              other ranks and describe it in *self (w->xp is the
+ *              other ranks and describe it in *self (w->xps[@id] is the
  *              transport's).  Not collective.
  * @win_free:   undo @win_create; no operation on @w is in flight anywhere.
  * @post:       issue n checked descriptors of window @w, one per request
@@ -79,12 +98,18 @@ struct hcomm_win_peer {
  * @flush:      return once the operations this rank issued so far have
  *              completed (c->inflight reached 0).
  * @signal_count, @signal_read, @signal_wait: this rank's signals (see
- *              hcomm.h); @signal_read and @signal_count never fail.
+ *              hcomm.h); @signal_read and @signal_count never fail.  Only
+ *              the communicator's signal owner (hcomm__signal_owner())
+ *              is asked; a transport that receives a signal for this rank
+ *              hands it to hcomm__signal_deliver().
+ * @signal_add: add v to this rank's signal sig and wake its waiters (the
+ *              owner's, for signals another transport received).
  * @stats:      add the transport's counters to *st (never fails).
  * @publish:    keep st (in the published file; NULL: stop) up to date.
  */
 struct hcomm_xport_ops {
 	const char *name;
+	int id;
 	int (*probe)(const struct hcomm_rankinfo *ri);
 	int (*init)(struct hcomm_comm *c);
 	void (*fini)(struct hcomm_comm *c);
@@ -105,6 +130,7 @@ struct hcomm_xport_ops {
 	uint64_t (*signal_read)(struct hcomm_comm *c, uint32_t sig);
 	int64_t (*signal_wait)(struct hcomm_comm *c, uint32_t sig,
 			       uint64_t value, int timeout_ms);
+	int (*signal_add)(struct hcomm_comm *c, uint32_t sig, uint64_t v);
 	void (*stats)(struct hcomm_comm *c, struct hcomm_comm_stats *st);
 	void (*publish)(struct hcomm_comm *c, struct hcomm_comm_stats *st);
 };
@@ -118,6 +144,15 @@ HCOMM_HIDDEN extern const struct hcomm_xport_ops hcomm__xport_rdma;
 /* For the tests: where the tcp transport of c listens, "ip:port" ("" if
  * c uses another transport). */
 HCOMM_HIDDEN const char *hcomm__tcp_listen_addr(const struct hcomm_comm *c);
+
+/*
+ * A transport received signal sig += v for this rank: 1 when the
+ * communicator's signal owner is another transport and got it (the
+ * caller keeps nothing), 0 when the caller owns the signals and applies
+ * it itself.
+ */
+HCOMM_HIDDEN int hcomm__signal_deliver(struct hcomm_comm *c, int from_xp,
+				       uint32_t sig, uint64_t v);
 
 /*
  * Transports call this once per issued request when it finished: err is

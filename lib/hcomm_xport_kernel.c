@@ -102,11 +102,20 @@ struct kx {
 	unsigned int nrings;
 	struct hcomm_rcache *rc;
 	int evfd;
+	/*
+	 * A page of its own registered for signals other transports
+	 * receive (kx_signal_add): key, or 0 until first used; sig_lock
+	 * guards its creation.
+	 */
+	pthread_mutex_t sig_lock;
+	void *sig_page;
+	uint64_t sig_key;
+	uint32_t sig_region;
 };
 
 static struct kx *kx_of(const struct hcomm_comm *c)
 {
-	return c->xp;
+	return c->xps[HCOMM_XP_KERNEL];
 }
 
 static uint64_t now_ns(void)
@@ -464,7 +473,7 @@ static void kx_post_ioctl(struct hcomm_comm *c, struct hcomm_win *w,
 		int err = 0;
 
 		if (!kx_is_nop(&d[i])) {
-			kx_fill(&s, &d[i], &w->peers[d[i].target],
+			kx_fill(&s, &d[i], &w->peers[d[i].target].x[HCOMM_XP_KERNEL],
 				ent ? ent->key : 0,
 				ent ? d[i].local - ent->start : 0);
 			if (ioctl(kx->fd, HCOMM_CMD_XFER, &s.arg.x) < 0)
@@ -514,7 +523,7 @@ static int kx_post(struct hcomm_comm *c, struct hcomm_win *w,
 				io_uring_prep_nop(sqe);
 			} else {
 				s->kind = SLOT_XFER;
-				kx_fill(s, &d[i], &w->peers[d[i].target],
+				kx_fill(s, &d[i], &w->peers[d[i].target].x[HCOMM_XP_KERNEL],
 					ent ? ent->key : 0,
 					ent ? d[i].local - ent->start : 0);
 				hcomm__prep_cmd(sqe, r->fixed ? 0 : kx->fd,
@@ -661,6 +670,57 @@ static int64_t kx_signal_wait(struct hcomm_comm *c, uint32_t sig,
 			   (unsigned long long)value, timeout_ms);
 }
 
+/*
+ * Add v to this rank's signal sig for another transport (a put_signal
+ * that came over the network): a zero-length XFER within the context with
+ * DB_ADD, so that the kernel wakes the DB_WAITs as for its own signals.
+ * Its keys are a page registered for this on first use.
+ */
+static int kx_signal_add(struct hcomm_comm *c, uint32_t sig, uint64_t v)
+{
+	struct kx *kx = kx_of(c);
+	struct hcomm_xfer x;
+	int err;
+
+	if (sig >= kx->nr_db)
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "signal %u of %u",
+				   sig, kx->nr_db);
+	pthread_mutex_lock(&kx->sig_lock);
+	if (!kx->sig_key) {
+		struct hcomm_reg_mem reg = { .len = 4096,
+			.access = HCOMM_ACCESS_LOCAL_WRITE };
+
+		if (!kx->sig_page &&
+		    posix_memalign(&kx->sig_page, 4096, 4096)) {
+			kx->sig_page = NULL;
+			pthread_mutex_unlock(&kx->sig_lock);
+			return hcomm__fail(HCOMM_ERR_NOMEM, ENOMEM, "signal page");
+		}
+		reg.addr = (uintptr_t)kx->sig_page;
+		if (ioctl(kx->fd, HCOMM_CMD_REG_MEM, &reg) < 0) {
+			err = errno;
+			pthread_mutex_unlock(&kx->sig_lock);
+			return hcomm__fail(hcomm__reg_mem_code(kx->fd, err), err,
+					   "signal page: HCOMM_CMD_REG_MEM");
+		}
+		kx->sig_region = reg.region;
+		__atomic_store_n(&kx->sig_key, reg.key, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&kx->sig_lock);
+	memset(&x, 0, sizeof(x));
+	x.src_key = x.dst_key = kx->sig_key;
+	x.flags = HCOMM_XFER_DB_ADD;
+	x.db_index = sig;
+	x.db_value = v;
+	if (ioctl(kx->fd, HCOMM_CMD_XFER, &x) < 0) {
+		err = errno;
+		return hcomm__fail(hcomm__err_code(HCOMM_CMD_XFER, err), err,
+				   "signal %u += %llu", sig,
+				   (unsigned long long)v);
+	}
+	return 0;
+}
+
 /* ------------------------------------------------------------------ */
 /* windows                                                             */
 /* ------------------------------------------------------------------ */
@@ -689,7 +749,7 @@ static int kx_win_create(struct hcomm_comm *c, struct hcomm_win *w,
 
 	memset(self, 0, sizeof(*self));
 	self->addr = (uintptr_t)base;
-	w->xp = NULL;
+	w->xps[HCOMM_XP_KERNEL] = NULL;
 	if (!len)
 		return 0;
 	if (ioctl(kx->fd, HCOMM_CMD_REG_MEM, &reg) < 0) {
@@ -709,13 +769,13 @@ static int kx_win_create(struct hcomm_comm *c, struct hcomm_win *w,
 	}
 	self->key = reg.key;
 	self->len = len;
-	w->xp = (void *)(uintptr_t)reg.region;
+	w->xps[HCOMM_XP_KERNEL] = (void *)(uintptr_t)reg.region;
 	return 0;
 }
 
 static int kx_win_free(struct hcomm_comm *c, struct hcomm_win *w)
 {
-	struct hcomm_dereg d = { .region = (uint32_t)(uintptr_t)w->xp };
+	struct hcomm_dereg d = { .region = (uint32_t)(uintptr_t)w->xps[HCOMM_XP_KERNEL] };
 	int err;
 
 	if (!d.region)
@@ -726,7 +786,7 @@ static int kx_win_free(struct hcomm_comm *c, struct hcomm_win *w)
 				   "hcomm_win_free: HCOMM_CMD_DEREG region %u",
 				   d.region);
 	}
-	w->xp = NULL;
+	w->xps[HCOMM_XP_KERNEL] = NULL;
 	return 0;
 }
 
@@ -734,9 +794,11 @@ static int kx_win_free(struct hcomm_comm *c, struct hcomm_win *w)
 /* setup                                                               */
 /* ------------------------------------------------------------------ */
 
+/* The device can be opened for reading and writing here. */
 static int kx_probe(const struct hcomm_rankinfo *ri)
 {
-	return ri->local;
+	(void)ri;
+	return !access(HCOMM_DEVICE_PATH, R_OK | W_OK);
 }
 
 /* Create ring r; flags: what the first ring got (0: find out). */
@@ -841,13 +903,20 @@ static void kx_fini(struct hcomm_comm *c)
 	if (kx->evfd >= 0)
 		close(kx->evfd);
 	hcomm__rcache_destroy(kx->rc);
+	if (kx->sig_key) {
+		struct hcomm_dereg d = { .region = kx->sig_region };
+
+		(void)ioctl(kx->fd, HCOMM_CMD_DEREG, &d);
+	}
+	free(kx->sig_page);
+	pthread_mutex_destroy(&kx->sig_lock);
 	if (kx->gen)
 		munmap((void *)kx->gen, 4096);
 	if (kx->db)
 		munmap(kx->db, kx->db_len);
 	hcomm_close(kx->ctx);
 	free(kx);
-	c->xp = NULL;
+	c->xps[HCOMM_XP_KERNEL] = NULL;
 	c->ctx = NULL;
 }
 
@@ -860,10 +929,12 @@ static int kx_init(struct hcomm_comm *c)
 	int ret, err;
 
 	kx = calloc(1, sizeof(*kx));
+	if (kx)
+		pthread_mutex_init(&kx->sig_lock, NULL);
 	if (!kx)
 		return hcomm__fail(HCOMM_ERR_NOMEM, ENOMEM, "kernel transport");
 	kx->evfd = -1;
-	c->xp = kx;
+	c->xps[HCOMM_XP_KERNEL] = kx;
 	ret = hcomm_open(&kx->ctx, 0);
 	if (ret)
 		goto err;
@@ -958,6 +1029,7 @@ static void kx_publish(struct hcomm_comm *c, struct hcomm_comm_stats *st)
 
 const struct hcomm_xport_ops hcomm__xport_kernel = {
 	.name = "kernel",
+	.id = HCOMM_XP_KERNEL,
 	.probe = kx_probe,
 	.init = kx_init,
 	.fini = kx_fini,
@@ -973,6 +1045,7 @@ const struct hcomm_xport_ops hcomm__xport_kernel = {
 	.signal_count = kx_signal_count,
 	.signal_read = kx_signal_read,
 	.signal_wait = kx_signal_wait,
+	.signal_add = kx_signal_add,
 	.stats = kx_stats,
 	.publish = kx_publish,
 };

@@ -347,7 +347,7 @@ struct rx_mrc {
 };
 
 /*
- * struct rx - the transport's state (c->xp).  Set up by rx_init and
+ * struct rx - the transport's state (c->xps[HCOMM_XP_RDMA]).  Set up by rx_init and
  * read-only afterwards except where a field says otherwise.
  */
 struct rx {
@@ -410,7 +410,7 @@ struct rx {
 
 static struct rx *rx_of(const struct hcomm_comm *c)
 {
-	return c->xp;
+	return c->xps[HCOMM_XP_RDMA];
 }
 
 static uint64_t now_ns(void)
@@ -1145,6 +1145,7 @@ static int rx_reap_recv(struct rx *rx)
 		n = 0;
 	for (i = 0; i < n; i++) {
 		uint32_t imm, piece, sig;
+		uint64_t v;
 
 		memset(&wr[i], 0, sizeof(wr[i]));
 		wr[i].next = i + 1 < n ? &wr[i + 1] : NULL;
@@ -1154,10 +1155,12 @@ static int rx_reap_recv(struct rx *rx)
 		imm = ntohl(wc[i].imm_data);
 		piece = imm >> 30;
 		sig = (imm >> RX_MANT_BITS) & ((1u << RX_SIG_BITS) - 1);
-		__atomic_add_fetch(&rx->sigs[sig],
-				   (uint64_t)(imm & ((1u << RX_MANT_BITS) - 1))
-				   << (piece * RX_MANT_BITS),
-				   __ATOMIC_RELEASE);
+		v = (uint64_t)(imm & ((1u << RX_MANT_BITS) - 1)) <<
+		    (piece * RX_MANT_BITS);
+		/* the communicator's signals may live in another transport */
+		if (!hcomm__signal_deliver(rx->c, HCOMM_XP_RDMA, sig, v))
+			__atomic_add_fetch(&rx->sigs[sig], v,
+					   __ATOMIC_RELEASE);
 		applied++;
 		p = rx_peer_of_qpn(rx, wc[i].qp_num);
 		if (p)
@@ -1436,7 +1439,7 @@ static void rx_signal_post(struct rx *rx, struct rx_peer *p,
 	rx_chain_undo(rx, k, &ch);
 }
 
-/* A window's registration (w->xp; NULL for an empty part). */
+/* A window's registration (w->xps[HCOMM_XP_RDMA]; NULL for an empty part). */
 struct rx_win {
 	struct ibv_mr *mr;
 	int dmabuf;			/* registered as a dma-buf */
@@ -1473,7 +1476,7 @@ static int rx_plan_one(struct rx *rx, struct hcomm_win *w,
 		       const struct hcomm_xfer_desc *d, struct rx_plan *pl,
 		       unsigned int tl)
 {
-	const struct rx_win *rw = w->xp;
+	const struct rx_win *rw = w->xps[HCOMM_XP_RDMA];
 	struct rx_peer *p;
 	uint64_t part;
 	uint32_t j;
@@ -1550,7 +1553,8 @@ static void rx_self(struct rx *rx, struct hcomm_win *w,
 		memmove(local, mine, d->len);
 	else if (d->len)
 		memmove(mine, local, d->len);
-	if (d->op == HCOMM_OP_PUT_SIGNAL) {
+	if (d->op == HCOMM_OP_PUT_SIGNAL &&
+	    !hcomm__signal_deliver(rx->c, HCOMM_XP_RDMA, d->sig, d->value)) {
 		__atomic_add_fetch(&rx->sigs[d->sig], d->value,
 				   __ATOMIC_RELEASE);
 		waiters = __atomic_load_n(&rx->sig_waiters, __ATOMIC_ACQUIRE);
@@ -1595,7 +1599,7 @@ static void rx_issue_conn(struct rx *rx, struct hcomm_win *w,
 			  unsigned int m, struct hcomm_request *reqs,
 			  const struct rx_plan *pl, unsigned int i0)
 {
-	const struct hcomm_win_peer *wp = &w->peers[k->peer->rank];
+	const struct hcomm_win_peer *wp = &w->peers[k->peer->rank].x[HCOMM_XP_RDMA];
 	struct rx_chain ch;
 	struct rx_spec s;
 	unsigned int i, q, res, step;
@@ -1941,6 +1945,25 @@ static int rx_flush(struct hcomm_comm *c)
 /* signals                                                             */
 /* ------------------------------------------------------------------ */
 
+/* Signal sig += v for another transport: as a WRITE_WITH_IMM's would. */
+static int rx_signal_add(struct hcomm_comm *c, uint32_t sig, uint64_t v)
+{
+	struct rx *rx = rx_of(c);
+	unsigned int waiters;
+
+	if (sig >= RX_SIGNALS)
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "signal %u of %u",
+				   sig, RX_SIGNALS);
+	__atomic_add_fetch(&rx->sigs[sig], v, __ATOMIC_RELEASE);
+	waiters = __atomic_load_n(&rx->sig_waiters, __ATOMIC_ACQUIRE);
+	if (waiters) {
+		uint64_t n = waiters;
+
+		(void)!write(rx->sig_evfd, &n, sizeof(n));
+	}
+	return 0;
+}
+
 static uint32_t rx_signal_count(const struct hcomm_comm *c)
 {
 	(void)c;
@@ -2122,7 +2145,7 @@ static int rx_win_create(struct hcomm_comm *c, struct hcomm_win *w,
 
 	memset(self, 0, sizeof(*self));
 	self->addr = (uintptr_t)base;
-	w->xp = NULL;
+	w->xps[HCOMM_XP_RDMA] = NULL;
 	if (!len)
 		return 0;
 	rw = calloc(1, sizeof(*rw));
@@ -2145,20 +2168,20 @@ static int rx_win_create(struct hcomm_comm *c, struct hcomm_win *w,
 	}
 	self->key = rw->mr->rkey;
 	self->len = len;
-	w->xp = rw;
+	w->xps[HCOMM_XP_RDMA] = rw;
 	return 0;
 }
 
 static int rx_win_free(struct hcomm_comm *c, struct hcomm_win *w)
 {
 	struct rx *rx = rx_of(c);
-	struct rx_win *rw = w->xp;
+	struct rx_win *rw = w->xps[HCOMM_XP_RDMA];
 	int err;
 
 	if (!rw)
 		return 0;
 	err = ibv_dereg_mr(rw->mr);
-	w->xp = NULL;
+	w->xps[HCOMM_XP_RDMA] = NULL;
 	free(rw);
 	if (err)
 		return rx_fail(rx, rx_code(err), err, "hcomm_win_free: "
@@ -3305,7 +3328,7 @@ static void rx_fini(struct hcomm_comm *c)
 	if (rx->wake_fd >= 0)
 		close(rx->wake_fd);
 	free(rx);
-	c->xp = NULL;
+	c->xps[HCOMM_XP_RDMA] = NULL;
 }
 
 static int rx_init(struct hcomm_comm *c)
@@ -3325,7 +3348,7 @@ static int rx_init(struct hcomm_comm *c)
 	rx->wake_fd = rx->stop_fd = rx->sig_evfd = -1;
 	rx->sgid_index = rx->gid_type = -1;
 	rx->nonce = hcomm__boot_nonce(c->boot);
-	c->xp = rx;
+	c->xps[HCOMM_XP_RDMA] = rx;
 	local = rx_params(rx);
 	if (!local)
 		local = rx_setup_local(rx);
@@ -3496,7 +3519,7 @@ HCOMM_HIDDEN int hcomm__rdma_info(struct hcomm_comm *c, char *buf,
 {
 	const struct rx *rx;
 
-	if (!c || c->xops != &hcomm__xport_rdma || !c->xp)
+	if (!c || c->xo[HCOMM_XP_RDMA] != &hcomm__xport_rdma || !c->xps[HCOMM_XP_RDMA])
 		return -1;
 	rx = rx_of(c);
 	snprintf(buf, len, "dev=%s port=%u addr=%s gid=%d gid_type=%s "
@@ -3531,7 +3554,7 @@ HCOMM_HIDDEN int hcomm__rdma_peer_counters(struct hcomm_comm *c, int r,
 	const struct rx *rx;
 	unsigned int i;
 
-	if (!c || c->xops != &hcomm__xport_rdma || !c->xp || r < 0 ||
+	if (!c || c->xo[HCOMM_XP_RDMA] != &hcomm__xport_rdma || !c->xps[HCOMM_XP_RDMA] || r < 0 ||
 	    r >= c->size || r == c->rank)
 		return -1;
 	rx = rx_of(c);
@@ -3553,6 +3576,7 @@ HCOMM_HIDDEN int hcomm__rdma_peer_counters(struct hcomm_comm *c, int r,
 
 const struct hcomm_xport_ops hcomm__xport_rdma = {
 	.name = "rdma",
+	.id = HCOMM_XP_RDMA,
 	.probe = rx_probe,
 	.init = rx_init,
 	.fini = rx_fini,
@@ -3568,6 +3592,7 @@ const struct hcomm_xport_ops hcomm__xport_rdma = {
 	.signal_count = rx_signal_count,
 	.signal_read = rx_signal_read,
 	.signal_wait = rx_signal_wait,
+	.signal_add = rx_signal_add,
 	.stats = rx_stats,
 	.publish = rx_publish,
 };

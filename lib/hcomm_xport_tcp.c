@@ -438,7 +438,7 @@ struct tx {
 
 static struct tx *tx_of(const struct hcomm_comm *c)
 {
-	return c->xp;
+	return c->xps[HCOMM_XP_TCP];
 }
 
 /*
@@ -796,10 +796,22 @@ static void pool_put(struct tx_pool *p, struct tx_op *op)
  */
 static void sig_add(struct tx *tx, uint32_t sig, uint64_t value)
 {
+	/* the communicator's signals may live in another transport */
+	if (hcomm__signal_deliver(tx->c, HCOMM_XP_TCP, sig, value))
+		return;
 	__atomic_add_fetch(&tx->sig[sig], value, __ATOMIC_SEQ_CST);
 	__atomic_add_fetch(&tx->sig_seq, 1, __ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&tx->sig_waiters, __ATOMIC_SEQ_CST))
 		futex_wake(&tx->sig_seq);
+}
+
+static int tx_signal_add(struct hcomm_comm *c, uint32_t sig, uint64_t v)
+{
+	if (sig >= TX_NSIG)
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "signal %u of %u",
+				   sig, TX_NSIG);
+	sig_add(tx_of(c), sig, v);
+	return 0;
 }
 
 static uint32_t tx_signal_count(const struct hcomm_comm *c)
@@ -2616,7 +2628,7 @@ static void op_fill(struct tx_op *op, const struct hcomm_win *w,
 	op->sig = d->sig;
 	op->target = d->target;
 	op->op = d->op;
-	op->win = (uint32_t)w->peers[d->target].key;
+	op->win = (uint32_t)w->peers[d->target].x[HCOMM_XP_TCP].key;
 	op->nchunks = k;
 	for (ch = op->chunks; ch; ch = ch->onext, i++) {
 		ch->op = op;
@@ -2725,7 +2737,7 @@ static int tx_win_create(struct hcomm_comm *c, struct hcomm_win *w,
 
 	memset(self, 0, sizeof(*self));
 	self->addr = (uintptr_t)base;
-	w->xp = NULL;
+	w->xps[HCOMM_XP_TCP] = NULL;
 	if (!len)
 		return 0;
 	err = ctl_run(tx_of(c), &ctl);
@@ -2734,7 +2746,7 @@ static int tx_win_create(struct hcomm_comm *c, struct hcomm_win *w,
 				   "hcomm_win_create: window table");
 	self->key = ctl.id;
 	self->len = len;
-	w->xp = (void *)(uintptr_t)ctl.id;
+	w->xps[HCOMM_XP_TCP] = (void *)(uintptr_t)ctl.id;
 	return 0;
 }
 
@@ -2743,11 +2755,11 @@ static int tx_win_free(struct hcomm_comm *c, struct hcomm_win *w)
 	struct tx_ctl ctl = { .kind = CTL_WIN_DEL };
 	int err;
 
-	ctl.id = (uint32_t)(uintptr_t)w->xp;
+	ctl.id = (uint32_t)(uintptr_t)w->xps[HCOMM_XP_TCP];
 	if (!ctl.id)
 		return 0;
 	err = ctl_run(tx_of(c), &ctl);
-	w->xp = NULL;
+	w->xps[HCOMM_XP_TCP] = NULL;
 	if (err)
 		return hcomm__fail(HCOMM_ERR_INVAL, err, "hcomm_win_free: "
 				   "window %#x", ctl.id);
@@ -3165,7 +3177,7 @@ static void tx_fini(struct hcomm_comm *c)
 	free(tx->peers);
 	free(tx->sig);
 	free(tx);
-	c->xp = NULL;
+	c->xps[HCOMM_XP_TCP] = NULL;
 }
 
 /*
@@ -3187,7 +3199,7 @@ static int tx_init(struct hcomm_comm *c)
 		free(all);
 		return hcomm__fail(HCOMM_ERR_NOMEM, ENOMEM, "tcp transport");
 	}
-	c->xp = tx;
+	c->xps[HCOMM_XP_TCP] = tx;
 	tx->c = c;
 	tx->rank = c->rank;
 	tx->size = c->size;
@@ -3246,13 +3258,14 @@ err:
 /* Test hook (hcomm_xport.h): this rank's listener, "ip:port", or "". */
 const char *hcomm__tcp_listen_addr(const struct hcomm_comm *c)
 {
-	if (!c || c->xops != &hcomm__xport_tcp || !c->xp)
+	if (!c || c->xo[HCOMM_XP_TCP] != &hcomm__xport_tcp || !c->xps[HCOMM_XP_TCP])
 		return "";
 	return tx_of(c)->self_addr;
 }
 
 const struct hcomm_xport_ops hcomm__xport_tcp = {
 	.name = "tcp",
+	.id = HCOMM_XP_TCP,
 	.probe = tx_probe,
 	.init = tx_init,
 	.fini = tx_fini,
@@ -3268,6 +3281,7 @@ const struct hcomm_xport_ops hcomm__xport_tcp = {
 	.signal_count = tx_signal_count,
 	.signal_read = tx_signal_read,
 	.signal_wait = tx_signal_wait,
+	.signal_add = tx_signal_add,
 	.stats = tx_stats,
 	.publish = tx_publish,
 };

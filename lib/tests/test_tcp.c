@@ -1334,7 +1334,7 @@ static int h_frame(const char *addr, uint64_t nonce, const unsigned char *h,
 static void h_attacks(struct hcomm_win *w, const char *addr)
 {
 	uint64_t nonce = hcomm__boot_nonce(comm->boot);
-	uint32_t id = (uint32_t)w->peers[1].key;
+	uint32_t id = (uint32_t)w->peers[1].x[HCOMM_XP_TCP].key;
 	unsigned char junk[64], b[64], hello[32], pay[4096];
 	int fd;
 
