@@ -145,7 +145,7 @@
 #define RX_RETRY_CNT		3		/* -> ~1.1 s to RETRY_EXC_ERR */
 #define RX_BOUNCE_MAX		(16u << 10)
 #define RX_STRIPE_MIN		(256u << 10)
-#define RX_SPIN_US		200		/* signal_wait's polling */
+#define RX_SPIN_US		1000		/* signal_wait's polling */
 
 /* ------------------------------------------------------------------ */
 /* structures                                                          */
