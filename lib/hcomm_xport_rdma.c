@@ -347,8 +347,8 @@ struct rx_mrc {
 };
 
 /*
- * struct rx - the transport's state (c->xps[HCOMM_XP_RDMA]).  Set up by rx_init and
- * read-only afterwards except where a field says otherwise.
+ * struct rx - the transport's state (c->xps[HCOMM_XP_RDMA]).  Set up by
+ * rx_init and read-only afterwards except where a field says otherwise.
  */
 struct rx {
 	struct hcomm_comm *c;
@@ -1439,7 +1439,7 @@ static void rx_signal_post(struct rx *rx, struct rx_peer *p,
 	rx_chain_undo(rx, k, &ch);
 }
 
-/* A window's registration (w->xps[HCOMM_XP_RDMA]; NULL for an empty part). */
+/* A window's registration (w->xps[HCOMM_XP_RDMA]; NULL: an empty part). */
 struct rx_win {
 	struct ibv_mr *mr;
 	int dmabuf;			/* registered as a dma-buf */
@@ -1599,7 +1599,8 @@ static void rx_issue_conn(struct rx *rx, struct hcomm_win *w,
 			  unsigned int m, struct hcomm_request *reqs,
 			  const struct rx_plan *pl, unsigned int i0)
 {
-	const struct hcomm_win_peer *wp = &w->peers[k->peer->rank].x[HCOMM_XP_RDMA];
+	const struct hcomm_win_peer *wp =
+		&w->peers[k->peer->rank].x[HCOMM_XP_RDMA];
 	struct rx_chain ch;
 	struct rx_spec s;
 	unsigned int i, q, res, step;
@@ -2867,12 +2868,13 @@ static int rx_gid_sa(const union ibv_gid *g, struct sockaddr_storage *ss)
 }
 
 /*
- * No address given: the first RoCEv2 GID carrying an IP address on an
- * active port (of the rank table's device, at its GID index, if named).
+ * The IP address of the first RoCEv2 GID that carries one on an active
+ * port (of the rank table's device, at its GID index, if it names them)
+ * into *ss: 1, or 0 when there is none.
  */
-static int rx_gid_addr(struct rx *rx, struct sockaddr_storage *ss)
+static int rx_find_roce(const struct hcomm_rankinfo *ri,
+			struct sockaddr_storage *ss)
 {
-	const struct hcomm_rankinfo *ri = &rx->c->ri;
 	struct ibv_device **list;
 	struct ibv_gid_entry ent;
 	struct ibv_device_attr da;
@@ -2909,7 +2911,15 @@ static int rx_gid_addr(struct rx *rx, struct sockaddr_storage *ss)
 	}
 	if (list)
 		ibv_free_device_list(list);
-	if (found)
+	return found;
+}
+
+/* No address given: the first usable RoCEv2 GID's (rx_find_roce). */
+static int rx_gid_addr(struct rx *rx, struct sockaddr_storage *ss)
+{
+	const struct hcomm_rankinfo *ri = &rx->c->ri;
+
+	if (rx_find_roce(ri, ss))
 		return 0;
 	return rx_fail(rx, HCOMM_ERR_NODEV, 0, "no RDMA device%s%s with an "
 		       "active port and a RoCEv2 GID carrying an IP address "
@@ -3425,17 +3435,17 @@ err:
 	return ret;
 }
 
-/* Any RDMA device at all (the choice of device and address is init's). */
+/*
+ * An RDMA device this rank can use: an active port with a RoCEv2 GID that
+ * carries an IP address (as rx_gid_addr would pick).  The automatic choice
+ * uses it, so a device without an address, a port down or an IB-only HCA
+ * leaves the job to tcp instead of failing init.
+ */
 static int rx_probe(const struct hcomm_rankinfo *ri)
 {
-	struct ibv_device **list;
-	int n = 0;
+	struct sockaddr_storage ss;
 
-	(void)ri;
-	list = ibv_get_device_list(&n);
-	if (list)
-		ibv_free_device_list(list);
-	return n > 0;
+	return rx_find_roce(ri, &ss);
 }
 
 /* ------------------------------------------------------------------ */
@@ -3519,7 +3529,8 @@ HCOMM_HIDDEN int hcomm__rdma_info(struct hcomm_comm *c, char *buf,
 {
 	const struct rx *rx;
 
-	if (!c || c->xo[HCOMM_XP_RDMA] != &hcomm__xport_rdma || !c->xps[HCOMM_XP_RDMA])
+	if (!c || c->xo[HCOMM_XP_RDMA] != &hcomm__xport_rdma ||
+	    !c->xps[HCOMM_XP_RDMA])
 		return -1;
 	rx = rx_of(c);
 	snprintf(buf, len, "dev=%s port=%u addr=%s gid=%d gid_type=%s "
@@ -3554,8 +3565,9 @@ HCOMM_HIDDEN int hcomm__rdma_peer_counters(struct hcomm_comm *c, int r,
 	const struct rx *rx;
 	unsigned int i;
 
-	if (!c || c->xo[HCOMM_XP_RDMA] != &hcomm__xport_rdma || !c->xps[HCOMM_XP_RDMA] || r < 0 ||
-	    r >= c->size || r == c->rank)
+	if (!c || c->xo[HCOMM_XP_RDMA] != &hcomm__xport_rdma ||
+	    !c->xps[HCOMM_XP_RDMA] || r < 0 || r >= c->size ||
+	    r == c->rank)
 		return -1;
 	rx = rx_of(c);
 	p = &rx->peers[r];
