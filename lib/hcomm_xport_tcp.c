@@ -78,6 +78,7 @@
 					 * is taken while they are cached */
 #define TX_IOV		64		/* iovecs of one sendmsg */
 #define TX_GATHER	(1024 * 1024)	/* gather no more bytes past this */
+#define TX_SEG		TX_GATHER	/* payload bytes per segment */
 #define TX_ZREC		32		/* SENDMSG_ZC in flight per connection */
 #define TX_TICK_NS	100000000ULL	/* timeouts are checked this often */
 #define TX_GUESTS	64		/* accepted connections beyond lanes */
@@ -121,24 +122,33 @@ enum { FR_CHUNK = 1, FR_RESP, FR_CTRL, FR_RAW };
 
 /*
  * struct tx_frame - something to send on a connection (service thread).
- * @hdr:   the wire bytes of the header, built when first gathered (then
- *         @h.ack is the connection's applied count at that moment).
- * @h:     the header to build.
- * @data, @len: the payload (a put's source, a window for a reply).
+ * A put chunk or a get reply goes out as segments of at most TX_SEG
+ * payload bytes, each a frame on the wire with its own header (a put
+ * segment its own sequence number), built - CRC included - when it is
+ * gathered, so the kernel copies bytes the CRC just read.
+ * @hdr:   the wire bytes of the current segment's header (then @h.ack is
+ *         the connection's applied count at that moment).
+ * @h:     that header.
+ * @data, @len: the current segment's payload.
+ * @total: payload bytes of every segment; @sent: of the segments done.
  * @next:  in the connection's send queue, then its ZC queue.
  * @zc_id: the last SENDMSG_ZC that carried bytes of it (0: none).
  * @hlen:  header bytes (TX_HDR; FR_RAW: TX_HELLO).
+ * @last:  the current segment is the last.
  */
 struct tx_frame {
 	unsigned char hdr[TX_HDR];
 	struct tx_whdr h;
 	const void *data;
 	uint64_t len;
+	uint64_t total;
+	uint64_t sent;
 	struct tx_frame *next;
 	uint32_t zc_id;
 	uint8_t kind;
 	uint8_t built;
 	uint8_t hlen;
+	uint8_t last;
 };
 
 struct tx_op;
@@ -148,11 +158,13 @@ struct tx_conn;
 #define CH_DATA		2u	/* get: the reply arrived */
 
 /*
- * struct tx_chunk - one frame's worth of an operation (pool entry).
- * Filled by the poster (@off, @len, @dcrc, @op), owned by the service
- * thread from the submission until the operation finished.
+ * struct tx_chunk - one lane's part of an operation (pool entry).  Filled
+ * by the poster (@off, @len, @op), owned by the service thread from the
+ * submission until the operation finished.
  * @unext: in the connection's unacknowledged queue (sequence order).
  * @gnext: in its queue of gets waiting for their data.
+ * @last_seq: the sequence number of its last segment (once built).
+ * @got:   a get's bytes arrived so far.
  */
 struct tx_chunk {
 	struct tx_frame f;
@@ -163,14 +175,20 @@ struct tx_chunk {
 	struct tx_chunk *gnext;
 	uint64_t off;
 	uint64_t len;
-	uint32_t dcrc;
+	uint64_t last_seq;
+	uint64_t got;
 	uint8_t st;
 };
 
-/* A get reply: the frame and the window slot it reads (service thread). */
+/*
+ * A get reply (service thread): the frame, the window slot it reads, the
+ * get's sequence number and the window bytes it answers with.
+ */
 struct tx_resp {
 	struct tx_frame f;
 	uint32_t slot;
+	uint64_t seq;
+	const unsigned char *base;
 	struct tx_resp *nfree;
 };
 
@@ -1042,6 +1060,7 @@ static void sq_add(struct tx *tx, struct tx_conn *k, struct tx_frame *f)
 	conn_work(k);
 	f->next = NULL;
 	f->built = 0;
+	f->sent = 0;
 	f->zc_id = 0;
 	if (k->sq_tail)
 		k->sq_tail->next = f;
@@ -1051,16 +1070,78 @@ static void sq_add(struct tx *tx, struct tx_conn *k, struct tx_frame *f)
 	conn_dirty(tx, k);
 }
 
+/* The payload of the next segment of f: f->data, f->len, f->last. */
+static void seg_next(struct tx_frame *f, const unsigned char *base)
+{
+	uint64_t n = f->total - f->sent;
+
+	f->len = n > TX_SEG ? TX_SEG : n;
+	f->data = f->len ? base + f->sent : NULL;
+	f->last = f->sent + f->len == f->total;
+}
+
+/* The next segment of a put chunk (its CRC now), or the get request. */
+static void chunk_build(struct tx_conn *k, struct tx_chunk *ch)
+{
+	struct tx_op *op = ch->op;
+	struct tx_whdr *h = &ch->f.h;
+
+	memset(h, 0, sizeof(*h));
+	h->seq = ++k->next_seq;
+	h->win = op->win;
+	h->off = op->off + ch->off + ch->f.sent;
+	ch->last_seq = h->seq;
+	if (op->op == HCOMM_OP_GET) {
+		h->op = OP_GET;
+		h->len = ch->len;
+		ch->f.data = NULL;
+		ch->f.len = 0;
+		ch->f.last = 1;
+		return;
+	}
+	seg_next(&ch->f, (const unsigned char *)op->local + ch->off);
+	h->op = OP_PUT;
+	h->len = ch->f.len;
+	h->dcrc = ch->f.len ? hcomm__crc32c(0, ch->f.data, ch->f.len) : 0;
+	if (ch->f.last && op->op == HCOMM_OP_PUT_SIGNAL &&
+	    (op->nchunks == 1 || op->phase)) {
+		h->flags = F_SIGNAL;
+		h->sig = op->sig;
+		h->value = op->value;
+	}
+}
+
+/* The next segment of a get reply: its CRC of the window now. */
+static void resp_build(struct tx_resp *r)
+{
+	struct tx_whdr *h = &r->f.h;
+
+	seg_next(&r->f, r->base);
+	memset(h, 0, sizeof(*h));
+	h->op = OP_GET_RESP;
+	h->seq = r->seq;
+	h->off = r->f.sent;
+	h->len = r->f.len;
+	win_access_begin();
+	h->dcrc = r->f.len ? hcomm__crc32c(0, r->f.data, r->f.len) : 0;
+	win_access_end();
+}
+
+/* Build f's (next segment's) header, with the latest ack, once. */
 static void frame_build(struct tx_conn *k, struct tx_frame *f)
 {
 	if (f->built)
 		return;
-	if (f->kind != FR_RAW) {
-		f->h.ack = k->applied;
-		hdr_encode(f->hdr, &f->h);
-		k->ack_sent = k->applied;
-	}
 	f->built = 1;
+	if (f->kind == FR_RAW)
+		return;
+	if (f->kind == FR_CHUNK)
+		chunk_build(k, (struct tx_chunk *)(void *)f);
+	else if (f->kind == FR_RESP)
+		resp_build((struct tx_resp *)(void *)f);
+	f->h.ack = k->applied;
+	hdr_encode(f->hdr, &f->h);
+	k->ack_sent = k->applied;
 }
 
 static void resp_free(struct tx *tx, struct tx_conn *k, struct tx_resp *r)
@@ -1077,8 +1158,8 @@ static void conn_advance(struct tx *tx, struct tx_conn *k)
 	struct tx_chunk *ch;
 
 	while ((ch = k->uq) && (ch->st & CH_SENT) &&
-	       (ch->f.h.op == OP_GET ? (ch->st & CH_DATA) :
-				      ch->f.h.seq <= k->acked)) {
+	       (ch->op->op == HCOMM_OP_GET ? (ch->st & CH_DATA) :
+					     ch->last_seq <= k->acked)) {
 		k->uq = ch->unext;
 		if (!k->uq)
 			k->uq_tail = NULL;
@@ -1095,11 +1176,11 @@ static void frame_sent(struct tx *tx, struct tx_conn *k, struct tx_frame *f)
 	case FR_CHUNK:
 		((struct tx_chunk *)(void *)f)->st |= CH_SENT;
 		s->ops_sent++;
-		s->bytes_sent += f->len;
+		s->bytes_sent += f->total;
 		conn_advance(tx, k);
 		break;
 	case FR_RESP:
-		s->bytes_sent += f->len;
+		s->bytes_sent += f->total;
 		resp_free(tx, k, (struct tx_resp *)(void *)f);
 		break;
 	case FR_CTRL:
@@ -1142,8 +1223,10 @@ static void zc_notified(struct tx *tx, struct tx_zrec *z)
 		k->zrec[k->zc_low % TX_ZREC].done = 0;
 		k->zc_low++;
 	}
-	if (k->state != K_DEAD)
+	if (k->state != K_DEAD) {
 		zq_release(tx, k);
+		conn_dirty(tx, k);	/* a segment may wait for this */
+	}
 }
 
 /* Frame bytes on the wire. */
@@ -1182,12 +1265,31 @@ static uint64_t iov_add(struct tx_conn *k, unsigned int *n,
 	return total;
 }
 
+/* Payload bytes of f's current segment, or of its next one to build. */
+static uint64_t frame_seg_len(const struct tx_frame *f)
+{
+	uint64_t n = f->total - f->sent;
+
+	if (f->built)
+		return f->len;
+	return n > TX_SEG ? TX_SEG : n;
+}
+
 /* 1 when f goes with SENDMSG_ZC (alone). */
 static int frame_zc(const struct tx *tx, const struct tx_conn *k,
 		    const struct tx_frame *f)
 {
-	return tx->zc_min && f->len >= tx->zc_min &&
+	return tx->zc_min && frame_seg_len(f) >= tx->zc_min &&
 	       k->zc_next - k->zc_low < TX_ZREC;
+}
+
+/*
+ * A zero-copy send may read f's header (and payload) until its
+ * notification: the next segment, which rewrites the header, waits.
+ */
+static int frame_zc_busy(const struct tx_conn *k, const struct tx_frame *f)
+{
+	return !f->built && f->zc_id && f->zc_id >= k->zc_low;
 }
 
 /* Queue the ack (or bye) frame f of k: a header only. */
@@ -1200,6 +1302,8 @@ static void ctl_frame(struct tx *tx, struct tx_conn *k, struct tx_frame *f,
 	f->hlen = TX_HDR;
 	f->data = NULL;
 	f->len = 0;
+	f->total = 0;
+	f->last = 1;
 	sq_add(tx, k, f);
 }
 
@@ -1226,6 +1330,8 @@ static void conn_send(struct tx *tx, struct tx_conn *k)
 		ctl_frame(tx, k, &k->ctlf, OP_ACK);
 	}
 	for (f = k->sq; f && n + 2 <= TX_IOV && total < TX_GATHER; f = f->next) {
+		if (frame_zc_busy(k, f))
+			break;
 		if (frame_zc(tx, k, f)) {
 			if (n)
 				break;
@@ -1234,7 +1340,7 @@ static void conn_send(struct tx *tx, struct tx_conn *k)
 		frame_build(k, f);
 		total += iov_add(k, &n, f, skip, TX_GATHER);
 		skip = 0;
-		if (zc)
+		if (zc || !f->last)	/* its next segment: next time */
 			break;
 	}
 	if (!n)
@@ -1294,6 +1400,11 @@ static void conn_sent(struct tx *tx, struct tx_conn *k, int res,
 		}
 		bytes -= rem;
 		k->sq_off = 0;
+		if (!f->last) {		/* the next segment, rebuilt */
+			f->sent += f->len;
+			f->built = 0;
+			continue;
+		}
 		k->sq = f->next;
 		if (!k->sq)
 			k->sq_tail = NULL;
@@ -1342,33 +1453,22 @@ static struct tx_conn *peer_lane(struct tx_peer *p, unsigned int i)
 	return NULL;
 }
 
-/* Give ch a sequence number on k and queue its frame. */
+/*
+ * Queue ch on k: in its unacknowledged queue now, on the wire as it is
+ * gathered (its sequence numbers, headers and CRCs are made then).
+ */
 static void chunk_queue(struct tx *tx, struct tx_conn *k, struct tx_chunk *ch)
 {
-	struct tx_op *op = ch->op;
-	struct tx_whdr *h = &ch->f.h;
-	int put = op->op != HCOMM_OP_GET;
+	int put = ch->op->op != HCOMM_OP_GET;
 
 	conn_work(k);
-	memset(h, 0, sizeof(*h));
-	h->op = put ? OP_PUT : OP_GET;
-	h->seq = ++k->next_seq;
-	h->off = op->off + ch->off;
-	h->len = ch->len;
-	h->win = op->win;
-	if (op->op == HCOMM_OP_PUT_SIGNAL &&
-	    (op->nchunks == 1 || op->phase)) {
-		h->flags = F_SIGNAL;
-		h->sig = op->sig;
-		h->value = op->value;
-	}
-	h->dcrc = put ? ch->dcrc : 0;
 	ch->f.kind = FR_CHUNK;
 	ch->f.hlen = TX_HDR;
-	ch->f.data = put && ch->len ? (char *)op->local + ch->off : NULL;
-	ch->f.len = put ? ch->len : 0;
+	ch->f.total = put ? ch->len : 0;
 	ch->conn = k;
 	ch->st = 0;
+	ch->got = 0;
+	ch->last_seq = 0;	/* no reply matches it before it is built */
 	ch->unext = NULL;
 	if (k->uq_tail)
 		k->uq_tail->unext = ch;
@@ -1445,7 +1545,6 @@ static void chunk_done(struct tx *tx, struct tx_chunk *ch, int err)
 			ch = op->chunks;
 			ch->off = 0;
 			ch->len = 0;
-			ch->dcrc = 0;
 			chunk_queue(tx, k, ch);
 			return;
 		}
@@ -1665,17 +1764,21 @@ static int frame_dest(struct tx *tx, struct tx_conn *k, struct tx_whdr *h)
 		return frame_win(tx, k, h) ? 0 : -1;
 	case OP_GET_RESP:
 		ch = k->gq;
-		if (h->flags || h->rsvd || h->sig || h->value || h->win ||
-		    h->off)
+		if (h->flags || h->rsvd || h->sig || h->value || h->win)
 			break;
-		if (!ch || ch->f.h.seq != h->seq || ch->len != h->len) {
-			refuse(tx, k, "reply to get %llu of %llu bytes, expected "
-			       "%llu", (unsigned long long)h->seq,
+		if (!ch || ch->last_seq != h->seq ||
+		    h->off != ch->got || h->len > ch->len - ch->got ||
+		    (!h->len && ch->len)) {
+			refuse(tx, k, "reply to get %llu: %llu bytes at %llu, "
+			       "expected get %llu at %llu",
+			       (unsigned long long)h->seq,
 			       (unsigned long long)h->len,
-			       ch ? (unsigned long long)ch->f.h.seq : 0ULL);
+			       (unsigned long long)h->off,
+			       ch ? (unsigned long long)ch->last_seq : 0ULL,
+			       ch ? (unsigned long long)ch->got : 0ULL);
 			return -1;
 		}
-		k->dst = (unsigned char *)ch->op->local + ch->off;
+		k->dst = (unsigned char *)ch->op->local + ch->off + h->off;
 		k->need = h->len;
 		k->gch = ch;
 		return 0;
@@ -1711,7 +1814,7 @@ static int frame_begin(struct tx *tx, struct tx_conn *k,
 	return frame_dest(tx, k, &k->cur);
 }
 
-/* A GET to serve: queue the reply (the data's CRC is computed here). */
+/* A GET to serve: queue the reply (its segments made as they go out). */
 static int get_reply(struct tx *tx, struct tx_conn *k,
 		     const struct tx_whdr *h)
 {
@@ -1731,15 +1834,9 @@ static int get_reply(struct tx *tx, struct tx_conn *k,
 			return -1;
 		}
 	}
-	memset(&r->f.h, 0, sizeof(r->f.h));
-	r->f.h.op = OP_GET_RESP;
-	r->f.h.seq = h->seq;
-	r->f.h.len = h->len;
-	r->f.data = w->base + h->off;
-	r->f.len = h->len;
-	win_access_begin();
-	r->f.h.dcrc = hcomm__crc32c(0, r->f.data, h->len);
-	win_access_end();
+	r->seq = h->seq;
+	r->base = w->base + h->off;
+	r->f.total = h->len;
 	r->f.kind = FR_RESP;
 	r->f.hlen = TX_HDR;
 	r->slot = (uint32_t)(w - tx->wins);
@@ -1798,6 +1895,9 @@ static int frame_end(struct tx *tx, struct tx_conn *k)
 		break;
 	case OP_GET_RESP:
 		s->bytes_recv += h->len;
+		k->gch->got += h->len;
+		if (k->gch->got < k->gch->len)
+			break;
 		k->gch->st |= CH_DATA;
 		k->gq = k->gch->gnext;
 		if (!k->gq)
@@ -2002,6 +2102,8 @@ static void hello_reply(struct tx *tx, struct tx_conn *k, uint32_t lane)
 	k->rawf.hlen = TX_HELLO;
 	k->rawf.data = NULL;
 	k->rawf.len = 0;
+	k->rawf.total = 0;
+	k->rawf.last = 1;
 	sq_add(tx, k, &k->rawf);
 }
 
@@ -2609,7 +2711,7 @@ static unsigned int stripes(const struct tx *tx,
 	return k < n ? (unsigned int)k : n;
 }
 
-/* Fill op (and its chunks) for d; a put's chunks get their CRC here. */
+/* Fill op (and its chunks) for d. */
 static void op_fill(struct tx_op *op, const struct hcomm_win *w,
 		    const struct hcomm_xfer_desc *d, struct hcomm_request *req,
 		    unsigned int k)
@@ -2634,8 +2736,6 @@ static void op_fill(struct tx_op *op, const struct hcomm_win *w,
 		ch->op = op;
 		ch->off = off;
 		ch->len = i + 1 == k ? d->len - off : part;
-		ch->dcrc = d->op == HCOMM_OP_GET || !ch->len ? 0 :
-			   hcomm__crc32c(0, local + off, ch->len);
 		off += ch->len;
 	}
 }

@@ -578,6 +578,57 @@ out:
 	return down(w, ret);
 }
 
+/*
+ * Rank 0 keeps S_N puts of 3 MiB + 7 (several segments each, every one
+ * its own bytes and offset) in flight to rank 1, then as many gets of
+ * them: segments queued behind full sockets.  Rank 1 finds every put.
+ */
+#define S_N		24
+#define S_LEN		(3 * MiB + 7)
+static int rank_stream(void)
+{
+	size_t win_len = (size_t)S_N * S_LEN;
+	unsigned char *mem = xmap(win_len), *src = xmap(win_len);
+	unsigned char *dst = xmap(win_len);
+	struct hcomm_request req[S_N];
+	struct hcomm_win *w = NULL;
+	int i, bad = 0, ret = 1;
+
+	if (!mem || !src || !dst || up())
+		return 1;
+	w = win_make(mem, win_len);
+	if (!w)
+		goto out;
+	fill(src, win_len, 600);
+	memset(req, 0, sizeof(req));
+	for (i = 0; me == 0 && i < S_N; i++)
+		check_ok(hcomm_put_nb(w, 1, (uint64_t)i * S_LEN,
+				      src + (size_t)i * S_LEN, S_LEN, &req[i]),
+			 "hcomm_put_nb");
+	for (i = 0; me == 0 && i < S_N; i++)
+		bad += hcomm_wait(&req[i]) != 0;
+	check_ok(hcomm_barrier(comm), "hcomm_barrier");
+	if (me == 1)
+		check(!memcmp(mem, src, win_len), "%d puts of %llu bytes in "
+		      "flight at once: every byte landed", S_N,
+		      (unsigned long long)S_LEN);
+	memset(req, 0, sizeof(req));
+	for (i = 0; me == 0 && i < S_N; i++)
+		check_ok(hcomm_get_nb(w, 1, (uint64_t)i * S_LEN,
+				      dst + (size_t)i * S_LEN, S_LEN, &req[i]),
+			 "hcomm_get_nb");
+	for (i = 0; me == 0 && i < S_N; i++)
+		bad += hcomm_wait(&req[i]) != 0;
+	if (me == 0)
+		check(!bad && !memcmp(dst, src, win_len), "%d puts and %d gets "
+		      "of %llu bytes in flight: all 0 (%d not), the gets read "
+		      "the puts", S_N, S_N, (unsigned long long)S_LEN, bad);
+	check_ok(hcomm_barrier(comm), "hcomm_barrier");
+	ret = 0;
+out:
+	return down(w, ret);
+}
+
 /* ------------------------------------------------------------------ */
 /* put_signal ring                                                     */
 /* ------------------------------------------------------------------ */
@@ -1537,6 +1588,14 @@ int main(int argc, char **argv)
 		  { "HCOMM_NUM_QPS=4", "HCOMM_TCP_ZC_THRESHOLD=16K" } },
 		{ "both ways at once, 2 lanes", 2, rank_bidir,
 		  { "HCOMM_NUM_QPS=2" } },
+		{ "stream of 3 MiB puts and gets, 1 lane", 2, rank_stream,
+		  { "HCOMM_NUM_QPS=1" } },
+		{ "stream of 3 MiB puts and gets, 2 lanes, SENDMSG_ZC from 64K",
+		  2, rank_stream,
+		  { "HCOMM_NUM_QPS=2", "HCOMM_TCP_ZC_THRESHOLD=64K" } },
+		{ "stream of 3 MiB puts and gets, 1 lane, SENDMSG_ZC from 4K",
+		  2, rank_stream,
+		  { "HCOMM_NUM_QPS=1", "HCOMM_TCP_ZC_THRESHOLD=4K" } },
 		{ "put_signal ring, 1 lane", 2, rank_ring, { "HCOMM_NUM_QPS=1" } },
 		{ "put_signal ring, 4 lanes", 2, rank_ring,
 		  { "HCOMM_NUM_QPS=4" } },
