@@ -854,17 +854,66 @@ HCOMM_EXPORT int hcomm_batch(struct hcomm_win *win,
 /* signals                                                             */
 /* ------------------------------------------------------------------ */
 
+/*
+ * With several transports a signal may still sit in another transport's
+ * queue (an RDMA completion nobody reaped): reap everything, then look at
+ * the owner's value; wait by turns on every transport, at most
+ * SIG_SLICE_MS at a time (the owner's own wait cannot see the others).
+ */
+#define SIG_SLICE_MS	2
+
+static int64_t signal_wait_multi(struct hcomm_comm *c, uint32_t sig,
+				 uint64_t value, int timeout_ms)
+{
+	const struct hcomm_xport_ops *o = c->xo[c->sig_xp];
+	uint64_t deadline = timeout_ms < 0 ? UINT64_MAX :
+			    now_ns() + (uint64_t)timeout_ms * 1000000ULL;
+	int64_t got;
+	uint64_t v, t;
+	int slice;
+
+	if (sig >= o->signal_count(c))
+		return o->signal_wait(c, sig, value, 0);	/* the error */
+	for (;;) {
+		hcomm__run_pending();
+		xo_progress(c);
+		v = o->signal_read(c, sig);
+		if (v >= value)
+			return (int64_t)v;
+		t = now_ns();
+		if (t >= deadline)
+			break;
+		slice = deadline - t < SIG_SLICE_MS * 1000000ULL ?
+			(int)((deadline - t) / 1000000ULL) : SIG_SLICE_MS;
+		got = o->signal_wait(c, sig, value, slice);
+		if (got >= 0)
+			return got;
+		if (got != -HCOMM_ERR_TIMEOUT)
+			return got;
+	}
+	return hcomm__fail(HCOMM_ERR_TIMEOUT, ETIME, "hcomm_signal_wait: "
+			   "signal %u stayed at %llu < %llu for %d ms", sig,
+			   (unsigned long long)v, (unsigned long long)value,
+			   timeout_ms);
+}
+
 HCOMM_EXPORT int64_t hcomm_signal_wait(struct hcomm_comm *c, uint32_t sig,
 				       uint64_t value, int timeout_ms)
 {
 	if (!c)
 		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "hcomm_signal_wait");
+	if (c->nxo > 1)
+		return signal_wait_multi(c, sig, value, timeout_ms);
 	return c->xo[c->sig_xp]->signal_wait(c, sig, value, timeout_ms);
 }
 
 HCOMM_EXPORT uint64_t hcomm_signal_read(struct hcomm_comm *c, uint32_t sig)
 {
-	return c ? c->xo[c->sig_xp]->signal_read(c, sig) : 0;
+	if (!c)
+		return 0;
+	if (c->nxo > 1)
+		xo_progress(c);
+	return c->xo[c->sig_xp]->signal_read(c, sig);
 }
 
 HCOMM_EXPORT uint32_t hcomm_signal_count(const struct hcomm_comm *c)
@@ -1260,9 +1309,17 @@ static void xports_fini(struct hcomm_comm *c)
 int hcomm__signal_deliver(struct hcomm_comm *c, int from_xp, uint32_t sig,
 			  uint64_t v)
 {
+	int ret, tries = 0;
+
 	if (c->sig_xp == from_xp || !c->xo[c->sig_xp])
 		return 0;
-	(void)c->xo[c->sig_xp]->signal_add(c, sig, v);
+	while ((ret = c->xo[c->sig_xp]->signal_add(c, sig, v)) &&
+	       ++tries < 100)
+		sched_yield();
+	if (ret)	/* the signal is lost: say so, nobody else will */
+		fprintf(stderr, "hcomm: rank %d: signal %u += %llu from %s "
+			"lost: %s\n", c->rank, sig, (unsigned long long)v,
+			hcomm__xp_name(from_xp), hcomm_errmsg());
 	return 1;
 }
 

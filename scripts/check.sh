@@ -8,6 +8,7 @@
 #
 # Environment:
 #   HCOMM_ROLES       VMs to boot (default "stock61 stock612 debug")
+#   HCOMM_NET         0: leave out the two-VM network tests (default 1)
 #   HCOMM_VM_TIMEOUT  seconds per VM (default 1800; debug is slow under TCG)
 #   HCOMM_CACHE       cache dir (initramfs images, the debug kernel)
 # Logs: build/logs/ (check-*.log for builds, vm-<role>.log for consoles).
@@ -254,6 +255,29 @@ for r in "${booted[@]}"; do
 	row vm "$r" 0 "$vf" 0 "$secs" "$note; boot ${boot:-?}s"
 	echo "[check] vm-$r: rc=$rc, ${secs}s" >&2
 done
+
+# ------------------------------------------------------------- network
+# Two VMs of stock 6.12 on the private network of scripts/netvm.sh: the
+# communicator cases across hosts over tcp and rdma (lib/tests/vm/net.sh);
+# each VM prints "net: N passed, N failed, N skipped" for its ranks.
+# HCOMM_NET=0 leaves it out.
+if [ "${HCOMM_NET:-1}" = 1 ] && [ "${kmod_ok[stock612]:-0}" = 1 ]; then
+	t=$(now)
+	echo "[check] net: 2 VMs of ${kimage[stock612]}" >&2
+	scripts/netvm.sh run --n 2 --kernel "${kimage[stock612]}" \
+		--kver "${kver[stock612]}" --timeout "$vm_timeout" \
+		--log-dir "$logs/net" --env "HCOMM_KO=${kko[stock612]}" \
+		-- bash lib/tests/vm/net.sh --quick > "$logs/check-net.log" 2>&1
+	rc=$?
+	p=0 f=0 s=0 lines=0
+	while read -r _ np _ nf _ ns _; do
+		p=$((p + np)) f=$((f + nf)) s=$((s + ns)) lines=$((lines + 1))
+	done < <(grep -aE '^net: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped' "$logs/check-net.log")
+	[ "$lines" -lt 2 ] && f=$((f + 2 - lines))	# a VM that said nothing
+	[ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
+	echo "[check] net: rc=$rc, $p passed, $f failed ($(since "$t")s)" >&2
+	row test "net/stock612-x2" "$p" "$f" "$s" "$(since "$t")"
+fi
 
 # ------------------------------------------------------------- report
 tp=0 tf=0 ts=0

@@ -1,0 +1,130 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# libhcomm communicator tests across hosts: run in every VM of the network
+# test bed (scripts/netvm.sh run -- bash lib/tests/vm/net.sh [--quick]
+# [CASE...]), as root.  Each case starts this VM's share of the ranks of
+# build/lib/vm/hcomm_vm_test through build/lib/vm/hcomm_vm_launch (-s: the
+# ranks of this VM), all meeting at rank 0's VM over TCP
+# (HCOMM_ROOT_ADDR=10.77.0.1:PORT); the VMs step from case to case
+# together (barriers).  hcomm.ko ($HCOMM_KO) is loaded when a case has
+# more than one rank per VM (they talk through /dev/hcomm inside a VM).
+#
+# Output: TAP, then the line "net: N passed, N failed, N skipped" (every
+# VM prints its own; the host adds them up).  Exit status 1 when a case
+# failed here.
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../../.." && pwd)
+dir=${HCOMM_LIBVM_DIR:-$repo/build/lib/vm}
+prog=$dir/hcomm_vm_test
+launch=$dir/hcomm_vm_launch
+case_timeout=${HCOMM_LIBVM_TIMEOUT:-180}
+export HCOMM_VMTEST_ALARM=${HCOMM_VMTEST_ALARM:-150}
+. "$NETVM_RUN/lib.sh"
+
+quick=0 want=
+for a in "$@"; do
+	case $a in
+	--quick) quick=1 ;;
+	-h|--help) sed -n '3,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-*) echo "net.sh: unknown option $a" >&2; exit 2 ;;
+	*) want="$want $a" ;;
+	esac
+done
+big=4M
+[ "$quick" = 1 ] && big=256K
+
+# name | ranks per VM | extra environment | hcomm_vm_test arguments
+# (the expected transport is HCOMM_VMTEST_TRANSPORT)
+CASES="
+tcp-basic-2|1|HCOMM_TRANSPORT=tcp HCOMM_VMTEST_TRANSPORT=tcp|basic --expect env
+tcp-putget-2|1|HCOMM_TRANSPORT=tcp HCOMM_VMTEST_TRANSPORT=tcp|putget --max $big
+tcp-signal-2|1|HCOMM_TRANSPORT=tcp HCOMM_VMTEST_TRANSPORT=tcp|signal
+tcp-batch-2|1|HCOMM_TRANSPORT=tcp HCOMM_VMTEST_TRANSPORT=tcp|batch
+tcp-cb-inline-2|1|HCOMM_TRANSPORT=tcp HCOMM_VMTEST_TRANSPORT=tcp|cb --mode inline
+tcp-cb-thread-2|1|HCOMM_TRANSPORT=tcp HCOMM_VMTEST_TRANSPORT=tcp|cb --mode thread
+tcp-cb-locked-2|1|HCOMM_TRANSPORT=tcp HCOMM_VMTEST_TRANSPORT=tcp|cb --mode locked
+tcp-fence-2|1|HCOMM_TRANSPORT=tcp HCOMM_VMTEST_TRANSPORT=tcp|fence
+tcp-errors-2|1|HCOMM_TRANSPORT=tcp HCOMM_VMTEST_TRANSPORT=tcp|errors
+tcp-qps4-2|1|HCOMM_TRANSPORT=tcp HCOMM_NUM_QPS=4 HCOMM_VMTEST_TRANSPORT=tcp|putget --max $big
+rdma-basic-2|1|HCOMM_TRANSPORT=rdma HCOMM_VMTEST_TRANSPORT=rdma|basic --expect env
+rdma-putget-2|1|HCOMM_TRANSPORT=rdma HCOMM_VMTEST_TRANSPORT=rdma|putget --max 1M
+rdma-signal-2|1|HCOMM_TRANSPORT=rdma HCOMM_VMTEST_TRANSPORT=rdma|signal
+rdma-batch-2|1|HCOMM_TRANSPORT=rdma HCOMM_VMTEST_TRANSPORT=rdma|batch
+rdma-cb-thread-2|1|HCOMM_TRANSPORT=rdma HCOMM_VMTEST_TRANSPORT=rdma|cb --mode thread
+rdma-fence-2|1|HCOMM_TRANSPORT=rdma HCOMM_VMTEST_TRANSPORT=rdma|fence
+rdma-errors-2|1|HCOMM_TRANSPORT=rdma HCOMM_VMTEST_TRANSPORT=rdma|errors
+mix-basic-4|2|HCOMM_VMTEST_TRANSPORT=kernel+rdma+tcp|basic --expect env
+mix-putget-4|2|HCOMM_VMTEST_TRANSPORT=kernel+rdma+tcp|putget --max 1M
+mix-signal-4|2|HCOMM_VMTEST_TRANSPORT=kernel+rdma+tcp|signal
+mix-batch-4|2|HCOMM_VMTEST_TRANSPORT=kernel+rdma+tcp|batch
+mix-cb-thread-4|2|HCOMM_VMTEST_TRANSPORT=kernel+rdma+tcp|cb --mode thread
+mix-fence-4|2|HCOMM_VMTEST_TRANSPORT=kernel+rdma+tcp|fence
+"
+
+selected() {
+	[ -z "$want" ] && return 0
+	case " $want " in *" $1 "*) return 0 ;; esac
+	return 1
+}
+
+now() { date +%s.%N; }
+since() { echo "$(now) $1" | awk '{printf "%.1f", $1 - $2}'; }
+
+n=0
+while IFS='|' read -r name ppn env args; do
+	[ -n "$name" ] && selected "$name" && n=$((n + 1))
+done <<< "$CASES"
+
+echo "TAP version 13"
+echo "1..$n"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/hcomm-net.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+if [ -n "${HCOMM_KO:-}" ] && [ ! -e /dev/hcomm ]; then
+	insmod "$HCOMM_KO" && chmod 0666 /dev/hcomm ||
+		echo "# warning: insmod $HCOMM_KO failed"
+fi
+
+root=$(ip_of 1)
+passed=0 failed=0 skipped=0 i=0
+t_all=$(now)
+while IFS='|' read -r name ppn env args; do
+	[ -n "$name" ] || continue
+	selected "$name" || continue
+	i=$((i + 1))
+	size=$((NVM * ppn))
+	ranks=$(seq -s, $(((VM_ID - 1) * ppn)) $((VM_ID * ppn - 1)))
+	eargs=()
+	for e in $env HCOMM_ROOT_ADDR=$root:$((24000 + i)) \
+		 HCOMM_JOB_ID=net-$name; do
+		eargs+=(-e "$e")
+	done
+	echo "# case $name: vm$VM_ID ranks $ranks of $size -- hcomm_vm_test $args"
+	if ! barrier "start-$name" 120; then
+		echo "not ok $i $name # the other VMs never came"
+		failed=$((failed + 1))
+		continue
+	fi
+	t=$(now)
+	# shellcheck disable=SC2086
+	{ timeout -k 5 "$case_timeout" "$launch" -n "$size" -s "$ranks" \
+		"${eargs[@]}" -- "$prog" $args 2>&1 < /dev/null
+	  echo $? > "$tmp/rc"; } | sed -u 's/^/# /'
+	rc=$(cat "$tmp/rc" 2>/dev/null || echo 255)
+	secs=$(since "$t")
+	case $rc in
+	0) echo "ok $i $name # ${secs}s"; passed=$((passed + 1)) ;;
+	4) echo "ok $i $name # SKIP (${secs}s)"; skipped=$((skipped + 1)) ;;
+	124|137) echo "not ok $i $name # timed out after ${case_timeout}s"
+		failed=$((failed + 1)) ;;
+	*) echo "not ok $i $name # exit $rc (${secs}s)"; failed=$((failed + 1)) ;;
+	esac
+	barrier "end-$name" $((case_timeout + 60)) ||
+		echo "# warning: the other VMs did not finish $name"
+done <<< "$CASES"
+
+echo "# net: $(since "$t_all") s in all"
+echo "net: $passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ]
