@@ -428,7 +428,8 @@ static int lib_rank(int rank, const char *root, const char *zc, double *out)
 				ret = hcomm_wait(&req[j]);
 			memset(&req[j], 0, sizeof(req[j]));
 			if (!ret)
-				ret = hcomm_put_nb(win, 1, 0, src, v[i], &req[j]);
+				ret = hcomm_put_nb(win, 1, 0, src, v[i],
+						   &req[j]);
 		}
 		if (rank == 0 && !ret)
 			ret = hcomm_flush(comm);

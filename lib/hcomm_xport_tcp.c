@@ -79,7 +79,7 @@
 #define TX_IOV		64		/* iovecs of one sendmsg */
 #define TX_GATHER	(1024 * 1024)	/* gather no more bytes past this */
 #define TX_SEG		TX_GATHER	/* payload bytes per segment */
-#define TX_ZREC		32		/* SENDMSG_ZC in flight per connection */
+#define TX_ZREC		32		/* SENDMSG_ZC in flight per conn. */
 #define TX_TICK_NS	100000000ULL	/* timeouts are checked this often */
 #define TX_GUESTS	64		/* accepted connections beyond lanes */
 #define TX_RESP_MAX	4096		/* get replies queued per connection */
@@ -395,7 +395,7 @@ struct tx {
 	int rank;
 	int size;
 	unsigned int lanes;		/* this rank's num_qps */
-	uint64_t zc_min;		/* SENDMSG_ZC from this payload; 0 never */
+	uint64_t zc_min;		/* SENDMSG_ZC from this; 0: never */
 	uint64_t timeout_ns;
 	uint64_t nonce;
 	uint32_t stage;			/* staging bytes per connection */
@@ -443,7 +443,7 @@ struct tx {
 	struct tx_resp *resp_free;
 	struct hcomm_comm_stats *pub;
 	int stats_dirty;
-	uint64_t refused;		/* hellos refused before a rank was known */
+	uint64_t refused;		/* hellos refused, rank unknown */
 	struct tx_pstats scratch;	/* counted before a rank was known */
 	uint64_t stop_at;		/* CTL_STOP: give the byes until then */
 	struct tx_ctl *stop;
@@ -453,6 +453,10 @@ struct tx {
 	char self_addr[64];
 	uint32_t port;
 };
+
+/* A failed system call (positive errno err): its hcomm_err, recorded. */
+#define sys_fail(err, ...) \
+	hcomm__fail(hcomm__err_code(HCOMM_CMD_XFER, (err)), (err), __VA_ARGS__)
 
 static struct tx *tx_of(const struct hcomm_comm *c)
 {
@@ -992,8 +996,9 @@ static void tx_wake(struct hcomm_comm *c)
 /* the service thread: sending                                         */
 /* ------------------------------------------------------------------ */
 
-static void conn_fail(struct tx *tx, struct tx_conn *k, int err,
-		      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static __attribute__((format(printf, 4, 5)))
+void conn_fail(struct tx *tx, struct tx_conn *k, int err, const char *fmt,
+	       ...);
 static void chunk_done(struct tx *tx, struct tx_chunk *ch, int err);
 
 /* An SQE, submitting what is queued when the ring is full. */
@@ -1329,7 +1334,8 @@ static void conn_send(struct tx *tx, struct tx_conn *k)
 		k->ctl_queued = 1;
 		ctl_frame(tx, k, &k->ctlf, OP_ACK);
 	}
-	for (f = k->sq; f && n + 2 <= TX_IOV && total < TX_GATHER; f = f->next) {
+	for (f = k->sq; f && n + 2 <= TX_IOV && total < TX_GATHER;
+	     f = f->next) {
 		if (frame_zc_busy(k, f))
 			break;
 		if (frame_zc(tx, k, f)) {
@@ -1718,8 +1724,8 @@ static struct tx_win *frame_win(struct tx *tx, struct tx_conn *k,
 		return NULL;
 	}
 	if (h->off > w->len || h->len > w->len - h->off) {
-		refuse(tx, k, "frame of %llu bytes at offset %llu of a %llu-byte"
-		       " window", (unsigned long long)h->len,
+		refuse(tx, k, "frame of %llu bytes at offset %llu of a "
+		       "%llu-byte window", (unsigned long long)h->len,
 		       (unsigned long long)h->off, (unsigned long long)w->len);
 		return NULL;
 	}
@@ -1872,8 +1878,8 @@ static int frame_end(struct tx *tx, struct tx_conn *k)
 	}
 	if (k->crc != h->dcrc) {
 		s->crc_errors++;
-		conn_fail(tx, k, EBADMSG, "payload CRC32C mismatch (op %u, %llu "
-			  "bytes at offset %llu)", h->op,
+		conn_fail(tx, k, EBADMSG, "payload CRC32C mismatch (op %u, "
+			  "%llu bytes at offset %llu)", h->op,
 			  (unsigned long long)h->len,
 			  (unsigned long long)h->off);
 		return -1;
@@ -2129,7 +2135,8 @@ static void hello_in(struct tx *tx, struct tx_conn *k)
 	if (bad) {
 		tx->refused++;
 		tx->stats_dirty = 1;
-		tx_log(tx, "refused connection from %s: hello: %s", k->addr, bad);
+		tx_log(tx, "refused connection from %s: hello: %s", k->addr,
+		       bad);
 		conn_drop(k, EPROTO);
 		return;
 	}
@@ -2842,8 +2849,7 @@ static int tx_win_create(struct hcomm_comm *c, struct hcomm_win *w,
 		return 0;
 	err = ctl_run(tx_of(c), &ctl);
 	if (err)
-		return hcomm__fail(hcomm__err_code(HCOMM_CMD_XFER, err), err,
-				   "hcomm_win_create: window table");
+		return sys_fail(err, "hcomm_win_create: window table");
 	self->key = ctl.id;
 	self->len = len;
 	w->xps[HCOMM_XP_TCP] = (void *)(uintptr_t)ctl.id;
@@ -2892,9 +2898,9 @@ static int tx_env(struct tx *tx)
 		return 0;
 	}
 	if (hcomm_parse_size(s, &v) || v > (1ULL << 30))
-		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "HCOMM_TCP_ZC_THRESHOLD"
-				   "=\"%.64s\": not \"off\" or a size of 0 .. 1G",
-				   s);
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL,
+				   "HCOMM_TCP_ZC_THRESHOLD=\"%.64s\": not "
+				   "\"off\" or a size of 0 .. 1G", s);
 	tx->zc_min = v;
 	return 0;
 }
@@ -2912,7 +2918,8 @@ static int tx_alloc(struct tx *tx, const struct hcomm_config *cfg)
 	for (r = 0; r < tx->size; r++) {
 		if (r == tx->rank)
 			continue;
-		tx->peers[r].lanes = calloc(tx->lanes, sizeof(struct tx_conn *));
+		tx->peers[r].lanes = calloc(tx->lanes,
+					    sizeof(*tx->peers[r].lanes));
 		if (!tx->peers[r].lanes)
 			goto nomem;
 	}
@@ -2977,8 +2984,7 @@ static int tx_listen(struct tx *tx)
 	err = errno;
 	freeaddrinfo(ai);
 	if (tx->lfd < 0 || ret)
-		return hcomm__fail(hcomm__err_code(HCOMM_CMD_XFER, err), err,
-				   "tcp transport: listening on %s", host);
+		return sys_fail(err, "tcp transport: listening on %s", host);
 	addr_of(&ss, tx->self_addr, sizeof(tx->self_addr));
 	if (ss.ss_family == AF_INET)
 		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr,
@@ -2997,8 +3003,7 @@ static int tx_start(struct tx *tx)
 
 	tx->evfd = eventfd(0, EFD_CLOEXEC);
 	if (tx->evfd < 0)
-		return hcomm__fail(hcomm__err_code(HCOMM_CMD_XFER, errno), errno,
-				   "tcp transport: eventfd");
+		return sys_fail(errno, "tcp transport: eventfd");
 	ret = pthread_create(&tx->thr, NULL, tx_main, tx);
 	if (ret)
 		return hcomm__fail(ret == EAGAIN ? HCOMM_ERR_LIMIT :
@@ -3008,8 +3013,7 @@ static int tx_start(struct tx *tx)
 		futex_wait(&tx->ready, 0, TX_TICK_NS);
 	if (tx->ready_err) {
 		pthread_join(tx->thr, NULL);
-		return hcomm__fail(hcomm__err_code(HCOMM_CMD_XFER, tx->ready_err),
-				   tx->ready_err, "tcp transport: io_uring");
+		return sys_fail(tx->ready_err, "tcp transport: io_uring");
 	}
 	tx->thr_started = 1;
 	return 0;
@@ -3115,9 +3119,8 @@ static int tx_connect(struct tx *tx, int j, unsigned int l,
 	fd = tcp_connect(tx, a, deadline);
 	if (fd < 0) {
 		err = errno;
-		return hcomm__fail(hcomm__err_code(HCOMM_CMD_XFER, err), err,
-				   "tcp transport: rank %d (%s) lane %u: connect",
-				   j, addr, l);
+		return sys_fail(err, "tcp transport: rank %d (%s) lane %u: "
+				"connect", j, addr, l);
 	}
 	hello_encode(b, &m);
 	if (fd_full(fd, b, sizeof(b), 0, deadline) ||
@@ -3129,18 +3132,17 @@ static int tx_connect(struct tx *tx, int j, unsigned int l,
 					   "rank %d (%s) lane %u refused the "
 					   "connection (another job? its "
 					   "HCOMM_LOG says why)", j, addr, l);
-		return hcomm__fail(hcomm__err_code(HCOMM_CMD_XFER, err), err,
-				   "tcp transport: rank %d (%s) lane %u: hello",
-				   j, addr, l);
+		return sys_fail(err, "tcp transport: rank %d (%s) lane %u: "
+				"hello", j, addr, l);
 	}
 	bad = hello_check(tx, b, &m, 1);
 	if (!bad && (m.from != j || m.lane != l))
 		bad = "answered by another rank or lane";
 	if (bad) {
 		close(fd);
-		return hcomm__fail(HCOMM_ERR_IO, EPROTO, "tcp transport: rank %d "
-				   "(%s) lane %u: hello reply: %s", j, addr, l,
-				   bad);
+		return hcomm__fail(HCOMM_ERR_IO, EPROTO, "tcp transport: rank "
+				   "%d (%s) lane %u: hello reply: %s", j, addr,
+				   l, bad);
 	}
 	return fd;
 }
@@ -3166,8 +3168,8 @@ static int tx_connect_all(struct tx *tx, const struct tx_addr *all)
 			err = ctl_run(tx, &ctl);
 			if (err)
 				return hcomm__fail(HCOMM_ERR_NOMEM, err,
-						   "tcp transport: rank %d lane %u",
-						   j, l);
+						   "tcp transport: rank %d "
+						   "lane %u", j, l);
 		}
 	return 0;
 }
@@ -3184,8 +3186,8 @@ static int tx_peers(struct tx *tx, const struct tx_addr *all)
 		e = (int32_t)le32toh((uint32_t)all[r].err);
 		if (e)
 			return hcomm__fail(e > 0 && e < HCOMM_ERR__MAX ? e :
-					   HCOMM_ERR_IO, 0, "tcp transport: rank "
-					   "%d could not listen: %s", r,
+					   HCOMM_ERR_IO, 0, "tcp transport: "
+					   "rank %d could not listen: %s", r,
 					   hcomm_strerror(e));
 	}
 	for (r = 0; r < tx->size; r++) {
@@ -3194,9 +3196,10 @@ static int tx_peers(struct tx *tx, const struct tx_addr *all)
 		p = &tx->peers[r];
 		lanes = le32toh(all[r].lanes);
 		p->nlanes = lanes < tx->lanes ? lanes : tx->lanes;
-		if (!p->nlanes || memchr(all[r].ip, 0, sizeof(all[r].ip)) == NULL)
-			return hcomm__fail(HCOMM_ERR_IO, EPROTO, "tcp transport: "
-					   "rank %d published a bad address", r);
+		if (!p->nlanes || !memchr(all[r].ip, 0, sizeof(all[r].ip)))
+			return hcomm__fail(HCOMM_ERR_IO, EPROTO, "tcp "
+					   "transport: rank %d published a "
+					   "bad address", r);
 		addr_fmt(p->addr, sizeof(p->addr), all[r].ip,
 			 le32toh(all[r].port));
 	}
@@ -3290,7 +3293,7 @@ static int tx_init(struct hcomm_comm *c)
 	struct tx_addr me, *all;
 	int32_t mine, *st = NULL;
 	struct tx *tx;
-	int ret, r;
+	int ret, r, e;
 
 	tx = calloc(1, sizeof(*tx));
 	all = calloc(c->size, sizeof(*all));
@@ -3338,11 +3341,13 @@ static int tx_init(struct hcomm_comm *c)
 	r = hcomm__boot_allgather(c->boot, &mine, st, sizeof(mine));
 	if (!ret && r)
 		ret = r;
-	for (r = 0; !ret && r < c->size; r++)
-		if (st[r])
-			ret = hcomm__fail(HCOMM_ERR_IO, 0, "tcp transport: rank "
-					  "%d could not connect its lanes: %s",
-					  r, hcomm_strerror((int)le32toh(st[r])));
+	for (r = 0; !ret && r < c->size; r++) {
+		e = (int)le32toh((uint32_t)st[r]);
+		if (e)
+			ret = hcomm__fail(HCOMM_ERR_IO, 0, "tcp transport: "
+					  "rank %d could not connect its "
+					  "lanes: %s", r, hcomm_strerror(e));
+	}
 	if (ret)
 		goto err;
 	free(st);
@@ -3358,7 +3363,8 @@ err:
 /* Test hook (hcomm_xport.h): this rank's listener, "ip:port", or "". */
 const char *hcomm__tcp_listen_addr(const struct hcomm_comm *c)
 {
-	if (!c || c->xo[HCOMM_XP_TCP] != &hcomm__xport_tcp || !c->xps[HCOMM_XP_TCP])
+	if (!c || c->xo[HCOMM_XP_TCP] != &hcomm__xport_tcp ||
+	    !c->xps[HCOMM_XP_TCP])
 		return "";
 	return tx_of(c)->self_addr;
 }

@@ -506,8 +506,8 @@ static int rank_putget(void)
 		check_ok(hcomm_barrier(comm), "hcomm_barrier");
 		if (me == 1) {
 			fill(shadow + off, len, 100 + i);
-			check(!memcmp(shadow, win_mem, PG_WIN), "window after a "
-			      "put of %llu bytes at %llu: the range landed, "
+			check(!memcmp(shadow, win_mem, PG_WIN), "window after "
+			      "a put of %llu bytes at %llu: the range landed, "
 			      "nothing else changed", (unsigned long long)len,
 			      (unsigned long long)off);
 		}
@@ -562,8 +562,8 @@ static int rank_bidir(void)
 	fill(src, BI_N * BI_LEN, 50 + (uint64_t)me);
 	for (i = 0; i < BI_N; i++)
 		check_ok(hcomm_put_nb(w, 1 - me, (uint64_t)i * BI_LEN,
-				      src + (size_t)i * BI_LEN, BI_LEN, &req[i]),
-			 "hcomm_put_nb");
+				      src + (size_t)i * BI_LEN, BI_LEN,
+				      &req[i]), "hcomm_put_nb");
 	for (i = 0; i < BI_N; i++)
 		bad += hcomm_wait(&req[i]) != 0 || req[i].bytes != BI_LEN;
 	check(!bad, "%d puts of %llu bytes both ways: every request 0 with "
@@ -679,12 +679,12 @@ static int rank_ring(void)
 			fill(buf, len, 1000 + (uint64_t)i);
 			if (hcomm_put_signal(w, 1, (uint64_t)(i % RING_SLOTS) *
 					     RING_SLOT, buf, len, SIG_DATA, 1))
-				bad += check_ok(-HCOMM_ERR_IO, "put_signal") == 0;
+				bad += !check_ok(-HCOMM_ERR_IO, "put_signal");
 			continue;
 		}
 		v = hcomm_signal_wait(comm, SIG_DATA, (uint64_t)i + 1, IO_MS);
 		if (v < 0) {
-			bad += check(0, "message %d: %s", i, hcomm_errmsg()) == 0;
+			bad += !check(0, "message %d: %s", i, hcomm_errmsg());
 			break;
 		}
 		fill(want, len, 1000 + (uint64_t)i);
@@ -771,8 +771,8 @@ static int rank_batch(void)
 	      B_N, bad);
 	fill(want, win_len, 70 + (uint64_t)t2);
 	for (i = 1, bad = 0; i < B_N; i += 3)
-		bad += memcmp(got + (size_t)i * B_LEN,
-			      want + 2 * B_REGION + (size_t)i * B_LEN, B_LEN) != 0;
+		bad += memcmp(got + (size_t)i * B_LEN, want + 2 * B_REGION +
+			      (size_t)i * B_LEN, B_LEN) != 0;
 	check(!bad, "batch gets from rank %d: its bytes (%d wrong)", t2, bad);
 	/* blocking: the puts again with other data, in groups of 64 */
 	fill(src, B_REGION, 90 + (uint64_t)me);
@@ -789,7 +789,8 @@ static int rank_batch(void)
 	memcpy(want, mem, win_len);
 	fill(src, B_REGION, 90 + (uint64_t)((me + np - 1) % np));
 	for (i = 0; i < B_N; i += 3)
-		memcpy(want + (size_t)i * B_LEN, src + (size_t)i * B_LEN, B_LEN);
+		memcpy(want + (size_t)i * B_LEN, src + (size_t)i * B_LEN,
+		       B_LEN);
 	fill(src, B_REGION, 90 + (uint64_t)((me + np - 2) % np));
 	for (i = 1; i < B_N; i += 3)
 		memcpy(want + 2 * B_REGION + (size_t)i * B_LEN,
@@ -931,9 +932,9 @@ static int rank_fence(void)
 		check_ok(hcomm_barrier(comm), "hcomm_barrier");
 	}
 	if (me == 1)
-		check(!bad, "%d rounds of put 8 MiB, fence, put_signal: the big "
-		      "put had landed at the signal (%d rounds not)", F_ROUNDS,
-		      bad);
+		check(!bad, "%d rounds of put 8 MiB, fence, put_signal: the "
+		      "big put had landed at the signal (%d rounds not)",
+		      F_ROUNDS, bad);
 	if (me == 0) {
 		memset(many, 0, sizeof(many));
 		for (i = 0; i < 100; i++)
@@ -1080,9 +1081,10 @@ static int rank_stopped(void)
 		t0 = now_ms();
 		r = hcomm_put(w, 1, 0, buf, sizeof(buf));
 		t0 = now_ms() - t0;
-		check(r == -HCOMM_ERR_TIMEOUT && strstr(hcomm_errmsg(), "rank 1"),
-		      "put to a stopped rank: HCOMM_ERR_TIMEOUT naming rank 1 "
-		      "after %lld ms (HCOMM_TIMEOUT_MS 1500): %s", (long long)t0,
+		check(r == -HCOMM_ERR_TIMEOUT &&
+		      strstr(hcomm_errmsg(), "rank 1"), "put to a stopped "
+		      "rank: HCOMM_ERR_TIMEOUT naming rank 1 after %lld ms "
+		      "(HCOMM_TIMEOUT_MS 1500): %s", (long long)t0,
 		      hcomm_errmsg());
 		check(t0 >= 1400 && t0 < 6000, "the timeout took %lld ms",
 		      (long long)t0);
@@ -1596,7 +1598,8 @@ int main(int argc, char **argv)
 		{ "stream of 3 MiB puts and gets, 1 lane, SENDMSG_ZC from 4K",
 		  2, rank_stream,
 		  { "HCOMM_NUM_QPS=1", "HCOMM_TCP_ZC_THRESHOLD=4K" } },
-		{ "put_signal ring, 1 lane", 2, rank_ring, { "HCOMM_NUM_QPS=1" } },
+		{ "put_signal ring, 1 lane", 2, rank_ring,
+		  { "HCOMM_NUM_QPS=1" } },
 		{ "put_signal ring, 4 lanes", 2, rank_ring,
 		  { "HCOMM_NUM_QPS=4" } },
 		{ "batches, 4 ranks, 1 lane", 4, rank_batch,
