@@ -32,6 +32,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <linux/hcomm.h>
 
 #ifdef __cplusplus
@@ -269,6 +270,20 @@ struct hcomm_ctx *hcomm_comm_ctx(struct hcomm_comm *comm);
  * every rank is on this host, else tcp).
  */
 const char *hcomm_comm_transport(const struct hcomm_comm *comm);
+/*
+ * Measure the links to every rank of another host again and choose the
+ * transport per peer and message size from the figures (collective; see
+ * HCOMM_PROBE in Documentation/transports.rst).  hcomm_comm_init() does it
+ * once unless HCOMM_PROBE=off or HCOMM_TRANSPORT names one transport.
+ */
+int hcomm_comm_probe(struct hcomm_comm *comm);
+/*
+ * The decision table: per peer, every transport's measured latency,
+ * bandwidth and errors, and the transport of each size range; text (one
+ * line per peer) or one JSON object.  HCOMM_LOG=info prints the text at
+ * init.
+ */
+int hcomm_comm_print_peers(struct hcomm_comm *comm, FILE *f, int json);
 /*
  * Collective barrier over the bootstrap channel.
  *

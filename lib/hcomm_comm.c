@@ -1323,6 +1323,276 @@ int hcomm__signal_deliver(struct hcomm_comm *c, int from_xp, uint32_t sig,
 	return 1;
 }
 
+/* ------------------------------------------------------------------ */
+/* probing                                                            */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Probing measures every network transport towards every rank of another
+ * host: ranks meet in pairs (a round-robin schedule, one partner per
+ * round, everyone in step), and in each pair the lower rank pings: 8-byte
+ * put_signal round trips for the latency, then bw_bytes of puts of
+ * bw_size and a put_signal answered by the partner for the bandwidth.
+ * The two highest signals carry the pings (their values afterwards are
+ * not 0).  The pinger's figures go to every rank (an allgather), and
+ * every rank chooses its routes from them (hcomm__route_choose()).
+ */
+struct probe_row {
+	double lat_us;
+	double bw_mbps;
+	int32_t probed;
+	int32_t errors;
+};
+
+/*
+ * Partner of rank x in round r (0 .. n - 2) of n ranks (n even), the
+ * circle method: x < n - 1 pairs with (2r - x) mod (n - 1), and the rank
+ * that would pair with itself (x = r) pairs with n - 1.
+ */
+static int probe_partner(int x, int r, int n)
+{
+	int m = n - 1, p;
+
+	if (x == m)
+		return r;
+	p = (int)(((2L * r - x) % m + m) % m);
+	return p == x ? m : p;
+}
+
+/* Route every size of peer over xp alone (probing). */
+static void route_force(struct hcomm_route *rt, int xp)
+{
+	memset(rt, 0, sizeof(*rt));
+	rt->n = 1;
+	rt->upto[0] = UINT64_MAX;
+	rt->xp[0] = xp;
+}
+
+/*
+ * One pair, one transport.  *a and *b: the values of this rank's two
+ * probe signals before the partner's first increment (read before the
+ * round's barrier, so no ping can have come yet); on success they move
+ * past what the partner sent.
+ */
+static int probe_pair(struct hcomm_comm *c, struct hcomm_win *w, char *buf,
+		      int peer, int xp, const struct hcomm_probe_budget *b,
+		      uint64_t *a, uint64_t *bb, struct probe_row *out)
+{
+	uint32_t sa = hcomm_signal_count(c) - 1, sb = sa - 1;
+	uint64_t a0 = *a, b0 = *bb;
+	int ping = c->rank < peer, ret = 0, tmo = (int)c->cfg.timeout_ms;
+	double *rtt = calloc(b->rtts ? b->rtts : 1, sizeof(*rtt));
+	struct hcomm_route save = c->routes[peer];
+	unsigned int i, n = (unsigned int)(b->bw_bytes / b->bw_size);
+	uint64_t t0;
+
+	if (!rtt)
+		return hcomm__fail(HCOMM_ERR_NOMEM, ENOMEM, "probe");
+	route_force(&c->routes[peer], xp);
+	for (i = 0; i < b->rtts && !ret; i++) {
+		t0 = now_ns();
+		if (ping) {
+			ret = hcomm_put_signal(w, peer, 0, buf, 8, sa, 1);
+			if (!ret && hcomm_signal_wait(c, sb, b0 + i + 1,
+						      tmo) < 0)
+				ret = -hcomm_errno();
+		} else {
+			if (hcomm_signal_wait(c, sa, a0 + i + 1, tmo) < 0)
+				ret = -hcomm_errno();
+			if (!ret)
+				ret = hcomm_put_signal(w, peer, 0, buf, 8, sb,
+						       1);
+		}
+		rtt[i] = (now_ns() - t0) / 1000.0;
+	}
+	if (!ret && ping) {
+		struct hcomm_xfer_desc *d = calloc(n ? n : 1, sizeof(*d));
+
+		if (!d) {
+			free(rtt);
+			c->routes[peer] = save;
+			return hcomm__fail(HCOMM_ERR_NOMEM, ENOMEM, "probe");
+		}
+		for (i = 0; i < n; i++)
+			d[i] = (struct hcomm_xfer_desc){ .op = HCOMM_OP_PUT,
+				.target = peer, .local = (uintptr_t)buf,
+				.len = b->bw_size };
+		t0 = now_ns();
+		/* all in flight at once: a bandwidth, not n latencies */
+		ret = n ? hcomm_batch(w, d, n, NULL) : 0;
+		free(d);
+		if (!ret)
+			ret = hcomm_put_signal(w, peer, 0, buf, 8, sa, 1);
+		if (!ret && hcomm_signal_wait(c, sb, b0 + b->rtts + 1,
+					      tmo) < 0)
+			ret = -hcomm_errno();
+		if (!ret) {
+			out->lat_us = hcomm__median(rtt, b->rtts) / 2;
+			out->bw_mbps = (double)n * b->bw_size /
+				       ((now_ns() - t0) / 1000.0);
+			out->probed = 1;
+		}
+	} else if (!ret) {
+		if (hcomm_signal_wait(c, sa, a0 + b->rtts + 1, tmo) < 0)
+			ret = -hcomm_errno();
+		if (!ret)
+			ret = hcomm_put_signal(w, peer, 0, buf, 8, sb, 1);
+	}
+	if (ret)
+		out->errors++;
+	else if (ping)
+		*bb += b->rtts + 1;
+	else
+		*a += b->rtts + 1;
+	c->routes[peer] = save;
+	free(rtt);
+	return ret;
+}
+
+/* Collective: measure, share, choose.  A failed probe leaves the link
+ * unprobed with its error counted (so it is used only as a last resort). */
+static int comm_probe(struct hcomm_comm *c, const struct hcomm_probe_budget *b)
+{
+	size_t nrow = (size_t)c->size * HCOMM_XP_MAX;
+	struct probe_row *mine = NULL, *all = NULL;
+	int n = c->size + (c->size & 1), r, x, peer, ret, want = 0;
+	struct hcomm_win *w = NULL;
+	uint32_t sa;
+	char *buf = NULL;
+
+	if (b->mode == HCOMM_PROBE_OFF || c->forced >= 0 || c->size > 64 ||
+	    (!c->xo[HCOMM_XP_RDMA] || !c->xo[HCOMM_XP_TCP]))
+		return 0;	/* nothing to compare */
+	for (r = 0; r < c->size; r++)
+		if (!hcomm__boot_same_host(c->boot, r))
+			want = 1;
+	mine = calloc(nrow, sizeof(*mine));
+	all = calloc(nrow * c->size, sizeof(*all));
+	buf = calloc(1, b->bw_size);
+	if (!mine || !all || !buf) {
+		ret = hcomm__fail(HCOMM_ERR_NOMEM, ENOMEM, "probe");
+		goto out;
+	}
+	ret = hcomm_win_create(c, buf, b->bw_size, &w);
+	sa = hcomm_signal_count(c) - 1;
+	for (r = 0; !ret && r < n - 1; r++) {
+		uint64_t a = hcomm_signal_read(c, sa);
+		uint64_t bb = hcomm_signal_read(c, sa - 1);
+
+		ret = hcomm__boot_barrier(c->boot);
+		peer = probe_partner(c->rank, r, n);
+		if (ret || !want || peer >= c->size ||
+		    hcomm__boot_same_host(c->boot, peer))
+			continue;
+		for (x = 0; x < HCOMM_XP_MAX; x++)
+			if (x != HCOMM_XP_KERNEL && c->xo[x] &&
+			    probe_pair(c, w, buf, peer, x, b, &a, &bb,
+				       &mine[(size_t)peer * HCOMM_XP_MAX + x]))
+				break;	/* the counts are lost for this round */
+	}
+	if (!ret)
+		ret = hcomm__boot_barrier(c->boot);
+	if (w) {
+		int r2 = hcomm_win_free(w);
+
+		ret = ret ? ret : r2;
+	}
+	if (!ret)
+		ret = hcomm__boot_allgather(c->boot, mine, all,
+					    nrow * sizeof(*mine));
+	if (ret)
+		goto out;
+	for (peer = 0; peer < c->size; peer++) {
+		struct hcomm_link *l = &c->links[(size_t)peer * HCOMM_XP_MAX];
+		/* the pinger measured: the lower rank of the pair */
+		int lo = peer < c->rank ? peer : c->rank;
+		int hi = peer < c->rank ? c->rank : peer;
+		const struct probe_row *row =
+			&all[(size_t)lo * nrow + (size_t)hi * HCOMM_XP_MAX];
+
+		if (peer == c->rank)
+			continue;
+		for (x = 0; x < HCOMM_XP_MAX; x++) {
+			if (!l[x].usable || x == HCOMM_XP_KERNEL)
+				continue;
+			l[x].probed = row[x].probed;
+			l[x].lat_us = row[x].lat_us;
+			l[x].bw_mbps = row[x].bw_mbps;
+			l[x].errors = (uint64_t)row[x].errors;
+		}
+		hcomm__route_choose(l, c->forced, &c->routes[peer]);
+	}
+out:
+	free(mine);
+	free(all);
+	free(buf);
+	return ret;
+}
+
+/* HCOMM_LOG=info (or debug): the decision table on stderr at init. */
+static void routes_log(struct hcomm_comm *c)
+{
+	const char *log = getenv("HCOMM_LOG");
+	int r;
+
+	if (!log || (strcmp(log, "info") && strcmp(log, "debug")))
+		return;
+	for (r = 0; r < c->size; r++)
+		if (r != c->rank)
+			hcomm__route_print(stderr, c->rank, r,
+					   &c->links[(size_t)r * HCOMM_XP_MAX],
+					   &c->routes[r]);
+}
+
+HCOMM_EXPORT int hcomm_comm_probe(struct hcomm_comm *c)
+{
+	struct hcomm_probe_budget b;
+	int forced, ret;
+
+	if (!c)
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "hcomm_comm_probe");
+	ret = hcomm__probe_env(&b, &forced);
+	if (ret)
+		return ret;
+	if (b.mode == HCOMM_PROBE_OFF)
+		b = (struct hcomm_probe_budget){ HCOMM_PROBE_QUICK, 64,
+						 256 << 10, 2 << 20 };
+	ret = comm_probe(c, &b);
+	if (!ret)
+		routes_log(c);
+	return ret;
+}
+
+HCOMM_EXPORT int hcomm_comm_print_peers(struct hcomm_comm *c, FILE *f,
+					int json)
+{
+	int r, first = 1;
+
+	if (!c || !f)
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL,
+				   "hcomm_comm_print_peers");
+	if (json)
+		fprintf(f, "{\"rank\": %d, \"size\": %d, \"transports\": "
+			"\"%s\", \"peers\": [", c->rank, c->size, c->xname);
+	for (r = 0; r < c->size; r++) {
+		const struct hcomm_link *l = &c->links[(size_t)r *
+							HCOMM_XP_MAX];
+
+		if (r == c->rank)
+			continue;
+		if (json) {
+			fputs(first ? "" : ", ", f);
+			hcomm__route_json(f, r, l, &c->routes[r]);
+		} else {
+			hcomm__route_print(f, c->rank, r, l, &c->routes[r]);
+		}
+		first = 0;
+	}
+	if (json)
+		fputs("]}\n", f);
+	return ferror(f) ? hcomm__fail(HCOMM_ERR_IO, EIO, "print peers") : 0;
+}
+
 static void comm_free(struct hcomm_comm *c)
 {
 	free(c->links);
@@ -1421,9 +1691,15 @@ HCOMM_EXPORT int hcomm_comm_init(struct hcomm_comm **out,
 		}
 		goto err_boot;
 	}
-	(void)budget;
 	free(st);
 	free(caps);
+	ret = comm_probe(c, &budget);
+	if (ret) {
+		/* every rank failed it alike: the channel is out of step */
+		hcomm_comm_destroy(c);
+		return ret;
+	}
+	routes_log(c);
 	*out = c;
 	return 0;
 err_boot:

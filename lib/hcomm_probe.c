@@ -163,8 +163,8 @@ int hcomm__probe_env(struct hcomm_probe_budget *b, int *forced)
 	const char *t = getenv("HCOMM_TRANSPORT");
 
 	*b = (struct hcomm_probe_budget){
-		.mode = HCOMM_PROBE_QUICK, .rtts = 200,
-		.bw_size = 1 << 20, .bw_bytes = 8 << 20,
+		.mode = HCOMM_PROBE_QUICK, .rtts = 64,
+		.bw_size = 256 << 10, .bw_bytes = 2 << 20,
 	};
 	if (p && !strcmp(p, "off")) {
 		b->mode = HCOMM_PROBE_OFF;
@@ -172,9 +172,9 @@ int hcomm__probe_env(struct hcomm_probe_budget *b, int *forced)
 		b->bw_bytes = 0;
 	} else if (p && !strcmp(p, "full")) {
 		b->mode = HCOMM_PROBE_FULL;
-		b->rtts = 1000;
-		b->bw_size = 4 << 20;
-		b->bw_bytes = 64 << 20;
+		b->rtts = 500;
+		b->bw_size = 1 << 20;
+		b->bw_bytes = 32 << 20;
 	} else if (p && strcmp(p, "quick")) {
 		return hcomm__fail(HCOMM_ERR_INVAL, 0, "HCOMM_PROBE=\"%.32s\": "
 				   "use off, quick or full", p);

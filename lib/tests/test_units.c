@@ -1659,7 +1659,7 @@ static void test_route(void)
 
 	clean_env();
 	ok(!hcomm__probe_env(&b, &forced) && b.mode == HCOMM_PROBE_QUICK &&
-	   b.rtts == 200 && forced == -1,
+	   b.rtts == 64 && b.bw_bytes == 2 << 20 && forced == -1,
 	   "probe env: quick and auto by default");
 	setenv("HCOMM_PROBE", "full", 1);
 	setenv("HCOMM_TRANSPORT", "rdma", 1);

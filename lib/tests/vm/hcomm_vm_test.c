@@ -415,6 +415,80 @@ struct hello {
 #define BOFF	(GUARD + 1)
 #define BLEN	(4096 - 2 * GUARD - 2)
 
+/*
+ * route: the decision table (hcomm_comm_print_peers) names, for every
+ * peer the kernel does not reach (another host), @expect alone at every
+ * size ("measured": whatever the figures chose), every network transport
+ * was measured, and the JSON form parses
+ * as far as its keys go.  Then a put of 1 MiB to every such peer lands.
+ */
+static int case_route(const char *expect)
+{
+	const char *other = !strcmp(expect, "tcp") ? "rdma" : "tcp";
+	char *buf = NULL, *line, *save = NULL;
+	size_t len = 0;
+	int remote = 0;
+	FILE *f;
+
+	comm_up();
+	phase = "table";
+	f = open_memstream(&buf, &len);
+	CHECK(f != NULL, "open_memstream");
+	if (!f)
+		return 1;
+	OK(hcomm_comm_print_peers(comm, f, 0));
+	OK(hcomm_comm_print_peers(comm, f, 1));
+	fclose(f);
+	for (line = strtok_r(buf, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		const char *ranges = strchr(line, ';');
+
+		if (line[0] == '{') {
+			CHECK(strstr(line, "\"peers\": [") &&
+			      strstr(line, "\"route\""), "JSON: %s", line);
+			continue;
+		}
+		printf("# %s\n", line);
+		if (!strstr(line, "kernel -") || !ranges)
+			continue;	/* this host's */
+		remote++;
+		CHECK(!strcmp(expect, "measured") ||
+		      (strstr(ranges, expect) && !strstr(ranges, other)),
+		      "expected %s at every size: %s", expect, line);
+		CHECK(!strstr(line, "not probed"),
+		      "a network link was not measured: %s", line);
+	}
+	free(buf);
+	CHECK(remote > 0, "no peer on another host in the table");
+	phase = "traffic";
+	{
+		size_t n = 1 << 20;
+		char *src = malloc(n), *dst = calloc(1, n * (size_t)np);
+		struct hcomm_win *w = NULL;
+		int r;
+
+		CHECK(src && dst, "malloc");
+		if (!src || !dst)
+			return 1;
+		memset(src, 'a' + me, n);
+		OK(hcomm_win_create(comm, dst, n * (size_t)np, &w));
+		for (r = 0; w && r < np; r++)
+			if (r != me)
+				OK(hcomm_put(w, r, n * (size_t)me, src, n));
+		OK(hcomm_barrier(comm));
+		for (r = 0; w && r < np; r++)
+			CHECK(r == me || (dst[n * (size_t)r] == 'a' + r &&
+				dst[n * (size_t)r + n - 1] == 'a' + r),
+			      "bytes from rank %d", r);
+		if (w)
+			OK(hcomm_win_free(w));
+		free(src);
+		free(dst);
+	}
+	comm_down();
+	return 0;
+}
+
 static int case_basic(const char *expect)
 {
 	struct hello h, *all;
@@ -2509,6 +2583,8 @@ int main(int argc, char **argv)
 
 	if (!strcmp(case_name, "basic"))
 		ret = case_basic(expect);
+	else if (!strcmp(case_name, "route"))
+		ret = case_route(expect ? expect : "tcp");
 	else if (!strcmp(case_name, "putget"))
 		ret = case_putget(max);
 	else if (!strcmp(case_name, "signal"))

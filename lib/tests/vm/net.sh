@@ -62,7 +62,24 @@ mix-signal-4|2|HCOMM_VMTEST_TRANSPORT=kernel+rdma+tcp|signal
 mix-batch-4|2|HCOMM_VMTEST_TRANSPORT=kernel+rdma+tcp|batch
 mix-cb-thread-4|2|HCOMM_VMTEST_TRANSPORT=kernel+rdma+tcp|cb --mode thread
 mix-fence-4|2|HCOMM_VMTEST_TRANSPORT=kernel+rdma+tcp|fence
+auto-measured-2|1||route --expect measured
+auto-rdma-tcpslow-2|1|NETSH_TC=tcp-slow|route --expect rdma
+auto-tcp-rdmaslow-2|1|NETSH_TC=udp-slow|route --expect tcp
 "
+
+# NETSH_TC=tcp-slow: TCP (IP protocol 6) out of eth0 goes through netem
+# with 40 ms of delay and 2 Mbit/s, RoCE (UDP, protocol 17) does not: the
+# probe must then find rdma faster; udp-slow the other way round.
+# Installed before the case's barrier (no QP exists yet), removed after
+# the last one.
+tc_slow() {
+	tc qdisc add dev eth0 root handle 1: prio bands 3 &&
+	tc qdisc add dev eth0 parent 1:3 handle 30: netem delay 40ms \
+		rate 2mbit &&
+	tc filter add dev eth0 parent 1: protocol ip prio 1 u32 \
+		match ip protocol "$1" 0xff flowid 1:3
+}
+tc_clear() { tc qdisc del dev eth0 root 2>/dev/null; true; }
 
 selected() {
 	[ -z "$want" ] && return 0
@@ -96,11 +113,19 @@ while IFS='|' read -r name ppn env args; do
 	i=$((i + 1))
 	size=$((NVM * ppn))
 	ranks=$(seq -s, $(((VM_ID - 1) * ppn)) $((VM_ID * ppn - 1)))
-	eargs=()
+	eargs=() tcslow=0
 	for e in $env HCOMM_ROOT_ADDR=$root:$((24000 + i)) \
 		 HCOMM_JOB_ID=net-$name; do
-		eargs+=(-e "$e")
+		case $e in
+		NETSH_TC=tcp-slow) tcslow=6 ;;
+		NETSH_TC=udp-slow) tcslow=17 ;;
+		*) eargs+=(-e "$e") ;;
+		esac
 	done
+	if [ "$tcslow" != 0 ] && ! tc_slow "$tcslow"; then
+		echo "# tc could not slow TCP down"
+		tc_clear
+	fi
 	echo "# case $name: vm$VM_ID ranks $ranks of $size -- hcomm_vm_test $args"
 	if ! barrier "start-$name" 120; then
 		echo "not ok $i $name # the other VMs never came"
@@ -123,6 +148,7 @@ while IFS='|' read -r name ppn env args; do
 	esac
 	barrier "end-$name" $((case_timeout + 60)) ||
 		echo "# warning: the other VMs did not finish $name"
+	[ "$tcslow" != 0 ] && tc_clear
 done <<< "$CASES"
 
 echo "# net: $(since "$t_all") s in all"
