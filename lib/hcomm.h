@@ -265,9 +265,10 @@ enum hcomm_launcher hcomm_comm_launcher(const struct hcomm_comm *comm);
 /* The context (device) the communicator uses. */
 struct hcomm_ctx *hcomm_comm_ctx(struct hcomm_comm *comm);
 /*
- * The transport in use: "kernel" (intra-node /dev/hcomm) or "tcp".
- * HCOMM_TRANSPORT=auto|kernel|tcp chooses (auto, the default: kernel when
- * every rank is on this host, else tcp).
+ * The transports in use, joined by '+' in the order kernel, rdma, tcp
+ * ("kernel", "rdma+tcp", "kernel+rdma+tcp", ...).  HCOMM_TRANSPORT=
+ * kernel|rdma|tcp forces one for every peer; auto (the default) gives
+ * each peer its own (hcomm_comm_print_peers()).
  */
 const char *hcomm_comm_transport(const struct hcomm_comm *comm);
 /*
