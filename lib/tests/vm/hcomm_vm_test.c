@@ -1612,6 +1612,9 @@ static int case_fence(void)
 
 		fill(bufA, FENCE_A, 0x99990000ULL + (uint64_t)me);
 		barrier();
+		/* no callback: the requests' cb and arg must read NULL */
+		memset(&ra, 0, sizeof(ra));
+		memset(&rs, 0, sizeof(rs));
 		OK(hcomm_put_nb(w, target, 1, bufA, FENCE_A, &ra));
 		OK(hcomm_fence(comm));
 		OK(hcomm_put_signal_nb(w, target, wlen - 64, bufB, 8,
