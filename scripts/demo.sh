@@ -20,6 +20,10 @@
 # HCOMM_SCHED_BENCH_ARGS, HCOMM_PYPTO_PROFILE_ARGS and HCOMM_PYPTO_BENCH_ARGS
 # replace their defaults (--quick; the 1024^3 tile 128 2-device profile;
 # --quick); HCOMM_PYPTO=0 skips libpypto.
+# Then the network: two VMs of scripts/netvm.sh run scripts/net-bench-guest.sh
+# (hcomm_net_bench over rdma and tcp beside ib_write_bw, ib_write_lat and
+# iperf3 on the same devices; build/logs/net_bench.txt); HCOMM_NET=0 skips
+# it.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -38,6 +42,7 @@ make -s -C kernel KDIR="/lib/modules/$v/build" O="$repo/build/kmod/$v"
 [ -x build/lib/hcomm_demo ] || die "build/lib/hcomm_demo was not built"
 [ -x build/bench/hcomm_xfer_bench ] || die "build/bench/hcomm_xfer_bench was not built"
 [ -x build/bench/hcomm_lib_bench ] || die "build/bench/hcomm_lib_bench was not built"
+[ -x build/bench/hcomm_net_bench ] || die "build/bench/hcomm_net_bench was not built"
 for p in build/pypto/pypto_profile build/bench/pypto_gemm_bench \
 	build/bench/pypto_sched_bench; do
 	[ -x "$p" ] || die "$p was not built"
@@ -49,7 +54,7 @@ mkdir -p "$logs"
 rm -f "$logs/bench.json" "$logs/bench.txt" "$logs/lib_bench.json" \
 	"$logs/lib_bench.txt" "$logs/pypto_profile.txt" "$logs/timeline.html" \
 	"$logs/trace.json" "$logs/pypto_bench.txt" "$logs/pypto_bench.json" \
-	"$logs/sched_bench.txt" "$logs/sched_bench.json"
+	"$logs/sched_bench.txt" "$logs/sched_bench.json" "$logs/net_bench.txt"
 
 # The scheduler benchmark needs no module: it runs here, on the real CPUs.
 if [ "${HCOMM_PYPTO:-1}" != 0 ]; then
@@ -106,5 +111,23 @@ if [ "${HCOMM_PYPTO:-1}" != 0 ]; then
 		echo "=== pypto_sched_bench, run on this machine (also in $logs/sched_bench.txt) ==="
 		cat "$logs/sched_bench.txt"
 	fi
+fi
+if [ "${HCOMM_NET:-1}" != 0 ]; then
+	log "network: two VMs, hcomm_net_bench over rdma and tcp beside perftest and iperf3"
+	if scripts/netvm.sh run --n 2 --kernel "/boot/vmlinuz-$v" \
+		--log-dir "$logs/net-bench" --timeout 900 \
+		-- bash scripts/net-bench-guest.sh > "$logs/net_bench.log" 2>&1; then
+		:
+	else
+		rc=1
+		log "the network benchmark failed (see $logs/net_bench.log)"
+	fi
+	# vm2's section of the runner's output is the table
+	awk '/^----- vm2/ { on = 1; next } /^----- / { on = 0 } on' \
+		"$logs/net_bench.log" | sed -n '/^hcomm_net_bench:/,$p' \
+		> "$logs/net_bench.txt"
+	echo
+	echo "=== hcomm_net_bench, two VMs (also in $logs/net_bench.txt) ==="
+	cat "$logs/net_bench.txt"
 fi
 exit "$rc"

@@ -62,6 +62,7 @@ mix-signal-4|2|HCOMM_VMTEST_TRANSPORT=kernel+rdma+tcp|signal
 mix-batch-4|2|HCOMM_VMTEST_TRANSPORT=kernel+rdma+tcp|batch
 mix-cb-thread-4|2|HCOMM_VMTEST_TRANSPORT=kernel+rdma+tcp|cb --mode thread
 mix-fence-4|2|HCOMM_VMTEST_TRANSPORT=kernel+rdma+tcp|fence
+table-hosts-4|2|HCOMM_RANK_TABLE=@TABLE@ HCOMM_VMTEST_TRANSPORT=kernel+rdma+tcp|basic --expect table
 auto-measured-2|1||route --expect measured
 auto-rdma-tcpslow-2|1|NETSH_TC=tcp-slow|route --expect rdma
 auto-tcp-rdmaslow-2|1|NETSH_TC=udp-slow|route --expect tcp
@@ -105,6 +106,17 @@ if [ -n "${HCOMM_KO:-}" ] && [ ! -e /dev/hcomm ]; then
 fi
 
 root=$(ip_of 1)
+# A rank table naming both hosts, with each rank's address (table-hosts-4:
+# 2 ranks per VM); every VM writes the same bytes to its own copy.
+table=${TMPDIR:-/tmp}/hcomm-net-ranks.txt
+{
+	echo "world_size $((NVM * 2))"
+	for v in $(seq 1 "$NVM"); do
+		for k in 0 1; do
+			echo "rank $(((v - 1) * 2 + k)) host vm$v addr $(ip_of "$v")"
+		done
+	done
+} > "$table"
 passed=0 failed=0 skipped=0 i=0
 t_all=$(now)
 while IFS='|' read -r name ppn env args; do
@@ -119,6 +131,7 @@ while IFS='|' read -r name ppn env args; do
 		case $e in
 		NETSH_TC=tcp-slow) tcslow=6 ;;
 		NETSH_TC=udp-slow) tcslow=17 ;;
+		*=@TABLE@) eargs+=(-e "${e%@TABLE@}$table") ;;
 		*) eargs+=(-e "$e") ;;
 		esac
 	done

@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: MIT
+/*
+ * hcomm_net_bench: libhcomm between two ranks (usually on two hosts), put
+ * bandwidth by size and the 8-byte latency, over whatever transport the
+ * communicator uses (HCOMM_TRANSPORT=rdma|tcp forces one).  Rank 0 puts
+ * into rank 1's window; rank 1 only answers the latency pings.
+ *
+ *   HCOMM_RANK=r HCOMM_WORLD_SIZE=2 HCOMM_ROOT_ADDR=host:port \
+ *       hcomm_net_bench [--max BYTES] [--budget BYTES] [--rtts N]
+ *
+ * Prints, on rank 0, one line per size "put SIZE MBps" (10^6 bytes per
+ * second, the best of 3 rounds, each moving about --budget bytes (8 MiB;
+ * 4 to 500 puts) with up to 16 puts in flight) and "lat8 US" (half the median put_signal round
+ * trip).  scripts/net-bench-guest.sh runs it beside ib_write_bw,
+ * ib_write_lat and iperf3 and prints the ratios.
+ */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <hcomm.h>
+
+#define DEPTH	16
+
+/* the seed's 256 KiB row among them */
+static const uint64_t sizes[] = {
+	8, 64, 512, 4 << 10, 32 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20,
+	16 << 20, 64 << 20,
+};
+#define SIG_PING 1
+#define SIG_PONG 2
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int die(const char *what, int ret)
+{
+	fprintf(stderr, "hcomm_net_bench: %s: %s (%s)\n", what,
+		hcomm_strerror(ret), hcomm_errmsg());
+	return 1;
+}
+
+/* n puts of len bytes, DEPTH in flight; seconds, or < 0. */
+static double put_round(struct hcomm_win *w, const char *src, uint64_t len,
+			uint64_t n)
+{
+	struct hcomm_request req[DEPTH];
+	uint64_t i;
+	double t0 = now_s();
+
+	memset(req, 0, sizeof(req));
+	for (i = 0; i < n; i++) {
+		struct hcomm_request *r = &req[i % DEPTH];
+
+		if (i >= DEPTH && hcomm_wait(r))
+			return -1;
+		memset(r, 0, sizeof(*r));
+		if (hcomm_put_nb(w, 1, 0, src, len, r))
+			return -1;
+	}
+	for (i = n > DEPTH ? n - DEPTH : 0; i < n; i++)
+		if (hcomm_wait(&req[i % DEPTH]))
+			return -1;
+	return now_s() - t0;
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t max = 64ULL << 20, budget = 8ULL << 20, len, n;
+	unsigned int rtts = 200, i;
+	struct hcomm_comm *comm;
+	struct hcomm_win *w;
+	double *rtt, best, t;
+	char *src, *win;
+	int ret, me, k;
+
+	for (k = 1; k < argc; k++) {
+		if (!strcmp(argv[k], "--max") && k + 1 < argc)
+			max = strtoull(argv[++k], NULL, 0);
+		else if (!strcmp(argv[k], "--budget") && k + 1 < argc)
+			budget = strtoull(argv[++k], NULL, 0);
+		else if (!strcmp(argv[k], "--rtts") && k + 1 < argc)
+			rtts = (unsigned int)strtoul(argv[++k], NULL, 0);
+		else {
+			fprintf(stderr, "usage: hcomm_net_bench [--max BYTES] "
+				"[--budget BYTES] [--rtts N]\n");
+			return 2;
+		}
+	}
+	if (!rtts || max < 8 || !budget)
+		return 2;
+	ret = hcomm_comm_init(&comm, NULL);
+	if (ret)
+		return die("hcomm_comm_init", ret);
+	me = hcomm_comm_rank(comm);
+	if (hcomm_comm_size(comm) != 2) {
+		fprintf(stderr, "hcomm_net_bench: needs 2 ranks\n");
+		return 2;
+	}
+	src = malloc(max);
+	win = calloc(1, max);
+	rtt = calloc(rtts, sizeof(*rtt));
+	if (!src || !win || !rtt)
+		return 2;
+	memset(src, 0x5a, max);
+	ret = hcomm_win_create(comm, win, max, &w);
+	if (ret)
+		return die("hcomm_win_create", ret);
+	if (!me) {
+		printf("transport %s\n", hcomm_comm_transport(comm));
+		hcomm_comm_print_peers(comm, stdout, 0);
+	}
+
+	/* latency: rank 0 pings, rank 1 answers */
+	for (i = 0; i < rtts; i++) {
+		t = now_s();
+		if (!me) {
+			ret = hcomm_put_signal(w, 1, 0, src, 8, SIG_PING, 1);
+			if (!ret && hcomm_signal_wait(comm, SIG_PONG, i + 1,
+						      30000) < 0)
+				ret = -hcomm_errno();
+		} else {
+			ret = hcomm_signal_wait(comm, SIG_PING, i + 1, 30000) < 0
+			      ? -hcomm_errno() : 0;
+			if (!ret)
+				ret = hcomm_put_signal(w, 0, 0, src, 8,
+						       SIG_PONG, 1);
+		}
+		if (ret)
+			return die("ping", ret);
+		rtt[i] = now_s() - t;
+	}
+	if (!me) {
+		qsort(rtt, rtts, sizeof(*rtt), cmp_d);
+		printf("lat8 %.1f\n", rtt[rtts / 2] / 2 * 1e6);
+	}
+
+	/* bandwidth: rank 0 puts, rank 1 waits in the barrier */
+	for (i = 0; !me && i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		len = sizes[i];
+		if (len > max)
+			break;
+		n = budget / len;
+		if (n < 4)
+			n = 4;
+		if (n > 500)
+			n = 500;
+		best = 0;
+		for (k = 0; k < 3; k++) {
+			t = put_round(w, src, len, n);
+			if (t < 0)
+				return die("put", -hcomm_errno());
+			if (!best || t < best)
+				best = t;
+		}
+		printf("put %llu %.2f\n", (unsigned long long)len,
+		       (double)len * n / best / 1e6);
+		fflush(stdout);
+	}
+	ret = hcomm_barrier(comm);
+	if (ret)
+		return die("barrier", ret);
+	hcomm_win_free(w);
+	hcomm_comm_destroy(comm);
+	free(src);
+	free(win);
+	free(rtt);
+	return 0;
+}
