@@ -276,6 +276,8 @@ const char *hcomm_comm_transport(const struct hcomm_comm *comm);
  * transport per peer and message size from the figures (collective; see
  * HCOMM_PROBE in Documentation/transports.rst).  hcomm_comm_init() does it
  * once unless HCOMM_PROBE=off or HCOMM_TRANSPORT names one transport.
+ * No other operation of the communicator may be in flight meanwhile (the
+ * routes change under it).
  */
 int hcomm_comm_probe(struct hcomm_comm *comm);
 /*

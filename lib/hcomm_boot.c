@@ -44,31 +44,11 @@
 /* Rank detection                                                     */
 /* ------------------------------------------------------------------ */
 
-/* Strictly decimal, lo .. hi; 0 or -1. */
-static int parse_int(const char *s, long lo, long hi, int *out)
-{
-	long v = 0;
-
-	if (!s || !*s)
-		return -1;
-	for (; *s; s++) {
-		if (*s < '0' || *s > '9')
-			return -1;
-		v = v * 10 + (*s - '0');
-		if (v > hi)
-			return -1;
-	}
-	if (v < lo)
-		return -1;
-	*out = (int)v;
-	return 0;
-}
-
 static int env_int(const char *name, long lo, long hi, int *out)
 {
 	const char *s = getenv(name);
 
-	if (parse_int(s, lo, hi, out))
+	if (hcomm__parse_dec(s, lo, hi, out))
 		return hcomm__fail(HCOMM_ERR_INVAL, 0,
 				   "%s=\"%.64s\": not an integer in %ld .. %ld",
 				   name, s, lo, hi);
@@ -136,18 +116,18 @@ static int launcher_hosts(const struct launcher *l, int size,
 	if (!l)
 		return 1;
 	if (l->id == HCOMM_LAUNCH_OMPI &&
-	    !parse_int(getenv("OMPI_COMM_WORLD_LOCAL_SIZE"), 1, MAX_RANKS,
+	    !hcomm__parse_dec(getenv("OMPI_COMM_WORLD_LOCAL_SIZE"), 1, MAX_RANKS,
 		       &local) && local < size) {
 		*what = "OMPI_COMM_WORLD_LOCAL_SIZE";
 		return (size + local - 1) / local;
 	}
 	if (l->id == HCOMM_LAUNCH_SLURM) {
-		if (!parse_int(getenv("SLURM_STEP_NUM_NODES"), 1, 1 << 20,
+		if (!hcomm__parse_dec(getenv("SLURM_STEP_NUM_NODES"), 1, 1 << 20,
 			       &nodes) && nodes > 1) {
 			*what = "SLURM_STEP_NUM_NODES";
 			return nodes;
 		}
-		if (!parse_int(getenv("SLURM_NNODES"), 1, 1 << 20, &nodes) &&
+		if (!hcomm__parse_dec(getenv("SLURM_NNODES"), 1, 1 << 20, &nodes) &&
 		    nodes > 1) {
 			*what = "SLURM_NNODES";
 			return nodes;

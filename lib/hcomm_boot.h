@@ -84,6 +84,9 @@ HCOMM_HIDDEN int hcomm__rankinfo_detect(const struct hcomm_config *cfg,
 HCOMM_HIDDEN int hcomm__rank_table_parse(const char *path, int rank,
 					 struct hcomm_rankinfo *ri);
 
+/* s strictly decimal (no sign, no blanks) in lo .. hi: *out, 0; else -1. */
+HCOMM_HIDDEN int hcomm__parse_dec(const char *s, long lo, long hi, int *out);
+
 /* FNV-1a of n bytes (job names, table contents). */
 HCOMM_HIDDEN uint64_t hcomm__fnv1a(const void *p, size_t n);
 /*

@@ -117,25 +117,6 @@ struct cb_frame {
 };
 static __thread struct cb_frame *t_cb_top;
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield" ::: "memory");
-#else
-	__asm__ __volatile__("" ::: "memory");
-#endif
-}
-
 /* ------------------------------------------------------------------ */
 /* completion and callbacks                                            */
 /* ------------------------------------------------------------------ */
@@ -209,7 +190,7 @@ void hcomm__complete(struct hcomm_comm *c, struct hcomm_request *req,
 	req->status = err ? -hcomm__err_code(HCOMM_CMD_XFER, err) : 0;
 	rp->err = err;
 	req->bytes = bytes;
-	req->t_complete_ns = now_ns();
+	req->t_complete_ns = hcomm__now_ns();
 	if (!req->cb) {
 		/* After this store the request is the user's: no more access. */
 		__atomic_store_n(&req->done, 1, __ATOMIC_RELEASE);
@@ -409,12 +390,12 @@ static void idle_step(struct hcomm_comm *c, struct hcomm_request *req,
 		      struct idle *st)
 {
 	if (!st->t0) {
-		st->t0 = now_ns();
-	} else if (!(++st->k & 15) && now_ns() - st->t0 > SPIN_NS) {
+		st->t0 = hcomm__now_ns();
+	} else if (!(++st->k & 15) && hcomm__now_ns() - st->t0 > SPIN_NS) {
 		xo_block(c, req, BLOCK_US);
 		return;
 	}
-	cpu_relax();
+	hcomm__cpu_relax();
 }
 
 /* Callbacks this thread owes first, then the transport's completions. */
@@ -867,7 +848,7 @@ static int64_t signal_wait_multi(struct hcomm_comm *c, uint32_t sig,
 {
 	const struct hcomm_xport_ops *o = c->xo[c->sig_xp];
 	uint64_t deadline = timeout_ms < 0 ? UINT64_MAX :
-			    now_ns() + (uint64_t)timeout_ms * 1000000ULL;
+			    hcomm__now_ns() + (uint64_t)timeout_ms * 1000000ULL;
 	int64_t got;
 	uint64_t v, t;
 	int slice;
@@ -880,7 +861,7 @@ static int64_t signal_wait_multi(struct hcomm_comm *c, uint32_t sig,
 		v = o->signal_read(c, sig);
 		if (v >= value)
 			return (int64_t)v;
-		t = now_ns();
+		t = hcomm__now_ns();
 		if (t >= deadline)
 			break;
 		slice = deadline - t < SIG_SLICE_MS * 1000000ULL ?
@@ -1390,7 +1371,7 @@ static int probe_pair(struct hcomm_comm *c, struct hcomm_win *w, char *buf,
 		return hcomm__fail(HCOMM_ERR_NOMEM, ENOMEM, "probe");
 	route_force(&c->routes[peer], xp);
 	for (i = 0; i < b->rtts && !ret; i++) {
-		t0 = now_ns();
+		t0 = hcomm__now_ns();
 		if (ping) {
 			ret = hcomm_put_signal(w, peer, 0, buf, 8, sa, 1);
 			if (!ret && hcomm_signal_wait(c, sb, b0 + i + 1,
@@ -1403,7 +1384,7 @@ static int probe_pair(struct hcomm_comm *c, struct hcomm_win *w, char *buf,
 				ret = hcomm_put_signal(w, peer, 0, buf, 8, sb,
 						       1);
 		}
-		rtt[i] = (now_ns() - t0) / 1000.0;
+		rtt[i] = (hcomm__now_ns() - t0) / 1000.0;
 	}
 	if (!ret && ping) {
 		struct hcomm_xfer_desc *d = calloc(n ? n : 1, sizeof(*d));
@@ -1417,7 +1398,7 @@ static int probe_pair(struct hcomm_comm *c, struct hcomm_win *w, char *buf,
 			d[i] = (struct hcomm_xfer_desc){ .op = HCOMM_OP_PUT,
 				.target = peer, .local = (uintptr_t)buf,
 				.len = b->bw_size };
-		t0 = now_ns();
+		t0 = hcomm__now_ns();
 		/* all in flight at once: a bandwidth, not n latencies */
 		ret = n ? hcomm_batch(w, d, n, NULL) : 0;
 		free(d);
@@ -1429,7 +1410,7 @@ static int probe_pair(struct hcomm_comm *c, struct hcomm_win *w, char *buf,
 		if (!ret) {
 			out->lat_us = hcomm__median(rtt, b->rtts) / 2;
 			out->bw_mbps = (double)n * b->bw_size /
-				       ((now_ns() - t0) / 1000.0);
+				       ((hcomm__now_ns() - t0) / 1000.0);
 			out->probed = 1;
 		}
 	} else if (!ret) {

@@ -3,6 +3,8 @@
 #ifndef LIBHCOMM_INT_H
 #define LIBHCOMM_INT_H
 
+#include <stdint.h>
+#include <time.h>
 #include <liburing.h>
 #include "hcomm.h"
 
@@ -36,5 +38,41 @@ HCOMM_HIDDEN int hcomm__config_env(const char *name, uint64_t *out);
  * hcomm_errmsg() naming the variable.
  */
 HCOMM_HIDDEN int hcomm__coll_timeout_from_env(int64_t *out);
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+static inline uint64_t hcomm__now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* The body of a spin loop. */
+static inline void hcomm__cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#else
+	__asm__ __volatile__("" ::: "memory");
+#endif
+}
+
+/*
+ * A small number of this thread's own, handed out once per thread in
+ * order of first use (0, 1, 2, ...): transports spread threads over
+ * their rings or lanes by it.
+ */
+static inline unsigned int hcomm__thread_index(void)
+{
+	static unsigned int next;
+	static __thread unsigned int idx;	/* index + 1; 0: none yet */
+
+	if (!idx)
+		idx = __atomic_add_fetch(&next, 1, __ATOMIC_RELAXED);
+	return idx - 1;
+}
 
 #endif /* LIBHCOMM_INT_H */

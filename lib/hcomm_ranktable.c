@@ -273,8 +273,7 @@ static int table_fail(const struct table *t, unsigned int line,
 			   t->path, msg);
 }
 
-/* Strictly decimal, lo .. hi; 0 or -1. */
-static int parse_dec(const char *s, long lo, long hi, int *out)
+int hcomm__parse_dec(const char *s, long lo, long hi, int *out)
 {
 	long v = 0;
 
@@ -360,7 +359,7 @@ static int parse_text(struct table *t, char *text)
 			if (t->size)
 				return table_fail(t, line,
 						  "second world_size line");
-			if (parse_dec(tok[1], 1, MAX_RANKS, &t->size))
+			if (hcomm__parse_dec(tok[1], 1, MAX_RANKS, &t->size))
 				return table_fail(t, line, "world_size "
 						  "\"%.32s\": not in 1 .. %d",
 						  tok[1], MAX_RANKS);
@@ -382,7 +381,7 @@ static int parse_text(struct table *t, char *text)
 						  "host HOST [addr IP] [dev "
 						  "RDMADEV] [gid N] [dev_ip "
 						  "IP]\"");
-			if (parse_dec(tok[1], 0, MAX_RANKS - 1, &v))
+			if (hcomm__parse_dec(tok[1], 0, MAX_RANKS - 1, &v))
 				return table_fail(t, line, "rank \"%.32s\": "
 						  "not in 0 .. %d", tok[1],
 						  MAX_RANKS - 1);
@@ -402,7 +401,7 @@ static int parse_text(struct table *t, char *text)
 							 sizeof(e.dev_ip),
 							 tok[i + 1], "dev_ip");
 				else if (!strcmp(tok[i], "gid")) {
-					if (parse_dec(tok[i + 1], 0, 255,
+					if (hcomm__parse_dec(tok[i + 1], 0, 255,
 						      &e.gid))
 						ret = table_fail(t, line,
 							"gid \"%.32s\": not "
@@ -531,7 +530,7 @@ static int parse_json(struct table *t, const char *text)
 			strcpy(e.addr, host_ip);
 			ret = json_str(t, d, "rank_id", buf, sizeof(buf), 1,
 				       where);
-			if (!ret && parse_dec(buf, 0, MAX_RANKS - 1, &r))
+			if (!ret && hcomm__parse_dec(buf, 0, MAX_RANKS - 1, &r))
 				ret = table_fail(t, 0, "%s: rank_id \"%.32s\": "
 						 "not in 0 .. %d", where, buf,
 						 MAX_RANKS - 1);
@@ -544,7 +543,7 @@ static int parse_json(struct table *t, const char *text)
 			if (!ret)
 				ret = json_str(t, d, "gid_index", buf,
 					       sizeof(buf), 0, where);
-			if (!ret && buf[0] && parse_dec(buf, 0, 255, &e.gid))
+			if (!ret && buf[0] && hcomm__parse_dec(buf, 0, 255, &e.gid))
 				ret = table_fail(t, 0, "%s: gid_index "
 						 "\"%.32s\": not in 0 .. 255",
 						 where, buf);

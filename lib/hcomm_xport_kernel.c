@@ -118,34 +118,10 @@ static struct kx *kx_of(const struct hcomm_comm *c)
 	return c->xps[HCOMM_XP_KERNEL];
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield" ::: "memory");
-#else
-	__asm__ __volatile__("" ::: "memory");
-#endif
-}
-
-/* This thread's ring: an index handed out once per thread. */
+/* This thread's ring. */
 static unsigned int kx_thread_ring(const struct kx *kx)
 {
-	static unsigned int next;
-	static __thread unsigned int idx;	/* index + 1; 0: none yet */
-
-	if (!idx)
-		idx = __atomic_add_fetch(&next, 1, __ATOMIC_RELAXED);
-	return (idx - 1) % kx->nrings;
+	return hcomm__thread_index() % kx->nrings;
 }
 
 /* ------------------------------------------------------------------ */
@@ -622,7 +598,7 @@ static int64_t kx_signal_wait(struct hcomm_comm *c, uint32_t sig,
 			      uint64_t value, int timeout_ms)
 {
 	struct kx *kx = kx_of(c);
-	uint64_t start = now_ns(), deadline = UINT64_MAX, spin_end, t, v;
+	uint64_t start = hcomm__now_ns(), deadline = UINT64_MAX, spin_end, t, v;
 	struct hcomm_db_wait arg;
 	unsigned int k = 0;
 
@@ -637,16 +613,16 @@ static int64_t kx_signal_wait(struct hcomm_comm *c, uint32_t sig,
 		v = __atomic_load_n(&kx->db[sig], __ATOMIC_ACQUIRE);
 		if (v >= value)
 			return (int64_t)v;
-		if (!(++k & 63) && now_ns() >= spin_end)
+		if (!(++k & 63) && hcomm__now_ns() >= spin_end)
 			break;
-		cpu_relax();
+		hcomm__cpu_relax();
 	}
 	for (;;) {
 		memset(&arg, 0, sizeof(arg));
 		arg.index = sig;
 		arg.value = value;
 		if (deadline != UINT64_MAX) {
-			t = now_ns();
+			t = hcomm__now_ns();
 			if (t >= deadline)
 				break;
 			arg.timeout_ns = deadline - t;

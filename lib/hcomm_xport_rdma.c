@@ -413,39 +413,15 @@ static struct rx *rx_of(const struct hcomm_comm *c)
 	return c->xps[HCOMM_XP_RDMA];
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 static uint64_t now_ms(void)
 {
-	return now_ns() / 1000000ULL;
+	return hcomm__now_ns() / 1000000ULL;
 }
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield" ::: "memory");
-#else
-	__asm__ __volatile__("" ::: "memory");
-#endif
-}
-
-/* This thread's lane: an index handed out once per thread. */
+/* This thread's lane. */
 static unsigned int rx_thread_lane(const struct rx *rx)
 {
-	static unsigned int next;
-	static __thread unsigned int idx;	/* index + 1; 0: none yet */
-
-	if (!idx)
-		idx = __atomic_add_fetch(&next, 1, __ATOMIC_RELAXED);
-	return (idx - 1) % rx->nlanes;
+	return hcomm__thread_index() % rx->nlanes;
 }
 
 /* ------------------------------------------------------------------ */
@@ -572,7 +548,7 @@ static int rx_peer_dead(const struct rx_peer *p)
 	int d;
 
 	while ((d = __atomic_load_n(&p->dead, __ATOMIC_ACQUIRE)) < 0)
-		cpu_relax();
+		hcomm__cpu_relax();
 	return d;
 }
 
@@ -1990,7 +1966,7 @@ static int64_t rx_signal_wait(struct hcomm_comm *c, uint32_t sig,
 			      uint64_t value, int timeout_ms)
 {
 	struct rx *rx = rx_of(c);
-	uint64_t start = now_ns(), deadline = UINT64_MAX, t, v;
+	uint64_t start = hcomm__now_ns(), deadline = UINT64_MAX, t, v;
 	struct pollfd pfd[2];
 	struct timespec ts;
 	int64_t wait_us;
@@ -2007,9 +1983,9 @@ static int64_t rx_signal_wait(struct hcomm_comm *c, uint32_t sig,
 		v = __atomic_load_n(&rx->sigs[sig], __ATOMIC_ACQUIRE);
 		if (v >= value)
 			return (int64_t)v;
-		if (!(++k & 15) && now_ns() - start >= rx->spin_ns)
+		if (!(++k & 15) && hcomm__now_ns() - start >= rx->spin_ns)
 			break;
-		cpu_relax();
+		hcomm__cpu_relax();
 	}
 	__atomic_add_fetch(&rx->sig_waiters, 1, __ATOMIC_ACQ_REL);
 	for (;;) {
@@ -2018,7 +1994,7 @@ static int64_t rx_signal_wait(struct hcomm_comm *c, uint32_t sig,
 		v = __atomic_load_n(&rx->sigs[sig], __ATOMIC_ACQUIRE);
 		if (v >= value)
 			break;
-		t = now_ns();
+		t = hcomm__now_ns();
 		if (t >= deadline)
 			break;
 		wait_us = 100000;
@@ -2294,7 +2270,7 @@ static void rx_conn_retry(struct rx *rx, struct rx_conn *k)
 {
 	unsigned int sh = k->tries < 6 ? k->tries : 6;
 	uint64_t ms = (uint64_t)RX_BACKOFF_MIN_MS << sh;
-	uint64_t x = now_ns() ^ ((uint64_t)rx->c->rank << 32) ^ k->lane;
+	uint64_t x = hcomm__now_ns() ^ ((uint64_t)rx->c->rank << 32) ^ k->lane;
 
 	if (ms > RX_BACKOFF_MAX_MS)
 		ms = RX_BACKOFF_MAX_MS;

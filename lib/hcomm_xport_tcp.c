@@ -502,25 +502,6 @@ static inline void win_access_end(void)
 /* helpers                                                             */
 /* ------------------------------------------------------------------ */
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield" ::: "memory");
-#else
-	__asm__ __volatile__("" ::: "memory");
-#endif
-}
-
 /* Sleep while *w reads v, at most timeout_ns (< 0: no limit). */
 static void futex_wait(uint32_t *w, uint32_t v, int64_t timeout_ns)
 {
@@ -853,7 +834,7 @@ static int64_t tx_signal_wait(struct hcomm_comm *c, uint32_t sig,
 			      uint64_t value, int timeout_ms)
 {
 	struct tx *tx = tx_of(c);
-	uint64_t start = now_ns(), deadline = UINT64_MAX, t, v;
+	uint64_t start = hcomm__now_ns(), deadline = UINT64_MAX, t, v;
 	unsigned int k = 0;
 	uint32_t seq;
 
@@ -867,12 +848,12 @@ static int64_t tx_signal_wait(struct hcomm_comm *c, uint32_t sig,
 		v = __atomic_load_n(&tx->sig[sig], __ATOMIC_ACQUIRE);
 		if (v >= value)
 			return (int64_t)v;
-		if (!(++k & 63) && now_ns() - start >= TX_SPIN_NS)
+		if (!(++k & 63) && hcomm__now_ns() - start >= TX_SPIN_NS)
 			break;
-		cpu_relax();
+		hcomm__cpu_relax();
 	}
 	for (;;) {
-		t = now_ns();
+		t = hcomm__now_ns();
 		__atomic_add_fetch(&tx->sig_waiters, 1, __ATOMIC_SEQ_CST);
 		seq = __atomic_load_n(&tx->sig_seq, __ATOMIC_SEQ_CST);
 		v = __atomic_load_n(&tx->sig[sig], __ATOMIC_SEQ_CST);
@@ -1057,7 +1038,7 @@ static int conn_has_work(const struct tx_conn *k)
 static void conn_work(struct tx_conn *k)
 {
 	if (!conn_has_work(k))
-		k->last_io = now_ns();
+		k->last_io = hcomm__now_ns();
 }
 
 static void sq_add(struct tx *tx, struct tx_conn *k, struct tx_frame *f)
@@ -1395,7 +1376,7 @@ static void conn_sent(struct tx *tx, struct tx_conn *k, int res,
 		conn_fail(tx, k, -res, "send");	/* k may be gone */
 		return;
 	}
-	k->last_io = now_ns();
+	k->last_io = hcomm__now_ns();
 	for (bytes = (uint64_t)res; bytes && (f = k->sq); ) {
 		rem = frame_bytes(f) - k->sq_off;
 		if (zc_id)
@@ -1965,7 +1946,7 @@ static void conn_rx(struct tx *tx, struct tx_conn *k, int res)
 			conn_fail(tx, k, -res, "recv");
 		return;
 	}
-	k->last_io = now_ns();
+	k->last_io = hcomm__now_ns();
 	switch (k->rx) {
 	case R_HELLO:
 		k->len += (uint32_t)res;
@@ -2057,7 +2038,7 @@ static struct tx_conn *conn_new(struct tx *tx, int fd, int peer, int lane)
 	k->state = peer >= 0 ? K_UP : K_HELLO;
 	k->rx = peer >= 0 ? R_HDR : R_HELLO;
 	k->zc_next = k->zc_low = 1;
-	k->t0 = k->last_io = now_ns();
+	k->t0 = k->last_io = hcomm__now_ns();
 	return k;
 }
 
@@ -2260,7 +2241,7 @@ static void win_dels_check(struct tx *tx)
 	while ((ctl = *pp)) {
 		s = (ctl->id & TX_WIN_SLOT) - 1;
 		if (tx->wins[s].refs) {
-			if (!ctl->err && now_ns() >= ctl->deadline) {
+			if (!ctl->err && hcomm__now_ns() >= ctl->deadline) {
 				ctl->err = 1;	/* evicted once */
 				win_evict(tx, s);
 			}
@@ -2288,7 +2269,7 @@ static void ctl_win_del(struct tx *tx, struct tx_ctl *ctl)
 	}
 	w->id = 0;
 	ctl->err = 0;
-	ctl->deadline = now_ns() + tx->timeout_ns;
+	ctl->deadline = hcomm__now_ns() + tx->timeout_ns;
 	ctl->next = tx->win_dels;
 	tx->win_dels = ctl;
 	win_dels_check(tx);
@@ -2376,7 +2357,7 @@ static void ctl_stop(struct tx *tx, struct tx_ctl *ctl)
 	unsigned int i;
 
 	tx->stop = ctl;
-	tx->stop_at = now_ns() + TX_BYE_NS;
+	tx->stop_at = hcomm__now_ns() + TX_BYE_NS;
 	for (i = 0; i < lane_slots(tx); i++) {
 		k = lane_slot(tx, i);
 		if (k && k->state == K_UP)
@@ -2552,7 +2533,7 @@ static void wait_and_reap(struct tx *tx)
 {
 	struct __kernel_timespec ts;
 	struct io_uring_cqe *cqe;
-	uint64_t now = now_ns(), wait;
+	uint64_t now = hcomm__now_ns(), wait;
 	unsigned int head, n = 0;
 	int armed;
 
@@ -2609,7 +2590,7 @@ static int anything_out(struct tx *tx)
  */
 static void teardown(struct tx *tx)
 {
-	uint64_t one = 1, end = now_ns() + TX_BYE_NS;
+	uint64_t one = 1, end = hcomm__now_ns() + TX_BYE_NS;
 	struct tx_conn *k, *next;
 	unsigned int i;
 
@@ -2626,7 +2607,7 @@ static void teardown(struct tx *tx)
 		shutdown(tx->lfd, SHUT_RDWR);
 	if (tx->wake_armed)
 		(void)!write(tx->evfd, &one, sizeof(one));
-	while (anything_out(tx) && now_ns() < end)
+	while (anything_out(tx) && hcomm__now_ns() < end)
 		wait_and_reap(tx);
 }
 
@@ -2656,7 +2637,7 @@ static void *tx_main(void *arg)
 	futex_wake(&tx->ready);
 	if (ret)
 		return NULL;
-	tx->next_tick = now_ns() + TX_TICK_NS;
+	tx->next_tick = hcomm__now_ns() + TX_TICK_NS;
 	accept_arm(tx);
 	for (;;) {
 		if (!tx->wake_armed)
@@ -2665,7 +2646,7 @@ static void *tx_main(void *arg)
 		dirty_kick(tx);
 		win_dels_check(tx);
 		stats_publish(tx);
-		now = now_ns();
+		now = hcomm__now_ns();
 		if (tx->stop && (!stop_pending(tx) || now >= tx->stop_at))
 			break;
 		if (now >= tx->next_tick) {
@@ -3027,7 +3008,7 @@ static int fd_wait(int fd, short ev, uint64_t deadline)
 	int ret;
 
 	for (;;) {
-		t = now_ns();
+		t = hcomm__now_ns();
 		if (t >= deadline) {
 			errno = ETIMEDOUT;
 			return -1;
@@ -3150,7 +3131,7 @@ static int tx_connect(struct tx *tx, int j, unsigned int l,
 /* Lanes to every higher rank, handed to the service thread. */
 static int tx_connect_all(struct tx *tx, const struct tx_addr *all)
 {
-	uint64_t deadline = now_ns() + tx->timeout_ns;
+	uint64_t deadline = hcomm__now_ns() + tx->timeout_ns;
 	struct tx_ctl ctl;
 	unsigned int l;
 	int j, fd, err;
