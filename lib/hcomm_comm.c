@@ -843,6 +843,16 @@ HCOMM_EXPORT int hcomm_batch(struct hcomm_win *win,
  */
 #define SIG_SLICE_MS	2
 
+/* Every signal another transport holds, into the owner (signal_apply). */
+static void signals_apply(struct hcomm_comm *c)
+{
+	int i;
+
+	for_each_xo(c, i)
+		if (i != c->sig_xp && c->xo[i]->signal_apply)
+			c->xo[i]->signal_apply(c);
+}
+
 static int64_t signal_wait_multi(struct hcomm_comm *c, uint32_t sig,
 				 uint64_t value, int timeout_ms)
 {
@@ -858,6 +868,7 @@ static int64_t signal_wait_multi(struct hcomm_comm *c, uint32_t sig,
 	for (;;) {
 		hcomm__run_pending();
 		xo_progress(c);
+		signals_apply(c);
 		v = o->signal_read(c, sig);
 		if (v >= value)
 			return (int64_t)v;
@@ -892,8 +903,10 @@ HCOMM_EXPORT uint64_t hcomm_signal_read(struct hcomm_comm *c, uint32_t sig)
 {
 	if (!c)
 		return 0;
-	if (c->nxo > 1)
+	if (c->nxo > 1) {
 		xo_progress(c);
+		signals_apply(c);
+	}
 	return c->xo[c->sig_xp]->signal_read(c, sig);
 }
 

@@ -104,6 +104,12 @@ struct hcomm_win_peers {
  *              hands it to hcomm__signal_deliver().
  * @signal_add: add v to this rank's signal sig and wake its waiters (the
  *              owner's, for signals another transport received).
+ * @signal_apply: (optional) hand over every signal that has arrived and
+ *              waits to be applied (an RDMA receive completion nobody
+ *              reaped), all of it, waiting for a concurrent reaper: a
+ *              put_signal completed at its origin before the call is in
+ *              the owner's signal when it returns.  NULL: signals are
+ *              applied before their put completes (kernel, tcp).
  * @stats:      add the transport's counters to *st (never fails).
  * @publish:    keep st (in the published file; NULL: stop) up to date.
  */
@@ -131,6 +137,7 @@ struct hcomm_xport_ops {
 	int64_t (*signal_wait)(struct hcomm_comm *c, uint32_t sig,
 			       uint64_t value, int timeout_ms);
 	int (*signal_add)(struct hcomm_comm *c, uint32_t sig, uint64_t v);
+	void (*signal_apply)(struct hcomm_comm *c);
 	void (*stats)(struct hcomm_comm *c, struct hcomm_comm_stats *st);
 	void (*publish)(struct hcomm_comm *c, struct hcomm_comm_stats *st);
 };

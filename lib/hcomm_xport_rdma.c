@@ -1102,20 +1102,18 @@ static struct rx_peer *rx_peer_of_qpn(const struct rx *rx, uint32_t qpn)
 }
 
 /*
- * Reap the receive CQ (if no other thread is): apply every signal piece
- * (release: the data it follows is visible to an acquire load of the
- * signal), give the SRQ its receives back, wake sleeping signal waiters.
+ * rcq.reap held.  Reap up to RX_REAP_BATCH receive completions: apply
+ * every signal piece (release: the data it follows is visible to an
+ * acquire load of the signal) and give the SRQ its receives back.
+ * Returns how many were reaped; *applied counts the pieces.
  */
-static int rx_reap_recv(struct rx *rx)
+static int rx_reap_recv_locked(struct rx *rx, int *applied)
 {
 	struct ibv_wc wc[RX_REAP_BATCH];
 	struct ibv_recv_wr wr[RX_REAP_BATCH], *bad;
 	struct rx_peer *p;
-	unsigned int waiters;
-	int n, i, applied = 0;
+	int n, i;
 
-	if (!rx->rcq.ready || pthread_mutex_trylock(&rx->rcq.reap))
-		return 0;
 	n = ibv_poll_cq(rx->rcq.cq, RX_REAP_BATCH, wc);
 	if (n < 0)
 		n = 0;
@@ -1137,7 +1135,7 @@ static int rx_reap_recv(struct rx *rx)
 		if (!hcomm__signal_deliver(rx->c, HCOMM_XP_RDMA, sig, v))
 			__atomic_add_fetch(&rx->sigs[sig], v,
 					   __ATOMIC_RELEASE);
-		applied++;
+		(*applied)++;
 		p = rx_peer_of_qpn(rx, wc[i].qp_num);
 		if (p)
 			__atomic_add_fetch(&p->st.signals_in, 1,
@@ -1145,14 +1143,53 @@ static int rx_reap_recv(struct rx *rx)
 	}
 	if (n)
 		(void)ibv_post_srq_recv(rx->srq, wr, &bad);
-	pthread_mutex_unlock(&rx->rcq.reap);
+	return n;
+}
+
+/* Wake the sleeping signal waiters after pieces were applied. */
+static void rx_recv_wake(struct rx *rx, int applied)
+{
+	unsigned int waiters;
+
 	waiters = __atomic_load_n(&rx->sig_waiters, __ATOMIC_ACQUIRE);
 	if (applied && waiters) {
 		uint64_t v = waiters;
 
 		(void)!write(rx->sig_evfd, &v, sizeof(v));
 	}
+}
+
+/* One batch of the receive CQ, if no other thread is reaping it. */
+static int rx_reap_recv(struct rx *rx)
+{
+	int n, applied = 0;
+
+	if (!rx->rcq.ready || pthread_mutex_trylock(&rx->rcq.reap))
+		return 0;
+	n = rx_reap_recv_locked(rx, &applied);
+	pthread_mutex_unlock(&rx->rcq.reap);
+	rx_recv_wake(rx, applied);
 	return n;
+}
+
+/*
+ * Everything the receive CQ holds now, for hcomm_signal_read(): a signal
+ * whose put completed at its origin before this call is applied when it
+ * returns.  Waits for a concurrent reaper (it may hold pieces it polled
+ * but has not applied yet) instead of skipping, and loops past
+ * RX_REAP_BATCH.
+ */
+static void rx_reap_recv_all(struct rx *rx)
+{
+	int applied = 0;
+
+	if (!rx->rcq.ready)
+		return;
+	pthread_mutex_lock(&rx->rcq.reap);
+	while (rx_reap_recv_locked(rx, &applied) == RX_REAP_BATCH)
+		;
+	pthread_mutex_unlock(&rx->rcq.reap);
+	rx_recv_wake(rx, applied);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1953,8 +1990,13 @@ static uint64_t rx_signal_read(struct hcomm_comm *c, uint32_t sig)
 
 	if (sig >= RX_SIGNALS)
 		return 0;
-	(void)rx_reap_recv(rx);
+	rx_reap_recv_all(rx);
 	return __atomic_load_n(&rx->sigs[sig], __ATOMIC_ACQUIRE);
+}
+
+static void rx_signal_apply(struct hcomm_comm *c)
+{
+	rx_reap_recv_all(rx_of(c));
 }
 
 /*
@@ -3581,6 +3623,7 @@ const struct hcomm_xport_ops hcomm__xport_rdma = {
 	.signal_read = rx_signal_read,
 	.signal_wait = rx_signal_wait,
 	.signal_add = rx_signal_add,
+	.signal_apply = rx_signal_apply,
 	.stats = rx_stats,
 	.publish = rx_publish,
 };

@@ -306,5 +306,13 @@ done
 printf '%s\n' "------------------------------------------------------------------------------"
 printf '%-33s %7s %7s %7s %8s\n' total "$tp" "$tf" "$ts" "$(since "$t_all")"
 echo "logs: $logs"
+# The failed tests by name, so that the tail of a CI log says which ones.
+if [ "$tf" -gt 0 ]; then
+	echo "failed tests (first 30):"
+	for x in "$logs"/check-*.log "$logs"/vm-*.log.out; do
+		[ -f "$x" ] || continue
+		grep -aE '^[[:space:]#]*not ok ' "$x" | sed "s|^|  $(basename "$x"): |"
+	done | head -n 30
+fi
 echo "$tp passed, $tf failed"
 [ "$tf" -eq 0 ]

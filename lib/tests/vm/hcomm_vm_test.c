@@ -14,7 +14,8 @@
  *             to every rank including this one; every byte compared, the
  *             bytes around each destination must stay untouched
  *   signal    put_signal + signal_wait in a ring (data checked after each
- *             signal), all-to-all signal sums, signal_wait timeout
+ *             signal), all-to-all signal sums, a burst of 600 completed
+ *             put_signals seen by one signal_read, signal_wait timeout
  *   batch     hcomm_batch of 256 and 1000 descriptors mixing PUT, GET and
  *             PUT_SIGNAL with requests (per-request checks), and of 256
  *             without requests (blocking)
@@ -705,6 +706,7 @@ static int case_putget(uint64_t max)
 #define SIG_A2A		2
 #define SIG_NB		3
 #define SIG_IDLE	4
+#define SIG_BURST	5
 
 static const size_t ring_sizes[] = { 8, 4097, 65539, 256 * KiB, 1, 4096 };
 
@@ -720,7 +722,7 @@ static int case_signal(void)
 	int64_t got;
 
 	comm_up();
-	if (!CHECK(hcomm_signal_count(comm) > SIG_IDLE,
+	if (!CHECK(hcomm_signal_count(comm) > SIG_BURST,
 		   "only %u signals", hcomm_signal_count(comm)))
 		return 1;
 	pats_init(RING_SLOT);
@@ -819,6 +821,47 @@ static int case_signal(void)
 			SAME(win + (size_t)k * RING_SLOT + GUARD + 1,
 			     pat(prev) + 2, k % 2 ? 100 * KiB : 64,
 			     "put_signal_nb %d from rank %d", k, prev);
+	}
+	barrier();
+
+	/*
+	 * A burst the target does not watch: rank 0 completes BURST
+	 * put_signals to rank np / 2 (another host in the 2-host cases)
+	 * while that rank sits in a barrier, then the target reads the
+	 * signal once.  Completion at the origin plus the barrier must be
+	 * enough: one hcomm_signal_read() applies every signal that arrived
+	 * (an RDMA receive CQ holds them until reaped; fewer than the SRQ's
+	 * 1024 receives, so the senders never wait for the target).
+	 */
+	phase = "burst";
+	{
+		enum { BURST = 600 };
+		struct hcomm_request *br = NULL;
+		int tgt = np / 2;
+		uint64_t base = hcomm_signal_read(comm, SIG_BURST), v;
+
+		barrier();
+		if (me == 0 && tgt != 0) {
+			br = calloc(BURST, sizeof(*br));
+			if (!CHECK(br, "calloc"))
+				return 1;
+			for (k = 0; k < BURST; k++)
+				OK(hcomm_put_signal_nb(w, tgt, a2a + 8 *
+						       (size_t)(k % 64), pat(me),
+						       8, SIG_BURST, 1,
+						       &br[k]));
+			for (k = 0; k < BURST; k++)
+				OK(hcomm_wait(&br[k]));
+			free(br);
+		}
+		barrier();
+		if (me == tgt && tgt != 0) {
+			v = hcomm_signal_read(comm, SIG_BURST);
+			CHECK(v == base + BURST, "%d put_signals from rank 0 "
+			      "completed before a barrier; one signal_read "
+			      "after it: %" PRIu64 " of them", BURST,
+			      v - base);
+		}
 	}
 	barrier();
 
