@@ -39,9 +39,7 @@ hb() {
 	HCOMM_ROOT_ADDR=$(ip_of 2):$2 HCOMM_TRANSPORT=$1 HCOMM_JOB_ID=nb-$1 \
 		timeout 300 "$bench" --max "$3"
 }
-# rdma stops at 16 MiB: a 64 MiB put over rxe fails with a remote I/O
-# error (a defect of the rdma transport, open)
-runs="rdma:25001:$((16 << 20)) tcp:25002:$((64 << 20)) auto:25003:4096"
+runs="rdma:25001:$((64 << 20)) tcp:25002:$((64 << 20)) auto:25003:4096"
 
 if [ "$VM_ID" = 1 ]; then
 	timeout 300 ib_write_bw -d rxe0 -x 1 -F -a -n 30 --report_gbits \
