@@ -4,6 +4,9 @@
 # libjson-c-dev: libhcomm reads JSON rank tables.
 # rdma-core .. iproute2: the network test bed (scripts/netvm.sh): rdma_rxe
 # tools, verbs/rdma_cm, perftest and iperf3, used inside its VMs.
+# openssh-server, openssh-client: lib/tests/vm/mpi.sh starts its own sshd
+# (own config and keys in the run directory) in a VM as Open MPI's remote
+# agent; the package's service is not started or used on the host.
 set -eu
 
 PKGS="build-essential pkg-config cpio kmod xz-utils bc flex bison
@@ -15,7 +18,8 @@ linux-image-6.12-amd64 linux-headers-6.12-amd64
 openmpi-bin libopenmpi-dev
 libopenblas-dev libtbb-dev libstarpu-dev chromium graphviz
 rdma-core ibverbs-utils libibverbs-dev librdmacm-dev rdmacm-utils perftest
-iperf3 iproute2"
+iperf3 iproute2
+openssh-server openssh-client"
 
 missing=""
 for p in $PKGS; do
