@@ -3,8 +3,8 @@
  * hcomm_vm_launch: start N ranks of a program on this host, the way a job
  * launcher would, and collect their exit statuses.
  *
- *   hcomm_vm_launch -n N [-m MODE] [-s RANKS] [-t SECS] [-g SECS]
- *                   [-e VAR=VALUE]... -- PROGRAM [ARGS...]
+ *   hcomm_vm_launch -n N [-m MODE] [-s RANKS] [-k RANK] [-t SECS]
+ *                   [-g SECS] [-e VAR=VALUE]... -- PROGRAM [ARGS...]
  *
  *   -n N      world size
  *   -m MODE   how each rank learns who it is (default env):
@@ -21,6 +21,10 @@
  *               pmi         PMI_RANK, PMI_SIZE, PMI_JOBID
  *   -s RANKS  start only these ranks (comma separated; default all): the
  *             others "never arrive"
+ *   -k RANK   RANK is meant to die of SIGKILL (a peer-death test: it kills
+ *             itself): that death counts as success, any other end of it
+ *             (exit 0 included) as a failure; ignored when RANK is not
+ *             started here
  *   -t SECS   kill every rank still running after SECS (default 110)
  *   -g SECS   once a rank failed, give the others SECS to finish before
  *             they are killed (default 15)
@@ -69,7 +73,8 @@ static void __attribute__((noreturn)) usage(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fprintf(stderr, "\nusage: hcomm_vm_launch -n N [-m env|table|"
-		"table-root|ompi|slurm|pmi] [-s RANKS] [-t SECS] [-g SECS] "
+		"table-root|ompi|slurm|pmi] [-s RANKS] [-k RANK] [-t SECS] "
+		"[-g SECS] "
 		"[-e VAR=VALUE]... -- PROGRAM [ARGS...]\n");
 	exit(2);
 }
@@ -136,14 +141,14 @@ int main(int argc, char **argv)
 	const char *mode = "env", *only = NULL;
 	double limit = 110, grace = 15, deadline, kill_at = 0;
 	char *extra[64], id[96], table[160] = "";
-	int nextra = 0, n = 0, opt, r, started = 0, running = 0;
+	int nextra = 0, n = 0, opt, r, started = 0, running = 0, victim = -1;
 	pid_t pids[MAX_RANKS];
 	int status[MAX_RANKS];
 	bool start[MAX_RANKS], done[MAX_RANKS];
 	bool any_fail = false, any_skip = false, timed_out = false;
 	struct timespec ts;
 
-	while ((opt = getopt(argc, argv, "+n:m:s:t:g:e:h")) != -1) {
+	while ((opt = getopt(argc, argv, "+n:m:s:k:t:g:e:h")) != -1) {
 		switch (opt) {
 		case 'n':
 			n = atoi(optarg);
@@ -153,6 +158,9 @@ int main(int argc, char **argv)
 			break;
 		case 's':
 			only = optarg;
+			break;
+		case 'k':
+			victim = atoi(optarg);
 			break;
 		case 't':
 			limit = atof(optarg);
@@ -177,6 +185,8 @@ int main(int argc, char **argv)
 	    strcmp(mode, "table-root") && strcmp(mode, "ompi") &&
 	    strcmp(mode, "slurm") && strcmp(mode, "pmi"))
 		usage("unknown mode %s", mode);
+	if (victim >= n)
+		usage("-k: rank %d out of range", victim);
 	for (r = 0; r < n; r++) {
 		start[r] = !only;
 		done[r] = false;
@@ -296,7 +306,11 @@ int main(int argc, char **argv)
 			done[r] = true;
 			status[r] = st;
 			running--;
-			if (WIFEXITED(st) && WEXITSTATUS(st) == 4) {
+			if (r == victim) {
+				/* Only its SIGKILL is what the test meant. */
+				if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGKILL)
+					any_fail = true;
+			} else if (WIFEXITED(st) && WEXITSTATUS(st) == 4) {
 				any_skip = true;
 			} else if (!WIFEXITED(st) || WEXITSTATUS(st)) {
 				any_fail = true;
@@ -327,6 +341,14 @@ int main(int argc, char **argv)
 		if (!done[r])
 			printf("launch: rank %d (pid %d): lost\n", r,
 			       (int)pids[r]);
+		else if (r == victim && WIFSIGNALED(st) &&
+			 WTERMSIG(st) == SIGKILL && !timed_out)
+			printf("launch: rank %d (pid %d): killed by SIGKILL, "
+			       "as meant (-k)\n", r, (int)pids[r]);
+		else if (r == victim && WIFEXITED(st))
+			printf("launch: rank %d (pid %d): exit status %d, but "
+			       "it was meant to die of SIGKILL (-k)\n", r,
+			       (int)pids[r], WEXITSTATUS(st));
 		else if (WIFEXITED(st) && WEXITSTATUS(st))
 			printf("launch: rank %d (pid %d): exit status %d%s\n",
 			       r, (int)pids[r], WEXITSTATUS(st),

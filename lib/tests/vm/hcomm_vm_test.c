@@ -5,6 +5,7 @@
  *
  *   hcomm_vm_test CASE [--max SIZE] [--mode inline|thread|locked]
  *                      [--expect LAUNCHER] [--allow-io] [--iters N]
+ *                      [--victim RANK]
  *
  * Cases:
  *   basic     launcher detection (--expect env|table|ompi|slurm|pmi),
@@ -47,12 +48,20 @@
  *   timeout   hcomm_comm_init when a rank never arrives: must fail with
  *             HCOMM_ERR_TIMEOUT within HCOMM_TIMEOUT_MS (--allow-io: a
  *             rank that met the root may also see HCOMM_ERR_IO)
+ *   killed    --victim V (default the last rank) kills itself with SIGKILL
+ *             while the others stream put_nb/get_nb to it: each survivor
+ *             gets an error within a bound (tcp, kernel: 3 s; rdma: the
+ *             QP's retries), later operations to V fail naming "rank V",
+ *             survivors still reach each other, a barrier fails, win_free
+ *             and destroy return and give back every fd and thread (run it
+ *             under hcomm_vm_launch -k V)
  *
  * Output: lines "rN: ..." (one write each); failures start with "FAIL".
  * Exit status: 0 passed, 1 failed, 3 alarm (HCOMM_VMTEST_ALARM seconds,
  * default 100), 4 skipped.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -2571,6 +2580,340 @@ static int case_timeout(bool allow_io)
 }
 
 /* ------------------------------------------------------------------ */
+/* killed: a peer dies of SIGKILL with operations in flight to it      */
+/* ------------------------------------------------------------------ */
+
+/*
+ * The victim (--victim V, default the last rank; never rank 0, the
+ * bootstrap's root) lets every survivor start streaming to it, tells each
+ * with a put_signal (SIG_K_NOTE) that it is about to die and kills itself
+ * with SIGKILL.  Every survivor keeps K_QD operations in flight to it
+ * (put_nb and get_nb of K_SLOT bytes, alternating) until one fails, and
+ * must see that within the bound below of the notice; then a blocking put
+ * and get to the victim fail at once with hcomm_errmsg() naming "rank V".
+ * The survivors still reach each other (a put_signal ring, data checked;
+ * a get reads the poison of an untouched window part), a barrier fails
+ * instead of waiting for the dead rank (collective timeout K_COLL_MS), and
+ * hcomm_win_free and hcomm_comm_destroy return within the bound and give
+ * back every fd and thread the communicator had.
+ *
+ * Bound from the notice to the first failure: tcp (and the kernel inside a
+ * VM) learn of the death at once (the victim's kernel closes its sockets:
+ * EOF or a reset one round trip later; its /dev/hcomm file is released),
+ * so K_FAST_MS covers a loaded VM.  rdma has no such event: a soft-RoCE
+ * QP gives up after (RX_RETRY_CNT + 1) ack timeouts of 4.096 us <<
+ * RX_ACK_TIMEOUT (lib/hcomm_xport_rdma.c: 16 and 3 -> 4 x 268 ms = 1.07
+ * s; HCOMM_RDMA_ACK_TIMEOUT / HCOMM_RDMA_RETRY_CNT change them): the bound
+ * is twice that plus K_FAST_MS.
+ */
+#define K_QD		8
+#define K_SLOT		(64 * KiB)
+#define K_NOTE_OFF	0		/* the victim's 8-byte notice */
+#define K_CTRL_OFF	64		/* 8 bytes per survivor at the victim */
+#define K_RING_OFF	(4 * KiB + 3)
+#define K_RING		(64 * KiB + 5)
+#define K_PUT_OFF	(72 * KiB)
+#define K_GET_OFF	(K_PUT_OFF + K_QD * K_SLOT)
+#define K_WIN		(K_GET_OFF + K_QD * K_SLOT + PAD)
+#define K_NOTE		0x4b494c4c45442121ULL
+#define K_FAST_MS	3000
+#define K_COLL_MS	3000
+#define SIG_K_GO	40
+#define SIG_K_NOTE	41
+#define SIG_K_RING	42
+
+static int count_dir(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
+}
+
+/* Open fds (not the one counting them) and threads of this process. */
+static int count_fds(void)
+{
+	return count_dir("/proc/self/fd") - 1;
+}
+
+static int count_threads(void)
+{
+	return count_dir("/proc/self/task");
+}
+
+static uint64_t kill_bound_ms(void)
+{
+	int ack = env_int("HCOMM_RDMA_ACK_TIMEOUT", 16);
+	int cnt = env_int("HCOMM_RDMA_RETRY_CNT", 3);
+	uint64_t rdma_ms = (uint64_t)(cnt + 1) * 4096ULL * (1ULL << ack) /
+			   1000000ULL;
+
+	if (strstr(hcomm_comm_transport(comm), "rdma"))
+		return 2 * rdma_ms + K_FAST_MS;
+	return K_FAST_MS;
+}
+
+/* errmsg names the rank: "rank V" not followed by another digit. */
+static bool names_rank(const char *msg, int r)
+{
+	char want[32];
+	const char *p = msg;
+	size_t n;
+
+	n = (size_t)snprintf(want, sizeof(want), "rank %d", r);
+	while ((p = strstr(p, want))) {
+		if (p[n] < '0' || p[n] > '9')
+			return true;
+		p += n;
+	}
+	return false;
+}
+
+static void killed_victim(struct hcomm_win *w, int victim)
+{
+	uint64_t note = K_NOTE + (uint64_t)victim;
+	int r;
+
+	phase = "victim";
+	if (!CHECK(hcomm_signal_wait(comm, SIG_K_GO, (uint64_t)np - 1,
+				     30000) >= np - 1,
+		   "the survivors never all started: %s", hcomm_errmsg()))
+		exit(1);
+	for (r = 0; r < np; r++)
+		if (r != me && !OK(hcomm_put_signal(w, r, K_NOTE_OFF, &note,
+						    sizeof(note), SIG_K_NOTE,
+						    1)))
+			exit(1);
+	out("killing myself (SIGKILL) with %d survivors streaming to me",
+	    np - 1);
+	raise(SIGKILL);
+	FAIL("still alive after SIGKILL");
+	exit(1);
+}
+
+/* The survivors other than the victim, in order; my index in *pos. */
+static int killed_ring(int victim, int *ring, int *pos)
+{
+	int r, k = 0;
+
+	for (r = 0; r < np; r++) {
+		if (r == victim)
+			continue;
+		if (r == me)
+			*pos = k;
+		ring[k++] = r;
+	}
+	return k;
+}
+
+static int case_killed(int victim)
+{
+	int fd0 = count_fds(), th0 = count_threads();
+	unsigned char *win, *src, *gbuf, *buf;
+	struct hcomm_request req[K_QD];
+	bool busy[K_QD] = { false }, isget[K_QD] = { false };
+	uint64_t t_note = 0, t_fail, t0, el, bound, deadline;
+	char first_msg[256] = "";
+	const char *how = "nothing";
+	struct hcomm_win *w;
+	int first = 0, rc, j, ring[64], pos = 0, nring, fds, th;
+	long n;
+
+	comm_up();
+	if (victim < 0)
+		victim = np - 1;
+	if (np < 2 || victim < 1 || victim >= np)
+		return FAIL("killed: victim %d of %d ranks (1 .. size - 1)",
+			    victim, np), 1;
+	win = xmap(K_WIN);
+	src = xmap(K_SLOT);
+	gbuf = xmap(K_QD * K_SLOT);
+	buf = xmap(K_RING);
+	memset(win, POISON, K_WIN);
+	pats_init(K_RING);
+	fill(src, K_SLOT, 77);
+	w = win_make(win, K_WIN);
+	OK(hcomm_comm_set_coll_timeout(comm, K_COLL_MS));
+	bound = kill_bound_ms();
+	if (me == 0)
+		out("transport %s; victim rank %d; bound %" PRIu64 " ms from "
+		    "its notice to the first error", hcomm_comm_transport(comm),
+		    victim, bound);
+	barrier();
+	if (me == victim)
+		killed_victim(w, victim);
+
+	/* Stream to the victim until an operation fails. */
+	phase = "stream";
+	memset(req, 0, sizeof(req));
+	deadline = now_ns() + 30000000000ULL;
+	for (n = 0;; n++) {
+		j = (int)(n % K_QD);
+		if (busy[j]) {
+			busy[j] = false;
+			rc = hcomm_wait(&req[j]);
+			if (rc) {
+				first = rc;
+				how = isget[j] ? "a get_nb's wait" :
+						 "a put_nb's wait";
+				snprintf(first_msg, sizeof(first_msg), "%s",
+					 hcomm_errmsg());
+				break;
+			}
+			if (isget[j])
+				poisoned(gbuf + (size_t)j * K_SLOT, K_SLOT,
+					 "a get of the victim's window", 0);
+		}
+		if (!t_note && hcomm_signal_read(comm, SIG_K_NOTE) >= 1)
+			t_note = now_ns();
+		if (now_ns() > deadline) {
+			FAIL("no operation to the killed rank %d failed in 30 "
+			     "s (%ld issued)", victim, n);
+			break;
+		}
+		memset(&req[j], 0, sizeof(req[j]));
+		isget[j] = n & 1;
+		if (isget[j])
+			rc = hcomm_get_nb(w, victim,
+					  K_GET_OFF + (uint64_t)j * K_SLOT,
+					  gbuf + (size_t)j * K_SLOT, K_SLOT,
+					  &req[j]);
+		else
+			rc = hcomm_put_nb(w, victim,
+					  K_PUT_OFF + (uint64_t)j * K_SLOT,
+					  src, K_SLOT, &req[j]);
+		if (rc) {
+			first = rc;
+			how = isget[j] ? "issuing a get_nb" :
+					 "issuing a put_nb";
+			snprintf(first_msg, sizeof(first_msg), "%s",
+				 hcomm_errmsg());
+			break;
+		}
+		busy[j] = true;
+		if (n == K_QD && !OK(hcomm_put_signal(w, victim,
+						      K_CTRL_OFF + 8 * me,
+						      src, 8, SIG_K_GO, 1)))
+			break;
+	}
+	t_fail = now_ns();
+	if (!t_note && hcomm_signal_read(comm, SIG_K_NOTE) >= 1)
+		t_note = t_fail;
+	CHECK(t_note, "the first error (%s) came before the victim's notice",
+	      errname(first));
+	el = t_note ? (t_fail - t_note) / 1000000 : 0;
+	out("first error %ld ms after the notice, %s (%ld operations): %s; "
+	    "errmsg: %s", (long)el, how, n, errname(first), first_msg);
+	CHECK(first < 0 && el <= bound, "the first error to the killed rank "
+	      "%d: %s after %" PRIu64 " ms, bound %" PRIu64 " ms", victim,
+	      errname(first), el, bound);
+	CHECK(*(uint64_t *)(win + K_NOTE_OFF) == K_NOTE + (uint64_t)victim,
+	      "the victim's notice: %#" PRIx64, *(uint64_t *)(win +
+							     K_NOTE_OFF));
+
+	/* Whatever was still in flight completes, one way or the other. */
+	phase = "drain";
+	t0 = now_ns();
+	for (j = 0; j < K_QD; j++) {
+		if (!busy[j])
+			continue;
+		rc = hcomm_wait(&req[j]);
+		if (!rc && isget[j])
+			poisoned(gbuf + (size_t)j * K_SLOT, K_SLOT,
+				 "a get of the victim's window", 0);
+		CHECK(req[j].done, "request %d not done after hcomm_wait", j);
+	}
+	el = (now_ns() - t0) / 1000000;
+	CHECK(el <= bound, "the operations in flight took %" PRIu64 " ms "
+	      "to end, bound %" PRIu64, el, bound);
+
+	/* Later operations to the victim fail at once, naming it. */
+	phase = "after";
+	t0 = now_ns();
+	rc = hcomm_put(w, victim, K_PUT_OFF, src, 4096);
+	CHECK(rc < 0 && names_rank(hcomm_errmsg(), victim), "hcomm_put to "
+	      "the dead rank %d: %s, errmsg \"%s\"", victim, errname(rc),
+	      hcomm_errmsg());
+	rc = hcomm_get(w, victim, K_GET_OFF, gbuf, 4096);
+	CHECK(rc < 0 && names_rank(hcomm_errmsg(), victim), "hcomm_get from "
+	      "the dead rank %d: %s, errmsg \"%s\"", victim, errname(rc),
+	      hcomm_errmsg());
+	rc = hcomm_put_signal(w, victim, K_PUT_OFF, src, 8, SIG_K_GO, 1);
+	CHECK(rc < 0 && names_rank(hcomm_errmsg(), victim), "hcomm_put_"
+	      "signal to the dead rank %d: %s, errmsg \"%s\"", victim,
+	      errname(rc), hcomm_errmsg());
+	el = (now_ns() - t0) / 1000000;
+	CHECK(el <= bound, "put, get, put_signal to the dead rank took %"
+	      PRIu64 " ms, bound %" PRIu64, el, bound);
+
+	/* The survivors still reach each other. */
+	phase = "survivors";
+	nring = killed_ring(victim, ring, &pos);
+	if (nring >= 2) {
+		int next = ring[(pos + 1) % nring];
+		int prev = ring[(pos + nring - 1) % nring];
+
+		OK(hcomm_put_signal(w, next, K_RING_OFF, pat(me), K_RING,
+				    SIG_K_RING, 1));
+		CHECK(hcomm_signal_wait(comm, SIG_K_RING, 1, 20000) >= 1,
+		      "no put_signal from survivor %d: %s", prev,
+		      hcomm_errmsg());
+		SAME(win + K_RING_OFF, pat(prev), K_RING, "survivor %d's "
+		     "put_signal after the death", prev);
+		memset(buf, 0, K_RING);
+		OK(hcomm_get(w, prev, K_GET_OFF, buf, K_RING));
+		poisoned(buf, K_RING, "a get of a survivor's window", 0);
+		OK(hcomm_flush(comm));
+	}
+
+	/* A collective cannot complete: an error, not a hang. */
+	phase = "collective";
+	t0 = now_ns();
+	rc = hcomm_barrier(comm);
+	el = (now_ns() - t0) / 1000000;
+	CHECK(rc < 0 && el <= K_COLL_MS + K_FAST_MS, "a barrier with the dead "
+	      "rank %d: %s after %" PRIu64 " ms (collective timeout %d ms)",
+	      victim, errname(rc), el, K_COLL_MS);
+	out("barrier: %s after %" PRIu64 " ms: %s", errname(rc), el,
+	    hcomm_errmsg());
+
+	/* Nothing outside the notice and the ring slot was written here. */
+	poisoned(win + 8, K_RING_OFF - 8, "survivor's window", 8);
+	if (nring < 2)
+		poisoned(win + K_RING_OFF, K_RING, "survivor's window",
+			 K_RING_OFF);
+	poisoned(win + K_RING_OFF + K_RING, K_WIN - K_RING_OFF - K_RING,
+		 "survivor's window", K_RING_OFF + K_RING);
+
+	phase = "release";
+	t0 = now_ns();
+	rc = hcomm_win_free(w);
+	out("hcomm_win_free: %s", errname(rc));
+	rc = hcomm_comm_destroy(comm);
+	comm = NULL;
+	el = (now_ns() - t0) / 1000000;
+	out("hcomm_comm_destroy: %s after %" PRIu64 " ms", errname(rc), el);
+	CHECK(el <= K_COLL_MS + bound, "win_free and destroy took %" PRIu64
+	      " ms", el);
+	/* The service threads may take a moment to be reaped. */
+	for (t0 = now_ns(); now_ns() - t0 < 3000000000ULL; usleep(20000))
+		if (count_fds() == fd0 && count_threads() == th0)
+			break;
+	fds = count_fds();
+	th = count_threads();
+	CHECK(fds == fd0 && th == th0, "after destroy: %d fds and %d threads, "
+	      "%d and %d before hcomm_comm_init", fds, th, fd0, th0);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
 
 static uint64_t parse_size(const char *s)
 {
@@ -2591,12 +2934,12 @@ int main(int argc, char **argv)
 	uint64_t max = 16 * MiB;
 	bool allow_io = false, forever = false;
 	struct rlimit rl;
-	int i, ret = 1, secs = env_int("HCOMM_VMTEST_ALARM", 100);
+	int i, ret = 1, secs = env_int("HCOMM_VMTEST_ALARM", 100), victim = -1;
 
 	if (argc < 2) {
 		fprintf(stderr, "usage: hcomm_vm_test CASE [--max SIZE] "
 			"[--mode inline|thread|locked] [--expect LAUNCHER] "
-			"[--allow-io] [--iters N]\n");
+			"[--allow-io] [--iters N] [--victim RANK]\n");
 		return 2;
 	}
 	case_name = argv[1];
@@ -2609,6 +2952,8 @@ int main(int argc, char **argv)
 			expect = argv[++i];
 		else if (!strcmp(argv[i], "--iters") && i + 1 < argc)
 			opt_iters = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--victim") && i + 1 < argc)
+			victim = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--allow-io"))
 			allow_io = true;
 		else if (!strcmp(argv[i], "--forever"))
@@ -2653,6 +2998,8 @@ int main(int argc, char **argv)
 		ret = case_threads();
 	else if (!strcmp(case_name, "timeout"))
 		ret = case_timeout(allow_io);
+	else if (!strcmp(case_name, "killed"))
+		ret = case_killed(victim);
 	else if (!strcmp(case_name, "regcache"))
 		ret = case_regcache();
 	else {
