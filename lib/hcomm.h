@@ -370,6 +370,95 @@ struct hcomm_stats_file {
 };
 
 /*
+ * Per-peer counters: hcomm_comm_peer_stats(comm, peer, st) fills *st with
+ * what each transport counted towards one peer and the route it takes
+ * per message size.  Set st->size = sizeof(*st) before the call: the
+ * library fills at most that many bytes (so a program built against an
+ * older, shorter struct keeps working) and sets size to the bytes it
+ * filled and version to HCOMM_PEER_STATS_VERSION.  Fields are only ever
+ * appended; the reserved ones read 0.
+ */
+#define HCOMM_PEER_STATS_VERSION	1
+/* Transports, the index of hcomm_peer_stats.xp[] and .range[].xport. */
+enum hcomm_xport_id {
+	HCOMM_XPORT_KERNEL,
+	HCOMM_XPORT_RDMA,
+	HCOMM_XPORT_TCP,
+};
+#define HCOMM_PEER_XPORTS	4	/* room in xp[]: 3 used */
+#define HCOMM_PEER_RANGES	4	/* room in range[] */
+#define HCOMM_PEER_WC_STATUS	32	/* wc_status[]: enum ibv_wc_status */
+
+/*
+ * What one transport counted towards one peer (all zero for a transport
+ * that does not reach it: in_use 0).  Bytes are payload bytes, ops are
+ * requests.  See Documentation/transports.rst, "Per-peer counters", for
+ * what each transport counts in each field.
+ */
+struct hcomm_peer_xport_stats {
+	uint32_t in_use;		/* 1: set up and reaches the peer */
+	uint32_t reserved0;
+	uint64_t bytes_sent;		/* payload sent (puts; tcp: get
+					 * replies too) */
+	uint64_t bytes_recv;		/* payload received (gets; tcp: puts
+					 * applied here too) */
+	uint64_t ops_sent;		/* requests sent (puts, gets) */
+	uint64_t ops_recv;		/* requests received and applied
+					 * (tcp), signal pieces (rdma) */
+	uint64_t crc_errors;		/* tcp: frames whose CRC32C failed */
+	uint64_t refused;		/* tcp: frames refused (malformed, out
+					 * of range): the connection closed */
+	uint64_t conn_lost;		/* connections closed by an error */
+	uint64_t retransmits;		/* tcp: TCP_INFO tcpi_total_retrans,
+					 * summed over its connections */
+	uint64_t wc_errors;		/* rdma: work requests completed in
+					 * error, any status */
+	uint64_t wc_status[HCOMM_PEER_WC_STATUS]; /* rdma: the same by
+					 * enum ibv_wc_status (index 0,
+					 * IBV_WC_SUCCESS, also counts a
+					 * status >= 32) */
+	uint64_t reserved[8];
+};
+
+/* Messages of sizes in [previous upto, upto) go over xport. */
+struct hcomm_peer_range {
+	uint64_t upto;			/* UINT64_MAX: no upper bound */
+	int32_t xport;			/* enum hcomm_xport_id */
+	uint32_t reserved;
+};
+
+struct hcomm_peer_stats {
+	uint32_t size;			/* in: sizeof(struct hcomm_peer_stats);
+					 * out: bytes filled */
+	uint32_t version;		/* out: HCOMM_PEER_STATS_VERSION */
+	int32_t peer;			/* out: the peer */
+	uint32_t nranges;		/* range[] in use (0: unreachable) */
+	struct hcomm_peer_range range[HCOMM_PEER_RANGES];
+	char why[96];			/* how the route was chosen */
+	struct hcomm_peer_xport_stats xp[HCOMM_PEER_XPORTS];
+	uint64_t reserved[16];
+};
+
+/*
+ * Fill *st for peer (0 .. size - 1, not this rank).  HCOMM_ERR_INVAL for
+ * a NULL comm or st, st->size below the size of version 1, a peer out of
+ * range or this rank.  Not collective; any thread.
+ */
+int hcomm_comm_peer_stats(struct hcomm_comm *comm, int peer,
+			  struct hcomm_peer_stats *st);
+
+/*
+ * With HCOMM_STATS_DIR set, each communicator also writes
+ * "DIR/hcomm-<pid>-<rank>-<n>.peers.json" (mode 0600, replaced
+ * atomically): {"version": 1, "pid", "rank", "size", "table": the object
+ * hcomm_comm_print_peers(comm, f, 1) prints, "counters": [{"peer",
+ * "kernel"|"rdma"|"tcp": {the fields of struct hcomm_peer_xport_stats}}]}.
+ * Written at init, after hcomm_comm_probe() and at most once a second
+ * while the counters change; removed by hcomm_comm_destroy().
+ */
+#define HCOMM_PEERS_JSON_VERSION	1
+
+/*
  * Limit of each later collective of comm, in ms: 1 .. 3600000, or < 0 to
  * wait without limit (0 or more than an hour: HCOMM_ERR_INVAL).  Not
  * collective, but every rank should use the same value: a rank that gives

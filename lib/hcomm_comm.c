@@ -35,6 +35,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -43,6 +44,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <infiniband/verbs.h>
 #include "hcomm_comm_int.h"
 
 /*
@@ -1090,6 +1092,317 @@ static int check_cfg(const struct hcomm_config *cfg)
 	return 0;
 }
 
+/* ------------------------------------------------------------------ */
+/* Per-peer counters and the peers file                                */
+/* ------------------------------------------------------------------ */
+
+_Static_assert((int)HCOMM_XPORT_KERNEL == HCOMM_XP_KERNEL &&
+	       (int)HCOMM_XPORT_RDMA == HCOMM_XP_RDMA &&
+	       (int)HCOMM_XPORT_TCP == HCOMM_XP_TCP &&
+	       HCOMM_XP_MAX <= HCOMM_PEER_XPORTS &&
+	       HCOMM_ROUTE_MAX <= HCOMM_PEER_RANGES,
+	       "struct hcomm_peer_stats mirrors the transports and routes");
+_Static_assert(sizeof(((struct hcomm_route *)0)->why) ==
+	       sizeof(((struct hcomm_peer_stats *)0)->why),
+	       "hcomm_peer_stats.why holds hcomm_route.why");
+
+/* The names of the common ibv_wc_status values (the JSON's keys). */
+static const char *const wc_names[HCOMM_PEER_WC_STATUS] = {
+	[IBV_WC_SUCCESS] = "SUCCESS",
+	[IBV_WC_LOC_LEN_ERR] = "LOC_LEN_ERR",
+	[IBV_WC_LOC_QP_OP_ERR] = "LOC_QP_OP_ERR",
+	[IBV_WC_LOC_EEC_OP_ERR] = "LOC_EEC_OP_ERR",
+	[IBV_WC_LOC_PROT_ERR] = "LOC_PROT_ERR",
+	[IBV_WC_WR_FLUSH_ERR] = "WR_FLUSH_ERR",
+	[IBV_WC_MW_BIND_ERR] = "MW_BIND_ERR",
+	[IBV_WC_BAD_RESP_ERR] = "BAD_RESP_ERR",
+	[IBV_WC_LOC_ACCESS_ERR] = "LOC_ACCESS_ERR",
+	[IBV_WC_REM_INV_REQ_ERR] = "REM_INV_REQ_ERR",
+	[IBV_WC_REM_ACCESS_ERR] = "REM_ACCESS_ERR",
+	[IBV_WC_REM_OP_ERR] = "REM_OP_ERR",
+	[IBV_WC_RETRY_EXC_ERR] = "RETRY_EXC_ERR",
+	[IBV_WC_RNR_RETRY_EXC_ERR] = "RNR_RETRY_EXC_ERR",
+	[IBV_WC_LOC_RDD_VIOL_ERR] = "LOC_RDD_VIOL_ERR",
+	[IBV_WC_REM_INV_RD_REQ_ERR] = "REM_INV_RD_REQ_ERR",
+	[IBV_WC_REM_ABORT_ERR] = "REM_ABORT_ERR",
+	[IBV_WC_INV_EECN_ERR] = "INV_EECN_ERR",
+	[IBV_WC_INV_EEC_STATE_ERR] = "INV_EEC_STATE_ERR",
+	[IBV_WC_FATAL_ERR] = "FATAL_ERR",
+	[IBV_WC_RESP_TIMEOUT_ERR] = "RESP_TIMEOUT_ERR",
+	[IBV_WC_GENERAL_ERR] = "GENERAL_ERR",
+};
+
+/* peer's route and every transport's counters; c->peers_lock held. */
+static void peer_stats_get(struct hcomm_comm *c, int peer,
+			   struct hcomm_peer_stats *st)
+{
+	const struct hcomm_route *rt = &c->routes[peer];
+	const struct hcomm_link *l = &c->links[(size_t)peer * HCOMM_XP_MAX];
+	unsigned int i;
+	int x;
+
+	memset(st, 0, sizeof(*st));
+	st->size = sizeof(*st);
+	st->version = HCOMM_PEER_STATS_VERSION;
+	st->peer = peer;
+	st->nranges = rt->n;
+	for (i = 0; i < rt->n; i++) {
+		st->range[i].upto = rt->upto[i];
+		st->range[i].xport = rt->xp[i];
+	}
+	memcpy(st->why, rt->why, sizeof(st->why));
+	for_each_xo(c, x)
+		if (l[x].usable)
+			c->xo[x]->peer_stats(c, peer, &st->xp[x]);
+}
+
+HCOMM_EXPORT int hcomm_comm_peer_stats(struct hcomm_comm *c, int peer,
+				       struct hcomm_peer_stats *st)
+{
+	struct hcomm_peer_stats t;
+
+	if (!c || !st)
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL,
+				   "hcomm_comm_peer_stats: %s is NULL",
+				   c ? "st" : "comm");
+	if (st->size < sizeof(t))
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL,
+				   "hcomm_comm_peer_stats: st->size %u: below "
+				   "%zu (set it to sizeof(struct "
+				   "hcomm_peer_stats))", st->size, sizeof(t));
+	if (peer < 0 || peer >= c->size || peer == c->rank)
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL,
+				   "hcomm_comm_peer_stats: peer %d: %s", peer,
+				   peer == c->rank ? "this rank" :
+				   "no such rank");
+	pthread_mutex_lock(&c->peers_lock);
+	peer_stats_get(c, peer, &t);
+	pthread_mutex_unlock(&c->peers_lock);
+	memcpy(st, &t, sizeof(t));	/* st->size >= sizeof(t) */
+	return 0;
+}
+
+/* The decision table as one JSON object (no newline); peers_lock held. */
+static void table_json(struct hcomm_comm *c, FILE *f)
+{
+	int r, first = 1;
+
+	fprintf(f, "{\"rank\": %d, \"size\": %d, \"transports\": \"%s\", "
+		"\"peers\": [", c->rank, c->size, c->xname);
+	for (r = 0; r < c->size; r++) {
+		if (r == c->rank)
+			continue;
+		fputs(first ? "" : ", ", f);
+		hcomm__route_json(f, r, &c->links[(size_t)r * HCOMM_XP_MAX],
+				  &c->routes[r]);
+		first = 0;
+	}
+	fputs("]}", f);
+}
+
+static void xport_json(FILE *f, const struct hcomm_peer_xport_stats *s)
+{
+	unsigned int i;
+	int first = 1;
+
+	fprintf(f, "{\"bytes_sent\": %llu, \"bytes_recv\": %llu, "
+		"\"ops_sent\": %llu, \"ops_recv\": %llu, "
+		"\"crc_errors\": %llu, \"refused\": %llu, "
+		"\"conn_lost\": %llu, \"retransmits\": %llu, "
+		"\"wc_errors\": %llu, \"wc_status\": {",
+		(unsigned long long)s->bytes_sent,
+		(unsigned long long)s->bytes_recv,
+		(unsigned long long)s->ops_sent,
+		(unsigned long long)s->ops_recv,
+		(unsigned long long)s->crc_errors,
+		(unsigned long long)s->refused,
+		(unsigned long long)s->conn_lost,
+		(unsigned long long)s->retransmits,
+		(unsigned long long)s->wc_errors);
+	for (i = 0; i < HCOMM_PEER_WC_STATUS; i++) {
+		if (!s->wc_status[i])
+			continue;
+		fputs(first ? "\"" : ", \"", f);
+		if (wc_names[i])
+			fputs(wc_names[i], f);
+		else
+			fprintf(f, "STATUS_%u", i);
+		fprintf(f, "\": %llu", (unsigned long long)s->wc_status[i]);
+		first = 0;
+	}
+	fputs("}}", f);
+}
+
+/* The peers file's content; peers_lock held. */
+static void peers_json(struct hcomm_comm *c, FILE *f)
+{
+	struct hcomm_peer_stats st;
+	int r, x, first = 1;
+
+	fprintf(f, "{\"version\": %d, \"pid\": %d, \"rank\": %d, "
+		"\"size\": %d, \"table\": ", HCOMM_PEERS_JSON_VERSION,
+		(int)getpid(), c->rank, c->size);
+	table_json(c, f);
+	fputs(", \"counters\": [", f);
+	for (r = 0; r < c->size; r++) {
+		if (r == c->rank)
+			continue;
+		peer_stats_get(c, r, &st);
+		fprintf(f, "%s{\"peer\": %d", first ? "" : ", ", r);
+		for (x = 0; x < HCOMM_XP_MAX; x++) {
+			if (!st.xp[x].in_use)
+				continue;
+			fprintf(f, ", \"%s\": ", hcomm__xp_name(x));
+			xport_json(f, &st.xp[x]);
+		}
+		fputc('}', f);
+		first = 0;
+	}
+	fputs("]}\n", f);
+}
+
+/*
+ * Write the peers file (temporary file, then rename) unless its content
+ * is what was written last and !force; peers_lock held.  0 or -errno.
+ */
+static int peers_write(struct hcomm_comm *c, int force)
+{
+	char *buf = NULL, *tmp;
+	size_t len = 0, n, off = 0;
+	ssize_t w;
+	FILE *f;
+	int fd, err = 0;
+
+	f = open_memstream(&buf, &len);
+	if (!f)
+		return -errno;
+	peers_json(c, f);
+	if (fclose(f)) {
+		free(buf);
+		return -ENOMEM;
+	}
+	if (!force && c->peers_last && c->peers_last_len == len &&
+	    !memcmp(c->peers_last, buf, len)) {
+		free(buf);
+		return 0;
+	}
+	n = strlen(c->peers_path) + 5;
+	tmp = malloc(n);
+	if (!tmp) {
+		free(buf);
+		return -ENOMEM;
+	}
+	snprintf(tmp, n, "%s.tmp", c->peers_path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+		  0600);
+	if (fd < 0)
+		err = errno;
+	while (!err && off < len) {
+		w = write(fd, buf + off, len - off);
+		if (w < 0 && errno != EINTR)
+			err = errno;
+		else if (w > 0)
+			off += (size_t)w;
+	}
+	if (fd >= 0 && close(fd) && !err)
+		err = errno;
+	if (!err && rename(tmp, c->peers_path))
+		err = errno;
+	if (err && fd >= 0)
+		unlink(tmp);
+	free(tmp);
+	if (err) {
+		free(buf);
+		return -err;
+	}
+	free(c->peers_last);
+	c->peers_last = buf;
+	c->peers_last_len = len;
+	return 0;
+}
+
+/* Rewrite the peers file once a second while it changes. */
+static void *peers_main(void *arg)
+{
+	struct hcomm_comm *c = arg;
+	struct timespec ts;
+
+	pthread_mutex_lock(&c->peers_lock);
+	while (!c->peers_stop) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_sec++;
+		(void)pthread_cond_timedwait(&c->peers_cond, &c->peers_lock,
+					     &ts);
+		if (!c->peers_stop && !c->probing)
+			(void)peers_write(c, 0);	/* again next time */
+	}
+	pthread_mutex_unlock(&c->peers_lock);
+	return NULL;
+}
+
+/* After hcomm_comm_probe(): the new table now. */
+static void peers_refresh(struct hcomm_comm *c)
+{
+	pthread_mutex_lock(&c->peers_lock);
+	if (c->peers_path)
+		(void)peers_write(c, 0);	/* else the thread retries */
+	pthread_mutex_unlock(&c->peers_lock);
+}
+
+/* The peers file next to the stats file, and its writer. */
+static int peers_publish(struct hcomm_comm *c)
+{
+	size_t n = strlen(c->pub_path) + 16;
+	sigset_t all, old;
+	int err;
+
+	c->peers_path = malloc(n);
+	if (!c->peers_path)
+		return hcomm__fail(HCOMM_ERR_NOMEM, ENOMEM, "HCOMM_STATS_DIR");
+	/* pub_path ends in ".stats" */
+	snprintf(c->peers_path, n, "%.*s.peers.json",
+		 (int)(strlen(c->pub_path) - 6), c->pub_path);
+	pthread_mutex_lock(&c->peers_lock);
+	err = -peers_write(c, 1);
+	pthread_mutex_unlock(&c->peers_lock);
+	if (!err) {
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		err = pthread_create(&c->peers_thr, NULL, peers_main, c);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		if (err)
+			unlink(c->peers_path);
+	}
+	if (!err) {
+		c->peers_thr_on = 1;
+		return 0;
+	}
+	hcomm__fail(hcomm__err_code(0, err), err, "HCOMM_STATS_DIR: %s",
+		    c->peers_path);
+	free(c->peers_path);
+	c->peers_path = NULL;
+	free(c->peers_last);
+	c->peers_last = NULL;
+	return -hcomm__err_code(0, err);
+}
+
+static void peers_unpublish(struct hcomm_comm *c)
+{
+	if (!c->peers_path)
+		return;
+	pthread_mutex_lock(&c->peers_lock);
+	c->peers_stop = 1;
+	pthread_cond_signal(&c->peers_cond);
+	pthread_mutex_unlock(&c->peers_lock);
+	pthread_join(c->peers_thr, NULL);
+	c->peers_thr_on = 0;
+	unlink(c->peers_path);
+	free(c->peers_path);
+	c->peers_path = NULL;
+	free(c->peers_last);
+	c->peers_last = NULL;
+}
+
 /* HCOMM_STATS_DIR: create and map this communicator's stats file. */
 static int stats_publish(struct hcomm_comm *c)
 {
@@ -1097,7 +1410,7 @@ static int stats_publish(struct hcomm_comm *c)
 	const char *dir = getenv("HCOMM_STATS_DIR");
 	struct hcomm_stats_file *f;
 	size_t n;
-	int fd, err, i;
+	int fd, err, i, ret;
 
 	if (!dir || !*dir)
 		return 0;
@@ -1133,7 +1446,17 @@ static int stats_publish(struct hcomm_comm *c)
 	c->pub = f;
 	for_each_xo(c, i)
 		c->xo[i]->publish(c, &f->st);
-	return 0;
+	ret = peers_publish(c);
+	if (ret) {
+		for_each_xo(c, i)
+			c->xo[i]->publish(c, NULL);
+		unlink(c->pub_path);
+		munmap(c->pub, sizeof(*c->pub));
+		c->pub = NULL;
+		free(c->pub_path);
+		c->pub_path = NULL;
+	}
+	return ret;
 fail:
 	hcomm__fail(hcomm__err_code(0, err), err, "HCOMM_STATS_DIR: %s",
 		    c->pub_path);
@@ -1148,6 +1471,7 @@ static void stats_unpublish(struct hcomm_comm *c)
 
 	if (!c->pub)
 		return;
+	peers_unpublish(c);
 	for_each_xo(c, i)
 		c->xo[i]->publish(c, NULL);
 	unlink(c->pub_path);
@@ -1443,6 +1767,14 @@ static int probe_pair(struct hcomm_comm *c, struct hcomm_win *w, char *buf,
 	return ret;
 }
 
+/* The peers file's writer leaves the routes alone while v is 1. */
+static void probing_set(struct hcomm_comm *c, int v)
+{
+	pthread_mutex_lock(&c->peers_lock);
+	c->probing = v;
+	pthread_mutex_unlock(&c->peers_lock);
+}
+
 /* Collective: measure, share, choose.  A failed probe leaves the link
  * unprobed with its error counted (so it is used only as a last resort). */
 static int comm_probe(struct hcomm_comm *c, const struct hcomm_probe_budget *b)
@@ -1457,6 +1789,7 @@ static int comm_probe(struct hcomm_comm *c, const struct hcomm_probe_budget *b)
 	if (b->mode == HCOMM_PROBE_OFF || c->forced >= 0 || c->size > 64 ||
 	    (!c->xo[HCOMM_XP_RDMA] || !c->xo[HCOMM_XP_TCP]))
 		return 0;	/* nothing to compare */
+	probing_set(c, 1);
 	for (r = 0; r < c->size; r++)
 		if (!hcomm__boot_same_host(c->boot, r))
 			want = 1;
@@ -1496,6 +1829,7 @@ static int comm_probe(struct hcomm_comm *c, const struct hcomm_probe_budget *b)
 					    nrow * sizeof(*mine));
 	if (ret)
 		goto out;
+	pthread_mutex_lock(&c->peers_lock);
 	for (peer = 0; peer < c->size; peer++) {
 		struct hcomm_link *l = &c->links[(size_t)peer * HCOMM_XP_MAX];
 		/* the pinger measured: the lower rank of the pair */
@@ -1516,7 +1850,9 @@ static int comm_probe(struct hcomm_comm *c, const struct hcomm_probe_budget *b)
 		}
 		hcomm__route_choose(l, c->forced, &c->routes[peer]);
 	}
+	pthread_mutex_unlock(&c->peers_lock);
 out:
+	probing_set(c, 0);
 	free(mine);
 	free(all);
 	free(buf);
@@ -1552,38 +1888,32 @@ HCOMM_EXPORT int hcomm_comm_probe(struct hcomm_comm *c)
 		b = (struct hcomm_probe_budget){ HCOMM_PROBE_QUICK, 64,
 						 256 << 10, 2 << 20 };
 	ret = comm_probe(c, &b);
-	if (!ret)
+	if (!ret) {
 		routes_log(c);
+		peers_refresh(c);
+	}
 	return ret;
 }
 
 HCOMM_EXPORT int hcomm_comm_print_peers(struct hcomm_comm *c, FILE *f,
 					int json)
 {
-	int r, first = 1;
+	int r;
 
 	if (!c || !f)
 		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL,
 				   "hcomm_comm_print_peers");
-	if (json)
-		fprintf(f, "{\"rank\": %d, \"size\": %d, \"transports\": "
-			"\"%s\", \"peers\": [", c->rank, c->size, c->xname);
-	for (r = 0; r < c->size; r++) {
-		const struct hcomm_link *l = &c->links[(size_t)r *
-							HCOMM_XP_MAX];
-
-		if (r == c->rank)
-			continue;
-		if (json) {
-			fputs(first ? "" : ", ", f);
-			hcomm__route_json(f, r, l, &c->routes[r]);
-		} else {
-			hcomm__route_print(f, c->rank, r, l, &c->routes[r]);
-		}
-		first = 0;
+	pthread_mutex_lock(&c->peers_lock);
+	if (json) {
+		table_json(c, f);
+		fputc('\n', f);
 	}
-	if (json)
-		fputs("]}\n", f);
+	for (r = 0; !json && r < c->size; r++)
+		if (r != c->rank)
+			hcomm__route_print(f, c->rank, r,
+					   &c->links[(size_t)r * HCOMM_XP_MAX],
+					   &c->routes[r]);
+	pthread_mutex_unlock(&c->peers_lock);
 	return ferror(f) ? hcomm__fail(HCOMM_ERR_IO, EIO, "print peers") : 0;
 }
 
@@ -1593,6 +1923,8 @@ static void comm_free(struct hcomm_comm *c)
 	free(c->routes);
 	pthread_cond_destroy(&c->lq_cond);
 	pthread_mutex_destroy(&c->lq_lock);
+	pthread_cond_destroy(&c->peers_cond);
+	pthread_mutex_destroy(&c->peers_lock);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 }
@@ -1602,6 +1934,7 @@ HCOMM_EXPORT int hcomm_comm_init(struct hcomm_comm **out,
 {
 	struct hcomm_probe_budget budget;
 	int use[HCOMM_XP_MAX];
+	pthread_condattr_t ca;
 	struct hcomm_comm *c;
 	int32_t *st = NULL, mine;
 	uint32_t *caps = NULL, mycaps = 0;
@@ -1617,6 +1950,11 @@ HCOMM_EXPORT int hcomm_comm_init(struct hcomm_comm **out,
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_mutex_init(&c->lq_lock, NULL);
 	pthread_cond_init(&c->lq_cond, NULL);
+	pthread_mutex_init(&c->peers_lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&c->peers_cond, &ca);
+	pthread_condattr_destroy(&ca);
 	if (cfg) {
 		c->cfg = *cfg;
 	} else {
@@ -1694,6 +2032,7 @@ HCOMM_EXPORT int hcomm_comm_init(struct hcomm_comm **out,
 		return ret;
 	}
 	routes_log(c);
+	peers_refresh(c);
 	*out = c;
 	return 0;
 err_boot:

@@ -40,6 +40,15 @@
  * @lq_*:       HCOMM_CB_THREAD_LOCKED: the same as a mutex+condvar list.
  * @pub, @pub_path: the published statistics file (HCOMM_STATS_DIR), its
  *              mapping and name, or NULL.
+ * @peers_path: HCOMM_STATS_DIR's peers file (the decision table and the
+ *              per-peer counters, JSON), or NULL.
+ * @peers_lock: guards @links and @routes against hcomm_comm_probe() for
+ *              the readers outside the issue path (the peers file, the
+ *              per-peer counters), and the writer thread's state:
+ * @peers_cond, @peers_stop, @peers_thr, @peers_thr_on: the thread that
+ *              rewrites the peers file once a second when it changed;
+ * @probing:    hcomm_comm_probe() runs: the routes are in flux;
+ * @peers_last: the file's last content (malloc'd), or NULL.
  */
 struct hcomm_comm {
 	struct hcomm_config cfg;
@@ -77,6 +86,15 @@ struct hcomm_comm {
 	struct hcomm_request *lq_tail;
 	struct hcomm_stats_file *pub;
 	char *pub_path;
+	char *peers_path;
+	pthread_mutex_t peers_lock;
+	pthread_cond_t peers_cond;
+	int peers_stop;
+	int peers_thr_on;
+	int probing;
+	pthread_t peers_thr;
+	char *peers_last;
+	size_t peers_last_len;
 };
 
 /*

@@ -112,6 +112,9 @@ struct hcomm_win_peers {
  *              applied before their put completes (kernel, tcp).
  * @stats:      add the transport's counters to *st (never fails).
  * @publish:    keep st (in the published file; NULL: stop) up to date.
+ * @peer_stats: fill *st (zeroed by the caller) with the counters towards
+ *              peer (another rank; never fails).  Cheap enough to call
+ *              once a second: it may ask a service thread.
  */
 struct hcomm_xport_ops {
 	const char *name;
@@ -140,6 +143,8 @@ struct hcomm_xport_ops {
 	void (*signal_apply)(struct hcomm_comm *c);
 	void (*stats)(struct hcomm_comm *c, struct hcomm_comm_stats *st);
 	void (*publish)(struct hcomm_comm *c, struct hcomm_comm_stats *st);
+	void (*peer_stats)(struct hcomm_comm *c, int peer,
+			   struct hcomm_peer_xport_stats *st);
 };
 
 /* The intra-node transport over /dev/hcomm (hcomm_xport_kernel.c). */

@@ -73,6 +73,8 @@ struct kx_slot {
 	uint64_t len;
 	int busy;
 	int kind;
+	int target;
+	int get;
 };
 
 struct kx_ring {
@@ -87,8 +89,19 @@ struct kx_ring {
 	int ready;
 } __attribute__((aligned(64)));
 
+/*
+ * What this rank moved to or from one peer (relaxed atomic adds at
+ * completion; the kernel copies, so nothing is "received": ops_recv 0).
+ */
+struct kx_pstat {
+	uint64_t bytes_sent;		/* puts */
+	uint64_t bytes_recv;		/* gets */
+	uint64_t ops;			/* transfers completed without error */
+};
+
 struct kx {
 	struct hcomm_ctx *ctx;
+	struct kx_pstat *pst;		/* [size] */
 	int fd;
 	struct hcomm_info info;
 	int uring;
@@ -127,6 +140,16 @@ static unsigned int kx_thread_ring(const struct kx *kx)
 /* ------------------------------------------------------------------ */
 /* completions                                                         */
 /* ------------------------------------------------------------------ */
+
+/* A transfer to or from target moved bytes. */
+static void kx_count(struct kx *kx, int target, int get, uint64_t bytes)
+{
+	struct kx_pstat *p = &kx->pst[target];
+
+	__atomic_add_fetch(get ? &p->bytes_recv : &p->bytes_sent, bytes,
+			   __ATOMIC_RELAXED);
+	__atomic_add_fetch(&p->ops, 1, __ATOMIC_RELAXED);
+}
 
 struct kx_cqe {
 	struct kx_slot *slot;
@@ -184,8 +207,11 @@ static int kx_reap(struct hcomm_comm *c, struct kx_ring *r, int64_t wait_us)
 		(void)__atomic_load_n(&s->busy, __ATOMIC_ACQUIRE);
 		req = s->req;
 		ent = s->ent;
-		if (s->kind == SLOT_XFER)
+		if (s->kind == SLOT_XFER) {
 			bytes = kx->cqe32 ? got[k].big : (res ? 0 : s->len);
+			if (res >= 0)
+				kx_count(kx, s->target, s->get, bytes);
+		}
 		__atomic_store_n(&s->busy, 0, __ATOMIC_RELEASE);
 		__atomic_sub_fetch(&r->inflight, 1, __ATOMIC_RELEASE);
 		hcomm__rcache_put(ent);
@@ -454,6 +480,9 @@ static void kx_post_ioctl(struct hcomm_comm *c, struct hcomm_win *w,
 				ent ? d[i].local - ent->start : 0);
 			if (ioctl(kx->fd, HCOMM_CMD_XFER, &s.arg.x) < 0)
 				err = errno;
+			else
+				kx_count(kx, d[i].target,
+					 d[i].op == HCOMM_OP_GET, d[i].len);
 		}
 		hcomm__rcache_put(ent);
 		hcomm__complete(c, &reqs[i], err, err ? 0 : d[i].len);
@@ -499,6 +528,8 @@ static int kx_post(struct hcomm_comm *c, struct hcomm_win *w,
 				io_uring_prep_nop(sqe);
 			} else {
 				s->kind = SLOT_XFER;
+				s->target = d[i].target;
+				s->get = d[i].op == HCOMM_OP_GET;
 				kx_fill(s, &d[i], &w->peers[d[i].target].x[HCOMM_XP_KERNEL],
 					ent ? ent->key : 0,
 					ent ? d[i].local - ent->start : 0);
@@ -891,6 +922,7 @@ static void kx_fini(struct hcomm_comm *c)
 	if (kx->db)
 		munmap(kx->db, kx->db_len);
 	hcomm_close(kx->ctx);
+	free(kx->pst);
 	free(kx);
 	c->xps[HCOMM_XP_KERNEL] = NULL;
 	c->ctx = NULL;
@@ -911,6 +943,11 @@ static int kx_init(struct hcomm_comm *c)
 		return hcomm__fail(HCOMM_ERR_NOMEM, ENOMEM, "kernel transport");
 	kx->evfd = -1;
 	c->xps[HCOMM_XP_KERNEL] = kx;
+	kx->pst = calloc(c->size, sizeof(*kx->pst));
+	if (!kx->pst) {
+		ret = hcomm__fail(HCOMM_ERR_NOMEM, ENOMEM, "kernel transport");
+		goto err;
+	}
 	ret = hcomm_open(&kx->ctx, 0);
 	if (ret)
 		goto err;
@@ -1003,6 +1040,17 @@ static void kx_publish(struct hcomm_comm *c, struct hcomm_comm_stats *st)
 	hcomm__rcache_publish(kx_of(c)->rc, st);
 }
 
+static void kx_peer_stats(struct hcomm_comm *c, int peer,
+			  struct hcomm_peer_xport_stats *st)
+{
+	const struct kx_pstat *p = &kx_of(c)->pst[peer];
+
+	st->in_use = 1;
+	st->bytes_sent = __atomic_load_n(&p->bytes_sent, __ATOMIC_RELAXED);
+	st->bytes_recv = __atomic_load_n(&p->bytes_recv, __ATOMIC_RELAXED);
+	st->ops_sent = __atomic_load_n(&p->ops, __ATOMIC_RELAXED);
+}
+
 const struct hcomm_xport_ops hcomm__xport_kernel = {
 	.name = "kernel",
 	.id = HCOMM_XP_KERNEL,
@@ -1024,4 +1072,5 @@ const struct hcomm_xport_ops hcomm__xport_kernel = {
 	.signal_add = kx_signal_add,
 	.stats = kx_stats,
 	.publish = kx_publish,
+	.peer_stats = kx_peer_stats,
 };

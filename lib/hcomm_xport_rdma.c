@@ -3536,6 +3536,26 @@ static void rx_publish(struct hcomm_comm *c, struct hcomm_comm_stats *st)
 	rx_publish_now(rx);
 }
 
+static void rx_peer_stats(struct hcomm_comm *c, int r,
+			  struct hcomm_peer_xport_stats *st)
+{
+	const struct rx_peer *p = &rx_of(c)->peers[r];
+	unsigned int i;
+
+	_Static_assert(RX_WC_STATUS == HCOMM_PEER_WC_STATUS,
+		       "wc_status[] is indexed like rx_peer_stats.wc_err[]");
+	st->in_use = 1;
+	st->bytes_sent = __atomic_load_n(&p->st.tx_bytes, __ATOMIC_RELAXED);
+	st->bytes_recv = __atomic_load_n(&p->st.rx_bytes, __ATOMIC_RELAXED);
+	st->ops_sent = __atomic_load_n(&p->st.ops, __ATOMIC_RELAXED);
+	st->ops_recv = __atomic_load_n(&p->st.signals_in, __ATOMIC_RELAXED);
+	st->conn_lost = !!__atomic_load_n(&p->dead, __ATOMIC_RELAXED);
+	st->wc_errors = __atomic_load_n(&p->st.errors, __ATOMIC_RELAXED);
+	for (i = 0; i < RX_WC_STATUS; i++)
+		st->wc_status[i] = __atomic_load_n(&p->st.wc_err[i],
+						   __ATOMIC_RELAXED);
+}
+
 /*
  * For the tests (hidden): what c's rdma transport chose, one line; -1
  * when c uses another transport.
@@ -3626,4 +3646,5 @@ const struct hcomm_xport_ops hcomm__xport_rdma = {
 	.signal_apply = rx_signal_apply,
 	.stats = rx_stats,
 	.publish = rx_publish,
+	.peer_stats = rx_peer_stats,
 };

@@ -232,7 +232,7 @@ struct tx_op {
 
 enum {
 	CTL_WIN_ADD = 1, CTL_WIN_DEL, CTL_FENCE, CTL_STATS, CTL_PUBLISH,
-	CTL_PEERS, CTL_LANE, CTL_STOP,
+	CTL_PEERS, CTL_LANE, CTL_STOP, CTL_PEER_STATS,
 };
 
 /*
@@ -250,6 +250,7 @@ struct tx_ctl {
 	uint64_t dseq;
 	uint64_t deadline;
 	struct hcomm_comm_stats *st;
+	struct hcomm_peer_xport_stats *ps;
 	int fd;
 	int peer;
 	int lane;
@@ -2317,6 +2318,27 @@ static void stats_fill(struct tx *tx, struct hcomm_comm_stats *st,
 	}
 }
 
+/* CTL_PEER_STATS: the counters of one peer, its live lanes' retransmits. */
+static void peer_stats_fill(struct tx *tx, int r,
+			    struct hcomm_peer_xport_stats *st)
+{
+	const struct tx_peer *p = &tx->peers[r];
+	unsigned int l;
+
+	st->in_use = 1;
+	st->bytes_sent = p->st.bytes_sent;
+	st->bytes_recv = p->st.bytes_recv;
+	st->ops_sent = p->st.ops_sent;
+	st->ops_recv = p->st.ops_recv;
+	st->crc_errors = p->st.crc_errors;
+	st->refused = p->st.refused;
+	st->conn_lost = p->st.lost;
+	st->retransmits = p->st.retrans;
+	for (l = 0; l < tx->lanes; l++)
+		if (p->lanes[l])
+			st->retransmits += conn_retrans(p->lanes[l]);
+}
+
 /*
  * Keep the published file's counters current (plain stores: its readers
  * expect nothing more).
@@ -2382,6 +2404,10 @@ static void ctl_run_one(struct tx *tx, struct tx_ctl *ctl)
 		break;
 	case CTL_STATS:
 		stats_fill(tx, ctl->st, 1);
+		ctl_done(ctl, 0);
+		break;
+	case CTL_PEER_STATS:
+		peer_stats_fill(tx, ctl->peer, ctl->ps);
 		ctl_done(ctl, 0);
 		break;
 	case CTL_PUBLISH:
@@ -2808,6 +2834,15 @@ static void tx_stats(struct hcomm_comm *c, struct hcomm_comm_stats *st)
 static void tx_publish(struct hcomm_comm *c, struct hcomm_comm_stats *st)
 {
 	struct tx_ctl ctl = { .kind = CTL_PUBLISH, .st = st };
+
+	ctl_run(tx_of(c), &ctl);
+}
+
+static void tx_peer_stats(struct hcomm_comm *c, int peer,
+			  struct hcomm_peer_xport_stats *st)
+{
+	struct tx_ctl ctl = { .kind = CTL_PEER_STATS, .peer = peer,
+			      .ps = st };
 
 	ctl_run(tx_of(c), &ctl);
 }
@@ -3371,4 +3406,5 @@ const struct hcomm_xport_ops hcomm__xport_tcp = {
 	.signal_add = tx_signal_add,
 	.stats = tx_stats,
 	.publish = tx_publish,
+	.peer_stats = tx_peer_stats,
 };
