@@ -33,8 +33,11 @@
 #include <netinet/tcp.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+
+#include <json.h>
 
 #include "hcomm_comm_int.h"
 #include "hcomm_crc32c.h"
@@ -1443,10 +1446,12 @@ static void h_attacks(struct hcomm_win *w, const char *addr)
 static int rank_hostile(void)
 {
 	unsigned char *mem = xmap(H_WIN), *want = xmap(H_WIN), buf[4096];
+	struct hcomm_peer_xport_stats *t;
+	struct hcomm_peer_stats ps;
 	struct hcomm_comm_stats st;
 	struct hcomm_win *w = NULL;
 	char addr[2][64], mine[64];
-	int ret = 1;
+	int ret = 1, pr;
 
 	if (!mem || !want || up())
 		return 1;
@@ -1482,10 +1487,223 @@ static int rank_hostile(void)
 		      (unsigned long long)st.net_refused,
 		      (unsigned long long)st.net_crc_errors,
 		      (unsigned long long)st.net_conn_lost);
+		/* the guests said they were rank 0: its counters */
+		ps.size = sizeof(ps);
+		t = &ps.xp[HCOMM_XPORT_TCP];
+		pr = hcomm_comm_peer_stats(comm, 0, &ps);
+		check(!pr && t->crc_errors == 1 && t->refused == 5 &&
+		      t->conn_lost == 8, "peer 0: %llu CRC errors (1), %llu "
+		      "frames refused (5), %llu connections lost (8)",
+		      (unsigned long long)t->crc_errors,
+		      (unsigned long long)t->refused,
+		      (unsigned long long)t->conn_lost);
 	}
 	ret = 0;
 out:
 	return down(w, ret);
+}
+
+/* ------------------------------------------------------------------ */
+/* per-peer counters and the peers file                                */
+/* ------------------------------------------------------------------ */
+
+#define PP_PUT		100000ULL	/* 3 puts of it from 0 to 1 */
+#define PP_PUT2		70001ULL	/* 1 put from 0 to 2 */
+#define PP_GET		4096ULL		/* 1 get by 0 from 1 */
+#define PP_WIN		(4 * MiB)
+
+/* HCOMM_STATS_DIR=<a directory of this run>, set by main(). */
+static char pp_env[96];
+
+/* What rank me should count towards peer (the traffic above). */
+static void pp_want(int peer, struct hcomm_peer_xport_stats *w)
+{
+	memset(w, 0, sizeof(*w));
+	w->in_use = 1;
+	if (me == 0 && peer == 1) {
+		w->bytes_sent = 3 * PP_PUT;
+		w->ops_sent = 4;
+		w->bytes_recv = PP_GET;
+	} else if (me == 0 && peer == 2) {
+		w->bytes_sent = PP_PUT2;
+		w->ops_sent = 1;
+	} else if (me == 1 && peer == 0) {
+		w->bytes_recv = 3 * PP_PUT;
+		w->ops_recv = 4;
+		w->bytes_sent = PP_GET;
+	} else if (me == 2 && peer == 0) {
+		w->bytes_recv = PP_PUT2;
+		w->ops_recv = 1;
+	}
+}
+
+static uint64_t js_u64(json_object *o, const char *k)
+{
+	json_object *v;
+
+	return json_object_object_get_ex(o, k, &v) ?
+	       (uint64_t)json_object_get_int64(v) : UINT64_MAX;
+}
+
+/*
+ * The peers file parses and says what pp_want() says (rewritten once a
+ * second: looked at for up to 5 s); 1 when it does.
+ */
+static int pp_file_ok(const char *path, char *why, size_t len)
+{
+	struct hcomm_peer_xport_stats w;
+	json_object *o, *t, *a, *e, *x;
+	int i, n, good = 0;
+
+	snprintf(why, len, "unreadable");
+	o = json_object_from_file(path);
+	if (!o)
+		return 0;
+	if (js_u64(o, "version") != HCOMM_PEERS_JSON_VERSION ||
+	    js_u64(o, "pid") != (uint64_t)getpid() ||
+	    js_u64(o, "rank") != (uint64_t)me ||
+	    !json_object_object_get_ex(o, "table", &t) ||
+	    !json_object_object_get_ex(t, "peers", &a) ||
+	    json_object_array_length(a) != (size_t)np - 1 ||
+	    !json_object_object_get_ex(o, "counters", &a) ||
+	    json_object_array_length(a) != (size_t)np - 1) {
+		snprintf(why, len, "version, pid, rank or the arrays wrong");
+		goto out;
+	}
+	n = (int)json_object_array_length(a);
+	for (i = 0; i < n; i++) {
+		e = json_object_array_get_idx(a, i);
+		pp_want((int)js_u64(e, "peer"), &w);
+		if (!json_object_object_get_ex(e, "tcp", &x) ||
+		    json_object_object_get_ex(e, "kernel", NULL) ||
+		    js_u64(x, "bytes_sent") != w.bytes_sent ||
+		    js_u64(x, "bytes_recv") != w.bytes_recv ||
+		    js_u64(x, "ops_sent") != w.ops_sent ||
+		    js_u64(x, "ops_recv") != w.ops_recv ||
+		    js_u64(x, "crc_errors") || js_u64(x, "conn_lost")) {
+			snprintf(why, len, "peer %d: %s", (int)js_u64(e, "peer"),
+				 json_object_to_json_string(x));
+			goto out;
+		}
+	}
+	good = 1;
+out:
+	json_object_put(o);
+	return good;
+}
+
+/*
+ * 3 ranks, 1 lane (an operation is one frame), HCOMM_STATS_DIR: rank 0
+ * puts 3 x PP_PUT to rank 1, PP_PUT2 to rank 2 and gets PP_GET from rank
+ * 1; every rank's per-peer counters and peers file say exactly that.
+ */
+static int rank_peers(void)
+{
+	const char *dir = getenv("HCOMM_STATS_DIR");
+	struct hcomm_peer_stats ps;
+	struct hcomm_peer_xport_stats w;
+	unsigned char *mem = xmap(PP_WIN), *buf = xmap(PP_WIN);
+	struct hcomm_win *win = NULL;
+	char path[512], why[400];
+	struct stat sb;
+	int64_t end;
+	int ret = 1, r, i, good;
+
+	if (!mem || !buf || up())
+		return 1;
+	/* arguments */
+	ps.size = sizeof(ps);
+	check(hcomm_comm_peer_stats(NULL, 1, &ps) == -HCOMM_ERR_INVAL &&
+	      strstr(hcomm_errmsg(), "comm is NULL"), "peer_stats(NULL "
+	      "comm): HCOMM_ERR_INVAL (%s)", hcomm_errmsg());
+	check(hcomm_comm_peer_stats(comm, 1, NULL) == -HCOMM_ERR_INVAL &&
+	      strstr(hcomm_errmsg(), "st is NULL"), "peer_stats(NULL st): "
+	      "HCOMM_ERR_INVAL (%s)", hcomm_errmsg());
+	check(hcomm_comm_peer_stats(comm, me, &ps) == -HCOMM_ERR_INVAL &&
+	      strstr(hcomm_errmsg(), "this rank"), "peer_stats(self): "
+	      "HCOMM_ERR_INVAL (%s)", hcomm_errmsg());
+	check(hcomm_comm_peer_stats(comm, np, &ps) == -HCOMM_ERR_INVAL &&
+	      hcomm_comm_peer_stats(comm, -1, &ps) == -HCOMM_ERR_INVAL &&
+	      strstr(hcomm_errmsg(), "no such rank"), "peer_stats(-1), "
+	      "(%d): HCOMM_ERR_INVAL (%s)", np, hcomm_errmsg());
+	ps.size = 8;
+	check(hcomm_comm_peer_stats(comm, (me + 1) % np, &ps) ==
+	      -HCOMM_ERR_INVAL && strstr(hcomm_errmsg(), "st->size 8"),
+	      "peer_stats with st->size 8: HCOMM_ERR_INVAL (%s)",
+	      hcomm_errmsg());
+	/* before any traffic: zero, one range over tcp */
+	r = (me + 1) % np;
+	memset(&ps, 0xa5, sizeof(ps));
+	ps.size = sizeof(ps);
+	i = hcomm_comm_peer_stats(comm, r, &ps);
+	check(!i && ps.size == sizeof(ps) && ps.version == HCOMM_PEER_STATS_VERSION &&
+	      ps.peer == r && ps.nranges == 1 &&
+	      ps.range[0].upto == UINT64_MAX &&
+	      ps.range[0].xport == HCOMM_XPORT_TCP &&
+	      strstr(ps.why, "HCOMM_TRANSPORT") && ps.xp[HCOMM_XPORT_TCP].in_use &&
+	      !ps.xp[HCOMM_XPORT_KERNEL].in_use && !ps.xp[HCOMM_XPORT_RDMA].in_use &&
+	      !ps.xp[HCOMM_XPORT_TCP].bytes_sent &&
+	      !ps.xp[HCOMM_XPORT_TCP].ops_recv && !ps.reserved[0],
+	      "peer_stats before traffic: version %u, size %u, peer %d, "
+	      "%u range [0, inf) tcp (%s), counters 0", ps.version, ps.size,
+	      ps.peer, ps.nranges, ps.why);
+	fill(mem, PP_WIN, 70 + (uint64_t)me);
+	win = win_make(mem, PP_WIN);
+	if (!win)
+		goto out;
+	if (me == 0) {
+		fill(buf, PP_WIN, 71);
+		for (i = 0; i < 3; i++)
+			check_ok(hcomm_put(win, 1, (uint64_t)i * PP_PUT,
+					   buf + i * PP_PUT, PP_PUT), "hcomm_put");
+		check_ok(hcomm_put(win, 2, 0, buf, PP_PUT2), "hcomm_put");
+		check_ok(hcomm_get(win, 1, MiB, buf + 2 * MiB, PP_GET),
+			 "hcomm_get");
+		check_ok(hcomm_flush(comm), "hcomm_flush");
+	}
+	check_ok(hcomm_barrier(comm), "hcomm_barrier");
+	for (r = 0; r < np; r++) {
+		struct hcomm_peer_xport_stats *t = &ps.xp[HCOMM_XPORT_TCP];
+
+		if (r == me)
+			continue;
+		pp_want(r, &w);
+		ps.size = sizeof(ps);
+		i = hcomm_comm_peer_stats(comm, r, &ps);
+		check(!i && t->bytes_sent == w.bytes_sent &&
+		      t->bytes_recv == w.bytes_recv &&
+		      t->ops_sent == w.ops_sent && t->ops_recv == w.ops_recv &&
+		      !t->crc_errors && !t->refused && !t->conn_lost &&
+		      !t->wc_errors, "peer %d: %llu/%llu bytes sent/received "
+		      "(%llu/%llu), %llu/%llu ops (%llu/%llu), no error", r,
+		      (unsigned long long)t->bytes_sent,
+		      (unsigned long long)t->bytes_recv,
+		      (unsigned long long)w.bytes_sent,
+		      (unsigned long long)w.bytes_recv,
+		      (unsigned long long)t->ops_sent,
+		      (unsigned long long)t->ops_recv,
+		      (unsigned long long)w.ops_sent,
+		      (unsigned long long)w.ops_recv);
+	}
+	/* the peers file */
+	snprintf(path, sizeof(path), "%s/hcomm-%d-%d-0.peers.json", dir,
+		 (int)getpid(), me);
+	check(!stat(path, &sb) && (sb.st_mode & 0777) == 0600, "%s: mode "
+	      "0600", path);
+	end = now_ms() + 5000;
+	while (!(good = pp_file_ok(path, why, sizeof(why))) && now_ms() < end)
+		usleep(50000);
+	check(good, "the peers file holds the same numbers (%s)",
+	      good ? "yes" : why);
+	check_ok(hcomm_barrier(comm), "hcomm_barrier");
+	ret = 0;
+out:
+	ret = down(win, ret);
+	check(stat(path, &sb) && errno == ENOENT, "destroy removed %s", path);
+	snprintf(path, sizeof(path), "%s/hcomm-%d-%d-0.peers.json.tmp", dir,
+		 (int)getpid(), me);
+	check(stat(path, &sb) && errno == ENOENT, "no temporary file left");
+	return ret;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1618,7 +1836,10 @@ int main(int argc, char **argv)
 		  { "HCOMM_TIMEOUT_MS=1500", "HCOMM_COLL_TIMEOUT_MS=30000" } },
 		{ "4 ranks, every pair, 2 lanes", 4, rank_all,
 		  { "HCOMM_NUM_QPS=2" } },
+		{ "per-peer counters, 3 ranks, HCOMM_STATS_DIR", 3, rank_peers,
+		  { "HCOMM_NUM_QPS=1", pp_env } },
 	};
+	char pp_dir[64];
 	unsigned int i;
 	int r;
 
@@ -1632,6 +1853,10 @@ int main(int argc, char **argv)
 			return 2;
 	unsetenv("HCOMM_RANK_TABLE");
 	unsetenv("HCOMM_STATS_DIR");
+	snprintf(pp_dir, sizeof(pp_dir), "/tmp/hcomm-test-tcp-XXXXXX");
+	if (!mkdtemp(pp_dir))
+		return 2;
+	snprintf(pp_env, sizeof(pp_env), "HCOMM_STATS_DIR=%s", pp_dir);
 	if (wanted("crc32c", argc, argv))
 		test_crc32c();
 	for (i = 0; i < sizeof(worlds) / sizeof(worlds[0]); i++)
@@ -1643,5 +1868,6 @@ int main(int argc, char **argv)
 		test_stopped();
 	if (wanted("killed peer", argc, argv))
 		test_killed();
+	ok(!rmdir(pp_dir), "%s: empty at the end", pp_dir);
 	return tap_done("tcp");
 }
