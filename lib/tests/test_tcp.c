@@ -1593,6 +1593,53 @@ out:
 }
 
 /*
+ * hcomm_info --peers DIR (built next to this program) prints rank 0's
+ * table and counters towards peer 1; skipped when it is not built.
+ */
+static void pp_info_check(const char *dir)
+{
+	char exe[512], cmd[1200], out[8192];
+	size_t n = 0, got;
+	ssize_t l;
+	FILE *p;
+	int st;
+
+	l = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (l <= 0)
+		return;
+	exe[l] = 0;
+	*strrchr(exe, '/') = 0;
+	snprintf(cmd, sizeof(cmd), "%s/hcomm_info", exe);
+	if (access(cmd, X_OK)) {
+		check(1, "hcomm_info --peers: # SKIP not built");
+		return;
+	}
+	snprintf(cmd, sizeof(cmd), "%s/hcomm_info --peers %s", exe, dir);
+	p = popen(cmd, "r");
+	if (!p) {
+		check(0, "popen %s", cmd);
+		return;
+	}
+	while (n < sizeof(out) - 1 &&
+	       (got = fread(out + n, 1, sizeof(out) - 1 - n, p)))
+		n += got;
+	out[n] = 0;
+	st = pclose(p);
+	snprintf(cmd, sizeof(cmd), "hcomm-%d-0-0.peers.json: pid %d, rank 0 "
+		 "of 3, transports tcp\n  peer 1\n    links:  kernel -, rdma -, "
+		 "tcp not probed\n    route:  [0, inf) tcp (forced by "
+		 "HCOMM_TRANSPORT=tcp)\n    tcp     sent 300000 B in 4 ops, "
+		 "received 4096 B in 0 ops; 0 CRC errors, 0 refused, 0 "
+		 "connections lost, ", (int)getpid(), (int)getpid());
+	check(st == 0 && strstr(out, cmd) &&
+	      strstr(out, "-1-0.peers.json: pid ") &&
+	      strstr(out, "-2-0.peers.json: pid "), "hcomm_info --peers %s: "
+	      "every rank's table, rank 0's counters towards peer 1 (exit "
+	      "%d)%s%s", dir, st, st == 0 && strstr(out, cmd) ? "" : ":\n",
+	      st == 0 && strstr(out, cmd) ? "" : out);
+}
+
+/*
  * 3 ranks, 1 lane (an operation is one frame), HCOMM_STATS_DIR: rank 0
  * puts 3 x PP_PUT to rank 1, PP_PUT2 to rank 2 and gets PP_GET from rank
  * 1; every rank's per-peer counters and peers file say exactly that.
@@ -1695,6 +1742,9 @@ static int rank_peers(void)
 		usleep(50000);
 	check(good, "the peers file holds the same numbers (%s)",
 	      good ? "yes" : why);
+	check_ok(hcomm_barrier(comm), "hcomm_barrier");
+	if (me == 0)
+		pp_info_check(dir);
 	check_ok(hcomm_barrier(comm), "hcomm_barrier");
 	ret = 0;
 out:

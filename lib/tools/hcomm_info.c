@@ -3,6 +3,7 @@
  * hcomm_info: describe the hcomm device, in the manner of ibv_devinfo.
  *
  *   hcomm_info [--json] [-v] [--stats PATH] [--contexts PATH] [--sysfs DIR]
+ *   hcomm_info --peers [--json] [DIR|FILE]
  *
  * Prints the module's version (sysfs), the ABI version, features and
  * limits from HCOMM_CMD_GET_INFO, the caller's memlock limits, the module
@@ -10,6 +11,10 @@
  * now: the global gauges of /sys/kernel/debug/hcomm/stats and the table of
  * open contexts of /sys/kernel/debug/hcomm/contexts (both read before
  * hcomm_info opens its own context; both optional: debugfs needs root).
+ *
+ * --peers prints, without the device, the decision table and per-peer
+ * counters of running communicators from the "hcomm-*.peers.json" files
+ * libhcomm writes under HCOMM_STATS_DIR (hcomm.h).
  *
  * Exit status 0; 1 when the device cannot be opened (the message says why,
  * e.g. that the module must be loaded); 2 for a bad command line.
@@ -31,6 +36,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
+#include <json.h>
 
 #include "hcomm.h"
 
@@ -693,6 +699,276 @@ static void print_json(const char *dev, struct hcomm_ctx *ctx,
 }
 
 /* ------------------------------------------------------------------ */
+/* --peers: the peers files of running communicators                  */
+/* ------------------------------------------------------------------ */
+
+static json_object *jget(json_object *o, const char *k)
+{
+	json_object *v;
+
+	return o && json_object_object_get_ex(o, k, &v) ? v : NULL;
+}
+
+static uint64_t ju64(json_object *o, const char *k)
+{
+	json_object *v = jget(o, k);
+
+	return v ? (uint64_t)json_object_get_int64(v) : 0;
+}
+
+static const char *jstr(json_object *o, const char *k)
+{
+	json_object *v = jget(o, k);
+
+	return v && json_object_is_type(v, json_type_string) ?
+	       json_object_get_string(v) : "?";
+}
+
+/* "64K", "1M", "inf": a route bound (json null: inf). */
+static void size_str(json_object *v, char *buf, size_t len)
+{
+	uint64_t x;
+
+	if (!v || json_object_is_type(v, json_type_null)) {
+		snprintf(buf, len, "inf");
+		return;
+	}
+	x = (uint64_t)json_object_get_int64(v);
+	if (x >= (1ULL << 20) && !(x & ((1ULL << 20) - 1)))
+		snprintf(buf, len, "%" PRIu64 "M", x >> 20);
+	else if (x >= 1024 && !(x & 1023))
+		snprintf(buf, len, "%" PRIu64 "K", x >> 10);
+	else
+		snprintf(buf, len, "%" PRIu64, x);
+}
+
+/*
+ * Parse and check one peers file: the object, or NULL after a message
+ * on stderr naming path.
+ */
+static json_object *peers_load(const char *path)
+{
+	enum json_tokener_error jerr;
+	json_object *o, *t, *c;
+	char *buf;
+	int ret;
+
+	ret = read_file(path, &buf);
+	if (ret) {
+		warn("%s: %s", path, strerror(-ret));
+		return NULL;
+	}
+	o = json_tokener_parse_verbose(buf, &jerr);
+	free(buf);
+	if (!o) {
+		warn("%s: not JSON: %s", path, json_tokener_error_desc(jerr));
+		return NULL;
+	}
+	if (!json_object_is_type(o, json_type_object) || !jget(o, "version")) {
+		warn("%s: not a libhcomm peers file (no \"version\")", path);
+		goto bad;
+	}
+	if (ju64(o, "version") != HCOMM_PEERS_JSON_VERSION) {
+		warn("%s: version %" PRIu64 ", this " PROG " reads version %d",
+		     path, ju64(o, "version"), HCOMM_PEERS_JSON_VERSION);
+		goto bad;
+	}
+	t = jget(o, "table");
+	c = jget(o, "counters");
+	if (!jget(o, "pid") || !jget(o, "rank") ||
+	    !json_object_is_type(jget(t, "peers"), json_type_array) ||
+	    !json_object_is_type(c, json_type_array)) {
+		warn("%s: malformed: needs \"pid\", \"rank\", "
+		     "\"table\": {\"peers\": []} and \"counters\": []", path);
+		goto bad;
+	}
+	return o;
+bad:
+	json_object_put(o);
+	return NULL;
+}
+
+/* One transport's counters towards a peer, one line. */
+static void peers_print_counters(const char *xp, json_object *x)
+{
+	struct json_object_iterator it, end;
+	int n = 0;
+
+	printf("    %-7s sent %" PRIu64 " B in %" PRIu64 " ops, received %"
+	       PRIu64 " B in %" PRIu64 " ops; %" PRIu64 " CRC errors, %"
+	       PRIu64 " refused, %" PRIu64 " connections lost, %" PRIu64
+	       " retransmits, %" PRIu64 " WC errors", xp,
+	       ju64(x, "bytes_sent"), ju64(x, "ops_sent"),
+	       ju64(x, "bytes_recv"), ju64(x, "ops_recv"),
+	       ju64(x, "crc_errors"), ju64(x, "refused"),
+	       ju64(x, "conn_lost"), ju64(x, "retransmits"),
+	       ju64(x, "wc_errors"));
+	x = jget(x, "wc_status");
+	if (x && json_object_is_type(x, json_type_object)) {
+		it = json_object_iter_begin(x);
+		end = json_object_iter_end(x);
+		for (; !json_object_iter_equal(&it, &end);
+		     json_object_iter_next(&it)) {
+			printf("%s%s %" PRId64, n++ ? ", " : " (",
+			       json_object_iter_peek_name(&it),
+			       json_object_get_int64(
+				       json_object_iter_peek_value(&it)));
+		}
+	}
+	printf("%s\n", n ? ")" : "");
+}
+
+/* One communicator's table, text. */
+static void peers_print(const char *name, json_object *o)
+{
+	static const char *const xps[] = { "kernel", "rdma", "tcp" };
+	json_object *t = jget(o, "table"), *peers = jget(t, "peers");
+	json_object *cnt = jget(o, "counters");
+	size_t i, j, k, np = json_object_array_length(peers);
+	char lo[24], hi[24];
+
+	printf("%s: pid %" PRIu64 ", rank %" PRIu64 " of %" PRIu64
+	       ", transports %s\n", name, ju64(o, "pid"), ju64(o, "rank"),
+	       ju64(o, "size"), jstr(t, "transports"));
+	for (i = 0; i < np; i++) {
+		json_object *p = json_object_array_get_idx(peers, i);
+		json_object *links = jget(p, "links"), *rt = jget(p, "route");
+		json_object *c = NULL;
+
+		printf("  peer %" PRIu64 "\n    links:  ", ju64(p, "peer"));
+		for (j = 0; j < sizeof(xps) / sizeof(xps[0]); j++) {
+			json_object *l = jget(links, xps[j]);
+
+			if (!l || !json_object_get_boolean(jget(l, "usable")))
+				printf("%s -", xps[j]);
+			else if (!json_object_get_boolean(jget(l, "probed")))
+				printf("%s not probed", xps[j]);
+			else
+				printf("%s %.1f us %.1f MB/s %" PRIu64 " err",
+				       xps[j],
+				       json_object_get_double(jget(l, "lat_us")),
+				       json_object_get_double(jget(l, "bw_mbps")),
+				       ju64(l, "errors"));
+			printf("%s", j + 1 < sizeof(xps) / sizeof(xps[0]) ?
+			       ", " : "\n");
+		}
+		printf("    route: ");
+		snprintf(lo, sizeof(lo), "0");
+		for (j = 0; rt && j < json_object_array_length(rt); j++) {
+			json_object *r = json_object_array_get_idx(rt, j);
+
+			size_str(jget(r, "below"), hi, sizeof(hi));
+			printf(" [%s, %s) %s", lo, hi, jstr(r, "transport"));
+			snprintf(lo, sizeof(lo), "%s", hi);
+		}
+		if (!rt || !json_object_array_length(rt))
+			printf(" none");
+		printf(" (%s)\n", jstr(p, "why"));
+		for (k = 0; k < json_object_array_length(cnt); k++) {
+			c = json_object_array_get_idx(cnt, k);
+			if (ju64(c, "peer") == ju64(p, "peer"))
+				break;
+			c = NULL;
+		}
+		for (j = 0; c && j < sizeof(xps) / sizeof(xps[0]); j++)
+			if (jget(c, xps[j]))
+				peers_print_counters(xps[j], jget(c, xps[j]));
+	}
+}
+
+static bool pid_alive(json_object *o)
+{
+	int64_t pid = (int64_t)ju64(o, "pid");
+
+	return pid > 0 && pid <= INT32_MAX &&
+	       (!kill((pid_t)pid, 0) || errno == EPERM);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * hcomm_info --peers [DIR|FILE]: every live communicator's peers file of
+ * DIR, or FILE.  Exit status 0, or 1 when something could not be read.
+ */
+static int peers_main(const char *path)
+{
+	char **names = NULL, *full;
+	int n = 0, i, bad = 0, shown = 0;
+	struct dirent *de;
+	struct stat sb;
+	json_object *o;
+	DIR *d;
+
+	if (stat(path, &sb)) {
+		warn("%s: %s", path, strerror(errno));
+		return 1;
+	}
+	if (!S_ISDIR(sb.st_mode)) {
+		o = peers_load(path);
+		if (!o)
+			return 1;
+		if (opt.json)
+			printf("%s\n", json_object_to_json_string_ext(o,
+					JSON_C_TO_STRING_PLAIN));
+		else
+			peers_print(path, o);
+		json_object_put(o);
+		return 0;
+	}
+	d = opendir(path);
+	if (!d) {
+		warn("%s: %s", path, strerror(errno));
+		return 1;
+	}
+	while ((de = readdir(d))) {
+		size_t l = strlen(de->d_name);
+
+		if (strncmp(de->d_name, "hcomm-", 6) || l < 17 ||
+		    strcmp(de->d_name + l - 11, ".peers.json"))
+			continue;
+		names = xrealloc(names, (n + 1) * sizeof(*names));
+		names[n] = strdup(de->d_name);
+		if (!names[n++])
+			die(1, "out of memory");
+	}
+	closedir(d);
+	qsort(names, n, sizeof(*names), cmp_str);
+	if (opt.json) {
+		printf("{\"dir\":");
+		json_str(stdout, path);
+		printf(",\"communicators\":[");
+	}
+	for (i = 0; i < n; i++) {
+		if (asprintf(&full, "%s/%s", path, names[i]) < 0)
+			die(1, "out of memory");
+		o = peers_load(full);
+		free(full);
+		bad |= !o;
+		if (o && pid_alive(o)) {
+			if (opt.json)
+				printf("%s%s", shown ? "," : "",
+				       json_object_to_json_string_ext(o,
+					       JSON_C_TO_STRING_PLAIN));
+			else
+				peers_print(names[i], o);
+			shown++;
+		}
+		json_object_put(o);
+		free(names[i]);
+	}
+	free(names);
+	if (opt.json)
+		printf("]}\n");
+	else if (!shown)
+		printf("%s: no running communicator (no live "
+		       "hcomm-*.peers.json)\n", path);
+	return bad;
+}
+
+/* ------------------------------------------------------------------ */
 /* Main                                                                */
 /* ------------------------------------------------------------------ */
 
@@ -700,6 +976,7 @@ static void usage(void)
 {
 	printf(
 "usage: " PROG " [--json] [-v] [--stats PATH] [--contexts PATH] [--sysfs DIR]\n"
+"       " PROG " --peers [--json] [DIR|FILE]\n"
 "\n"
 "Describes the hcomm device: module version, ABI version, features, limits,\n"
 "memlock limits, module parameters, io_uring use, and what is registered\n"
@@ -712,6 +989,11 @@ static void usage(void)
 "      --sysfs DIR      module's sysfs directory (default " MODULE_DIR ")\n"
 "      --lib-stats DIR  statistics libhcomm communicators publish there\n"
 "                       (default: $HCOMM_STATS_DIR)\n"
+"  -p, --peers          the decision table and per-peer counters of the\n"
+"                       running communicators whose hcomm-*.peers.json are\n"
+"                       in DIR (default: --lib-stats, $HCOMM_STATS_DIR), or\n"
+"                       of FILE; --json: the files' objects.  No device\n"
+"                       needed\n"
 "  -h, --help           this text\n"
 "\n"
 "HCOMM_DEVICE names another device node, HCOMM_NO_URING=1 forces ioctl().\n"
@@ -727,6 +1009,7 @@ int main(int argc, char **argv)
 		{ "contexts", required_argument, NULL, 'C' },
 		{ "sysfs", required_argument, NULL, 'S' },
 		{ "lib-stats", required_argument, NULL, 'L' },
+		{ "peers", no_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -737,9 +1020,10 @@ int main(int argc, char **argv)
 	struct stats st;
 	struct ctab ct;
 	const char *dev;
+	bool peers = false;
 	int c, ret;
 
-	while ((c = getopt_long(argc, argv, "jvs:C:h", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "jvs:C:ph", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			opt.json = true;
@@ -759,6 +1043,9 @@ int main(int argc, char **argv)
 		case 'L':
 			opt.lib_stats = optarg;
 			break;
+		case 'p':
+			peers = true;
+			break;
 		case 'h':
 			usage();
 			return 0;
@@ -766,6 +1053,22 @@ int main(int argc, char **argv)
 			fprintf(stderr, "Try '" PROG " --help'.\n");
 			return 2;
 		}
+	}
+	if (peers) {
+		const char *path = optind < argc ? argv[optind++] :
+				   opt.lib_stats ? opt.lib_stats :
+				   getenv("HCOMM_STATS_DIR");
+
+		if (optind < argc)
+			die(2, "unexpected argument '%s' (try --help)",
+			    argv[optind]);
+		if (!path || !*path)
+			die(2, "--peers: name a directory or file (or set "
+			    "HCOMM_STATS_DIR)");
+		ret = peers_main(path);
+		if (fflush(stdout) || ferror(stdout))
+			die(1, "write error on stdout: %s", strerror(errno));
+		return ret;
 	}
 	if (optind < argc)
 		die(2, "unexpected argument '%s' (try --help)", argv[optind]);
