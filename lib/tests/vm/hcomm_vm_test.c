@@ -2648,6 +2648,43 @@ static int count_threads(void)
 	return count_dir("/proc/self/task");
 }
 
+/* Mark in seen[] (1024 entries) the fds open now. */
+static void fds_seen(bool *seen)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+
+	memset(seen, 0, 1024 * sizeof(*seen));
+	while (d && (e = readdir(d))) {
+		int fd = atoi(e->d_name);
+
+		if (e->d_name[0] != '.' && fd >= 0 && fd < 1024)
+			seen[fd] = true;
+	}
+	if (d)
+		closedir(d);
+}
+
+/* Print the fds open now that were not in before[] (what they are). */
+static void fds_new(const bool *before)
+{
+	bool now[1024];
+	char path[64], to[256];
+	int fd;
+
+	fds_seen(now);
+	for (fd = 0; fd < 1024; fd++) {
+		ssize_t n;
+
+		if (!now[fd] || before[fd])
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		n = readlink(path, to, sizeof(to) - 1);
+		to[n > 0 ? n : 0] = '\0';
+		out("fd %d still open after destroy: %s", fd, to);
+	}
+}
+
 static uint64_t kill_bound_ms(void)
 {
 	int ack = env_int("HCOMM_RDMA_ACK_TIMEOUT", 16);
@@ -2716,6 +2753,7 @@ static int killed_ring(int victim, int *ring, int *pos)
 static int case_killed(int victim)
 {
 	int fd0 = count_fds(), th0 = count_threads();
+	static bool fds0[1024];
 	unsigned char *win, *src, *gbuf, *buf;
 	struct hcomm_request req[K_QD];
 	bool busy[K_QD] = { false }, isget[K_QD] = { false };
@@ -2726,6 +2764,7 @@ static int case_killed(int victim)
 	int first = 0, rc, j, ring[64], pos = 0, nring, fds, th;
 	long n;
 
+	fds_seen(fds0);
 	comm_up();
 	if (victim < 0)
 		victim = np - 1;
@@ -2740,6 +2779,12 @@ static int case_killed(int victim)
 	pats_init(K_RING);
 	fill(src, K_SLOT, 77);
 	w = win_make(win, K_WIN);
+	if (getenv("HCOMM_VMTEST_TRANSPORT") &&
+	    *getenv("HCOMM_VMTEST_TRANSPORT"))
+		CHECK(!strcmp(hcomm_comm_transport(comm),
+			      getenv("HCOMM_VMTEST_TRANSPORT")),
+		      "transport %s, expected %s", hcomm_comm_transport(comm),
+		      getenv("HCOMM_VMTEST_TRANSPORT"));
 	OK(hcomm_comm_set_coll_timeout(comm, K_COLL_MS));
 	bound = kill_bound_ms();
 	if (me == 0)
@@ -2908,8 +2953,10 @@ static int case_killed(int victim)
 			break;
 	fds = count_fds();
 	th = count_threads();
-	CHECK(fds == fd0 && th == th0, "after destroy: %d fds and %d threads, "
-	      "%d and %d before hcomm_comm_init", fds, th, fd0, th0);
+	if (!CHECK(fds == fd0 && th == th0, "after destroy: %d fds and %d "
+		   "threads, %d and %d before hcomm_comm_init", fds, th, fd0,
+		   th0))
+		fds_new(fds0);
 	return 0;
 }
 

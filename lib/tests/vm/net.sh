@@ -66,8 +66,20 @@ table-hosts-4|2|HCOMM_RANK_TABLE=@TABLE@ HCOMM_VMTEST_TRANSPORT=kernel+rdma+tcp|
 auto-measured-2|1||route --expect measured
 auto-rdma-tcpslow-2|1|NETSH_TC=tcp-slow|route --expect rdma
 auto-tcp-rdmaslow-2|1|NETSH_TC=udp-slow|route --expect tcp
+tcp-killed-2|1|HCOMM_TRANSPORT=tcp HCOMM_VMTEST_TRANSPORT=tcp NETSH_KILL=1|killed --victim 1
+tcp-killed-4|2|HCOMM_RANK_TABLE=@TABLE_NORDMA@ HCOMM_VMTEST_TRANSPORT=kernel+tcp NETSH_KILL=3|killed --victim 3
+rdma-killed-2|1|HCOMM_TRANSPORT=rdma HCOMM_VMTEST_TRANSPORT=rdma NETSH_KILL=1|killed --victim 1
+mix-killed-4|2|HCOMM_PROBE=off HCOMM_VMTEST_TRANSPORT=kernel+rdma+tcp NETSH_KILL=3|killed --victim 3
+tcp-garbage-2|1|HCOMM_TRANSPORT=tcp NETSH_PROG=garbage|
 "
 
+# NETSH_PROG=NAME: the ranks run build/lib/vm/hcomm_vm_NAME ARGS instead
+# of hcomm_vm_test (tcp-garbage-2: hcomm_vm_garbage, its own attacker).
+# NETSH_KILL=V: rank V is meant to die of SIGKILL (hcomm_vm_launch -k V:
+# that death is the test, not a failure; every other rank is checked).
+# @TABLE_NORDMA@: the rank table below with "dev none" for every rank, so
+# no rank can use rdma: the kernel inside a VM, tcp across.
+#
 # NETSH_TC=tcp-slow: TCP (IP protocol 6) out of eth0 goes through netem
 # with 40 ms of delay and 2 Mbit/s, RoCE (UDP, protocol 17) does not: the
 # probe must then find rdma faster; udp-slow the other way round.
@@ -117,6 +129,8 @@ table=${TMPDIR:-/tmp}/hcomm-net-ranks.txt
 		done
 	done
 } > "$table"
+table_nordma=${TMPDIR:-/tmp}/hcomm-net-ranks-nordma.txt
+sed 's/^\(rank .*\)$/\1 dev none/' "$table" > "$table_nordma"
 passed=0 failed=0 skipped=0 i=0
 t_all=$(now)
 while IFS='|' read -r name ppn env args; do
@@ -125,12 +139,15 @@ while IFS='|' read -r name ppn env args; do
 	i=$((i + 1))
 	size=$((NVM * ppn))
 	ranks=$(seq -s, $(((VM_ID - 1) * ppn)) $((VM_ID * ppn - 1)))
-	eargs=() tcslow=0
+	eargs=() tcslow=0 cprog=$prog
 	for e in $env HCOMM_ROOT_ADDR=$root:$((24000 + i)) \
 		 HCOMM_JOB_ID=net-$name; do
 		case $e in
 		NETSH_TC=tcp-slow) tcslow=6 ;;
 		NETSH_TC=udp-slow) tcslow=17 ;;
+		NETSH_KILL=*) eargs+=(-k "${e#NETSH_KILL=}") ;;
+		NETSH_PROG=*) cprog=$dir/hcomm_vm_${e#NETSH_PROG=} ;;
+		*=@TABLE_NORDMA@) eargs+=(-e "${e%@TABLE_NORDMA@}$table_nordma") ;;
 		*=@TABLE@) eargs+=(-e "${e%@TABLE@}$table") ;;
 		*) eargs+=(-e "$e") ;;
 		esac
@@ -139,7 +156,7 @@ while IFS='|' read -r name ppn env args; do
 		echo "# tc could not slow TCP down"
 		tc_clear
 	fi
-	echo "# case $name: vm$VM_ID ranks $ranks of $size -- hcomm_vm_test $args"
+	echo "# case $name: vm$VM_ID ranks $ranks of $size -- $(basename "$cprog") $args"
 	if ! barrier "start-$name" 120; then
 		echo "not ok $i $name # the other VMs never came"
 		failed=$((failed + 1))
@@ -148,7 +165,7 @@ while IFS='|' read -r name ppn env args; do
 	t=$(now)
 	# shellcheck disable=SC2086
 	{ timeout -k 5 "$case_timeout" "$launch" -n "$size" -s "$ranks" \
-		"${eargs[@]}" -- "$prog" $args 2>&1 < /dev/null
+		"${eargs[@]}" -- "$cprog" $args 2>&1 < /dev/null
 	  echo $? > "$tmp/rc"; } | sed -u 's/^/# /'
 	rc=$(cat "$tmp/rc" 2>/dev/null || echo 255)
 	secs=$(since "$t")
