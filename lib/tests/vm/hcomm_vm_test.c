@@ -2665,15 +2665,24 @@ static void fds_seen(bool *seen)
 		closedir(d);
 }
 
-/* Print the fds open now that were not in before[] (what they are). */
-static void fds_new(const bool *before)
+/*
+ * The fds open now that were not in before[]: print what they are and
+ * return how many are not librdmacm's.  librdmacm opens the verbs context
+ * of a device the first time an rdma_cm id binds to it and keeps it (its
+ * command fd /dev/infiniband/uverbsN and its async event fd) until the
+ * process exits (rdma-core's cma.c: ucma_put_device() frees the PD, not
+ * the context): once per process and device, not per communicator.  With
+ * @rdma those are allowed, two per device at most.
+ */
+static int fds_new(const bool *before, bool rdma)
 {
-	bool now[1024];
+	int fd, bad = 0, cmd = 0, ev = 0;
 	char path[64], to[256];
-	int fd;
+	bool now[1024];
 
 	fds_seen(now);
 	for (fd = 0; fd < 1024; fd++) {
+		bool cached = false;
 		ssize_t n;
 
 		if (!now[fd] || before[fd])
@@ -2681,8 +2690,17 @@ static void fds_new(const bool *before)
 		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 		n = readlink(path, to, sizeof(to) - 1);
 		to[n > 0 ? n : 0] = '\0';
-		out("fd %d still open after destroy: %s", fd, to);
+		if (rdma && !strncmp(to, "/dev/infiniband/uverbs", 22))
+			cached = ++cmd <= 1;
+		else if (rdma && !strcmp(to, "anon_inode:[infinibandevent]"))
+			cached = ++ev <= 1;
+		if (!cached)
+			bad++;
+		out("fd %d open after destroy: %s%s", fd, to, cached ?
+		    " (librdmacm's device context, kept for the process)" :
+		    "");
 	}
+	return bad;
 }
 
 static uint64_t kill_bound_ms(void)
@@ -2762,6 +2780,7 @@ static int case_killed(int victim)
 	const char *how = "nothing";
 	struct hcomm_win *w;
 	int first = 0, rc, j, ring[64], pos = 0, nring, fds, th;
+	bool rdma;
 	long n;
 
 	fds_seen(fds0);
@@ -2787,6 +2806,7 @@ static int case_killed(int victim)
 		      getenv("HCOMM_VMTEST_TRANSPORT"));
 	OK(hcomm_comm_set_coll_timeout(comm, K_COLL_MS));
 	bound = kill_bound_ms();
+	rdma = strstr(hcomm_comm_transport(comm), "rdma");
 	if (me == 0)
 		out("transport %s; victim rank %d; bound %" PRIu64 " ms from "
 		    "its notice to the first error", hcomm_comm_transport(comm),
@@ -2856,6 +2876,14 @@ static int case_killed(int victim)
 	el = t_note ? (t_fail - t_note) / 1000000 : 0;
 	out("first error %ld ms after the notice, %s (%ld operations): %s; "
 	    "errmsg: %s", (long)el, how, n, errname(first), first_msg);
+	/*
+	 * A failed request's hcomm_wait() says "operation failed: <errno>"
+	 * without the rank (the request does not record its target): noted,
+	 * not failed; the blocking calls below must name it.
+	 */
+	if (first < 0 && !names_rank(first_msg, victim))
+		out("note: the failed request's errmsg does not name rank %d",
+		    victim);
 	CHECK(first < 0 && el <= bound, "the first error to the killed rank "
 	      "%d: %s after %" PRIu64 " ms, bound %" PRIu64 " ms", victim,
 	      errname(first), el, bound);
@@ -2949,14 +2977,16 @@ static int case_killed(int victim)
 	      " ms", el);
 	/* The service threads may take a moment to be reaped. */
 	for (t0 = now_ns(); now_ns() - t0 < 3000000000ULL; usleep(20000))
-		if (count_fds() == fd0 && count_threads() == th0)
+		if (count_fds() <= fd0 + (rdma ? 2 : 0) &&
+		    count_threads() == th0)
 			break;
 	fds = count_fds();
 	th = count_threads();
-	if (!CHECK(fds == fd0 && th == th0, "after destroy: %d fds and %d "
-		   "threads, %d and %d before hcomm_comm_init", fds, th, fd0,
-		   th0))
-		fds_new(fds0);
+	CHECK(th == th0, "after destroy: %d threads, %d before "
+	      "hcomm_comm_init", th, th0);
+	if (fds != fd0)
+		CHECK(!fds_new(fds0, rdma), "after destroy: %d fds, %d before "
+		      "hcomm_comm_init (not librdmacm's: above)", fds, fd0);
 	return 0;
 }
 
