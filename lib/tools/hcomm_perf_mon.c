@@ -39,6 +39,7 @@
 #include <sys/statfs.h>
 #include <time.h>
 #include <unistd.h>
+#include <json.h>
 
 #include "hcomm.h"
 
@@ -379,13 +380,178 @@ static const struct hcomm_comm_stats *lib_before(const struct lib_stats *l)
 	return NULL;
 }
 
+/*
+ * Per peer (when the communicator also writes "<name>.peers.json"): the
+ * payload bytes each transport sent and received, read with the stats
+ * files; rates against the previous reading of the same file.
+ */
+struct peer_ctr {
+	int peer;
+	int xp;				/* index of peer_xps[] */
+	uint64_t sent, recv;
+};
+
+struct peer_file {
+	bool have;			/* the peers file was read */
+	int64_t t_ns;			/* when */
+	int n;
+	struct peer_ctr *c;
+};
+
+static const char *const peer_xps[] = { "kernel", "rdma", "tcp" };
+static struct peer_file pf_prev[MAX_LIB], pf_cur[MAX_LIB];
+
+static uint64_t pj_u64(json_object *o, const char *k)
+{
+	json_object *v;
+
+	return json_object_object_get_ex(o, k, &v) ?
+	       (uint64_t)json_object_get_int64(v) : 0;
+}
+
+/* The peers file next to lib stats file l into *pf (have: it was). */
+static void peers_read(const struct lib_stats *l, struct peer_file *pf)
+{
+	size_t n = strlen(l->name), i, np;
+	json_object *o, *a, *e, *x, *v;
+	char *path;
+	int k;
+
+	memset(pf, 0, sizeof(*pf));
+	if (n < 6 || asprintf(&path, "%s/%.*s.peers.json", opt.lib_stats,
+			      (int)(n - 6), l->name) < 0)
+		return;
+	o = json_object_from_file(path);
+	free(path);
+	if (!o)
+		return;
+	if (!json_object_object_get_ex(o, "version", &v) ||
+	    json_object_get_int(v) != HCOMM_PEERS_JSON_VERSION ||
+	    !json_object_object_get_ex(o, "counters", &a) ||
+	    !json_object_is_type(a, json_type_array))
+		goto out;
+	np = json_object_array_length(a);
+	pf->c = xrealloc(NULL, (np * 3 + 1) * sizeof(*pf->c));
+	for (i = 0; i < np; i++) {
+		e = json_object_array_get_idx(a, i);
+		for (k = 0; k < 3; k++) {
+			if (!json_object_object_get_ex(e, peer_xps[k], &x))
+				continue;
+			pf->c[pf->n].peer = (int)pj_u64(e, "peer");
+			pf->c[pf->n].xp = k;
+			pf->c[pf->n].sent = pj_u64(x, "bytes_sent");
+			pf->c[pf->n].recv = pj_u64(x, "bytes_recv");
+			pf->n++;
+		}
+	}
+	pf->have = true;
+	pf->t_ns = now_ns();
+out:
+	json_object_put(o);
+}
+
+/* The previous reading of c's file, or NULL. */
+static const struct peer_ctr *peer_before(int li, const struct peer_ctr *c,
+					  double *secs)
+{
+	const struct lib_stats *l = &lib_cur[li];
+	int i, j;
+
+	for (i = 0; i < nlib_prev; i++) {
+		if (strcmp(lib_prev[i].name, l->name) ||
+		    lib_prev[i].f.pid != l->f.pid || !pf_prev[i].have)
+			continue;
+		for (j = 0; j < pf_prev[i].n; j++)
+			if (pf_prev[i].c[j].peer == c->peer &&
+			    pf_prev[i].c[j].xp == c->xp) {
+				*secs = (pf_cur[li].t_ns - pf_prev[i].t_ns) /
+					1e9;
+				return *secs > 0 ? &pf_prev[i].c[j] : NULL;
+			}
+	}
+	return NULL;
+}
+
 static void lib_sample(void)
 {
+	int i;
+
+	for (i = 0; i < nlib_prev; i++)
+		free(pf_prev[i].c);
 	memcpy(lib_prev, lib_cur, sizeof(lib_cur[0]) * (size_t)nlib_cur);
+	memcpy(pf_prev, pf_cur, sizeof(pf_cur[0]) * (size_t)nlib_cur);
 	nlib_prev = nlib_cur;
 	nlib_cur = lib_stats_read(opt.lib_stats, lib_cur, MAX_LIB);
 	if (nlib_cur < 0)
 		nlib_cur = 0;
+	for (i = 0; i < nlib_cur; i++)
+		if (lib_cur[i].alive)
+			peers_read(&lib_cur[i], &pf_cur[i]);
+		else
+			memset(&pf_cur[i], 0, sizeof(pf_cur[i]));
+}
+
+static void lib_free(void)
+{
+	int i;
+
+	for (i = 0; i < nlib_prev; i++)
+		free(pf_prev[i].c);
+	for (i = 0; i < nlib_cur; i++)
+		free(pf_cur[i].c);
+	nlib_prev = nlib_cur = 0;
+}
+
+/* The per-peer lines under communicator li (text). */
+static void peers_text(int li)
+{
+	const struct peer_file *pf = &pf_cur[li];
+	const struct peer_ctr *c, *b;
+	double secs = 0;
+	int i;
+
+	for (i = 0; pf->have && i < pf->n; i++) {
+		c = &pf->c[i];
+		b = peer_before(li, c, &secs);
+		fprintf(opt.out, "    peer %d %-6s", c->peer, peer_xps[c->xp]);
+		if (b)
+			fprintf(opt.out, " sent %9.1f MB/s recv %9.1f MB/s",
+				(double)(c->sent - b->sent) / secs / 1e6,
+				(double)(c->recv - b->recv) / secs / 1e6);
+		else
+			fprintf(opt.out, " sent %9s MB/s recv %9s MB/s", "-",
+				"-");
+		fprintf(opt.out, "  total %" PRIu64 " / %" PRIu64 " B\n",
+			c->sent, c->recv);
+	}
+}
+
+/* ,"peers":[...] of communicator li, when its peers file was read. */
+static void peers_json(FILE *f, int li)
+{
+	const struct peer_file *pf = &pf_cur[li];
+	const struct peer_ctr *c, *b;
+	double secs = 0;
+	int i;
+
+	if (!pf->have)
+		return;
+	fprintf(f, ",\"peers\":[");
+	for (i = 0; i < pf->n; i++) {
+		c = &pf->c[i];
+		b = peer_before(li, c, &secs);
+		fprintf(f, "%s{\"peer\":%d,\"transport\":\"%s\","
+			"\"bytes_sent\":%" PRIu64 ",\"bytes_recv\":%" PRIu64
+			",\"sent_mb_per_s\":", i ? "," : "", c->peer,
+			peer_xps[c->xp], c->sent, c->recv);
+		json_num(f, b, "%.6f",
+			 b ? (double)(c->sent - b->sent) / secs / 1e6 : 0);
+		fprintf(f, ",\"recv_mb_per_s\":");
+		json_num(f, b, "%.6f",
+			 b ? (double)(c->recv - b->recv) / secs / 1e6 : 0);
+		fputc('}', f);
+	}
+	fputc(']', f);
 }
 
 #define LIB_D(l, b, fld) ((b) ? (int64_t)((l)->f.st.fld - (b)->fld) : \
@@ -409,6 +575,7 @@ static void lib_text(void)
 			LIB_D(l, b, rcache_stale),
 			LIB_D(l, b, rcache_evictions), l->f.st.rcache_entries,
 			l->f.st.rcache_bytes / 1048576.0, l->f.st.rcache_dead);
+		peers_text(i);
 	}
 }
 
@@ -431,11 +598,13 @@ static void lib_json(FILE *f)
 			",\"rcache_stale_delta\":%" PRId64
 			",\"rcache_evictions_delta\":%" PRId64
 			",\"rcache_entries\":%" PRIu64 ",\"rcache_bytes\":%" PRIu64
-			",\"rcache_dead\":%" PRIu64 "}", l->f.pid, l->f.rank,
+			",\"rcache_dead\":%" PRIu64, l->f.pid, l->f.rank,
 			l->f.world_size, LIB_D(l, b, rcache_hits),
 			LIB_D(l, b, rcache_misses), LIB_D(l, b, rcache_stale),
 			LIB_D(l, b, rcache_evictions), l->f.st.rcache_entries,
 			l->f.st.rcache_bytes, l->f.st.rcache_dead);
+		peers_json(f, i);
+		fputc('}', f);
 	}
 	fputc(']', f);
 }
@@ -961,8 +1130,9 @@ static void usage(FILE *f)
 "                       directories with stats and contexts), one per\n"
 "                       interval, without waiting\n"
 "      --lib-stats DIR  also the registration caches of the libhcomm\n"
-"                       communicators publishing there, read live\n"
-"                       (default: $HCOMM_STATS_DIR)\n"
+"                       communicators publishing there, read live, and\n"
+"                       per peer the bytes each transport moved (from\n"
+"                       their peers files) (default: $HCOMM_STATS_DIR)\n"
 "  -h, --help           this text\n"
 "\n"
 "Ends on SIGINT/SIGTERM, --count or --duration with a summary of totals\n"
@@ -1262,6 +1432,7 @@ int main(int argc, char **argv)
 	free(tracked);
 	free(ctx_alloc);
 	free(opt.replay);
+	lib_free();
 	if (fflush(opt.out) || ferror(opt.out)) {
 		warn("write error on %s: %s", output ? output : "stdout",
 		     strerror(errno));

@@ -513,4 +513,108 @@ assert l[0]["rcache_hits_delta"] == 0 and l[0]["rcache_bytes"] == 1048576
 else
 	skip "hcomm_perf_mon --json --lib-stats" "no python3"
 fi
+# --- the communicators' peers files (HCOMM_STATS_DIR) -------------------
+echo "# libhcomm peers files"
+# peers_file path pid rank version: rank of 3 with rdma+tcp (as libhcomm
+# writes it: hcomm.h, HCOMM_PEERS_JSON_VERSION)
+peers_file() {
+	cat >"$1" <<EOF
+{"version": $4, "pid": $2, "rank": $3, "size": 3, "table": {"rank": $3, "size": 3, "transports": "rdma+tcp", "peers": [{"peer": 1, "links": {"kernel": {"usable": false, "probed": false}, "rdma": {"usable": true, "probed": true, "lat_us": 4.250, "bw_mbps": 2900.500, "errors": 0}, "tcp": {"usable": true, "probed": true, "lat_us": 31.000, "bw_mbps": 1100.000, "errors": 0}}, "route": [{"below": 4096, "transport": "tcp"}, {"below": null, "transport": "rdma"}], "why": "measured"}, {"peer": 2, "links": {"kernel": {"usable": false, "probed": false}, "rdma": {"usable": true, "probed": false}, "tcp": {"usable": true, "probed": false}}, "route": [{"below": null, "transport": "rdma"}], "why": "not probed: preference order"}]}, "counters": [{"peer": 1, "rdma": {"bytes_sent": 1048576, "bytes_recv": 0, "ops_sent": 16, "ops_recv": 0, "crc_errors": 0, "refused": 0, "conn_lost": 1, "retransmits": 0, "wc_errors": 3, "wc_status": {"WR_FLUSH_ERR": 2, "RETRY_EXC_ERR": 1}}, "tcp": {"bytes_sent": 3000, "bytes_recv": 512, "ops_sent": 3, "ops_recv": 1, "crc_errors": 1, "refused": 0, "conn_lost": 0, "retransmits": 7, "wc_errors": 0, "wc_status": {}}}, {"peer": 2, "rdma": {"bytes_sent": 0, "bytes_recv": 0, "ops_sent": 0, "ops_recv": 0, "crc_errors": 0, "refused": 0, "conn_lost": 0, "retransmits": 0, "wc_errors": 0, "wc_status": {}}, "tcp": {"bytes_sent": 0, "bytes_recv": 0, "ops_sent": 0, "ops_recv": 0, "crc_errors": 0, "refused": 0, "conn_lost": 0, "retransmits": 0, "wc_errors": 0, "wc_status": {}}}]}
+EOF
+}
+peers_file "$L/hcomm-$$-1-0.peers.json" $$ 1 1
+peers_file "$L/hcomm-$gone-0-0.peers.json" "$gone" 0 1
+printf 'x' >"$L/hcomm-$$-1-0.peers.json.tmp"	# a write in progress
+run "$INFO" --peers "$L"
+ok "$([ $rc = 0 ] && has "$out" "hcomm-$$-1-0.peers.json: pid $$, rank 1 of 3, transports rdma+tcp
+  peer 1
+    links:  kernel -, rdma 4.2 us 2900.5 MB/s 0 err, tcp 31.0 us 1100.0 MB/s 0 err
+    route:  [0, 4K) tcp [4K, inf) rdma (measured)
+    rdma    sent 1048576 B in 16 ops, received 0 B in 0 ops; 0 CRC errors, 0 refused, 1 connections lost, 0 retransmits, 3 WC errors (WR_FLUSH_ERR 2, RETRY_EXC_ERR 1)
+    tcp     sent 3000 B in 3 ops, received 512 B in 1 ops; 1 CRC errors, 0 refused, 0 connections lost, 7 retransmits, 0 WC errors
+  peer 2
+    links:  kernel -, rdma not probed, tcp not probed
+    route:  [0, inf) rdma (not probed: preference order)" &&
+     ! has "$out" "pid $gone" && [ -z "$err" ] && echo 1)" \
+   "hcomm_info --peers DIR: the live communicator's table and counters, the exited one's file skipped" \
+   "rc $rc: $out $err"
+HCOMM_STATS_DIR=$L run "$INFO" --peers
+ok "$([ $rc = 0 ] && has "$out" "hcomm-$$-1-0.peers.json: pid $$" && echo 1)" \
+   "hcomm_info --peers reads HCOMM_STATS_DIR without the device" "rc $rc: $out $err"
+run "$INFO" --peers "$L/hcomm-$gone-0-0.peers.json"
+ok "$([ $rc = 0 ] && has "$out" "pid $gone, rank 0 of 3" && echo 1)" \
+   "hcomm_info --peers FILE: that file, live or not" "rc $rc: $out $err"
+if [ $have_py = 1 ]; then
+	run "$INFO" --peers --json "$L"
+	r=$(printf '%s\n' "$out" | L="$L" pid=$$ py '
+import json, os, sys
+j = json.load(sys.stdin)
+f = json.load(open(os.environ["L"] + "/hcomm-%s-1-0.peers.json" % os.environ["pid"]))
+assert j["dir"] == os.environ["L"] and j["communicators"] == [f]
+c = j["communicators"][0]["counters"][0]
+assert c["rdma"]["wc_status"] == {"WR_FLUSH_ERR": 2, "RETRY_EXC_ERR": 1}
+assert c["tcp"]["retransmits"] == 7
+')
+	ok "$([ $rc = 0 ] && [ -z "$r" ] && echo 1)" \
+	   "hcomm_info --peers --json DIR: the live files' objects, unchanged" "rc $rc: $r"
+	run "$INFO" --peers --json "$L/hcomm-$$-1-0.peers.json"
+	r=$(printf '%s\n' "$out" | L="$L" pid=$$ py '
+import json, os, sys
+j = json.load(sys.stdin)
+assert j == json.load(open(os.environ["L"] + "/hcomm-%s-1-0.peers.json" % os.environ["pid"]))
+')
+	ok "$([ $rc = 0 ] && [ -z "$r" ] && echo 1)" \
+	   "hcomm_info --peers --json FILE: the object" "rc $rc: $r"
+else
+	skip "hcomm_info --peers --json DIR" "no python3"
+	skip "hcomm_info --peers --json FILE" "no python3"
+fi
+run "$INFO" --peers "$T/nowhere"
+ok "$([ $rc = 1 ] && has "$err" "$T/nowhere: No such file or directory" && echo 1)" \
+   "hcomm_info --peers: a missing directory is an error" "rc $rc: $err"
+B=$T/badpeers
+mkdir -p "$B"
+printf '{"version": 1, "pid": ' >"$B/hcomm-$$-0-0.peers.json"
+run "$INFO" --peers "$B/hcomm-$$-0-0.peers.json"
+ok "$([ $rc = 1 ] && has "$err" "hcomm-$$-0-0.peers.json: not JSON: " && echo 1)" \
+   "hcomm_info --peers: malformed JSON is an error" "rc $rc: $err"
+run "$INFO" --peers "$B"
+ok "$([ $rc = 1 ] && has "$err" "not JSON" && echo 1)" \
+   "hcomm_info --peers DIR: a malformed file in it fails the run" "rc $rc: $err"
+peers_file "$B/hcomm-$$-0-0.peers.json" $$ 0 2
+run "$INFO" --peers "$B/hcomm-$$-0-0.peers.json"
+ok "$([ $rc = 1 ] && has "$err" "version 2, this hcomm_info reads version 1" && echo 1)" \
+   "hcomm_info --peers: another version is an error" "rc $rc: $err"
+printf '{"version": 1, "pid": 1}' >"$B/hcomm-$$-0-0.peers.json"
+run "$INFO" --peers "$B/hcomm-$$-0-0.peers.json"
+ok "$([ $rc = 1 ] && has "$err" "malformed" && echo 1)" \
+   "hcomm_info --peers: a file without table or counters is an error" "rc $rc: $err"
+HCOMM_STATS_DIR= run "$INFO" --peers
+ok "$([ $rc = 2 ] && has "$err" "--peers: name a directory or file" && echo 1)" \
+   "hcomm_info --peers without a path or HCOMM_STATS_DIR: usage error" "rc $rc: $err"
+run "$INFO" --peers "$L" extra
+ok "$([ $rc = 2 ] && has "$err" "unexpected argument 'extra'" && echo 1)" \
+   "hcomm_info --peers with two paths: usage error" "rc $rc: $err"
+run "$PM" --replay "$T/a,$T/b" --lib-stats "$L"
+ok "$([ $rc = 0 ] && has "$out" "lib pid $$ rank 1/4: c.hit 0" &&
+     has "$out" "    peer 1 rdma   sent       0.0 MB/s recv       0.0 MB/s  total 1048576 / 0 B" &&
+     has "$out" "    peer 1 tcp    sent       0.0 MB/s recv       0.0 MB/s  total 3000 / 512 B" &&
+     has "$out" "    peer 2 tcp    sent" && echo 1)" \
+   "hcomm_perf_mon --lib-stats: per-peer lines from the peers file" "rc $rc: $out"
+if [ $have_py = 1 ]; then
+	run "$PM" --json --replay "$T/a,$T/b,$T/b" --lib-stats "$L"
+	r=$(printf '%s\n' "$out" | py '
+import json, sys
+iv = [json.loads(l) for l in sys.stdin if "\"interval\"" in l]
+assert len(iv) == 2
+p = iv[1]["libhcomm"][0]["peers"]
+assert [(x["peer"], x["transport"], x["bytes_sent"], x["bytes_recv"]) for x in p] == [
+    (1, "rdma", 1048576, 0), (1, "tcp", 3000, 512), (2, "rdma", 0, 0), (2, "tcp", 0, 0)]
+assert all(x["sent_mb_per_s"] == 0 and x["recv_mb_per_s"] == 0 for x in p)
+')
+	ok "$([ $rc = 0 ] && [ -z "$r" ] && echo 1)" \
+	   "hcomm_perf_mon --json --lib-stats: per-peer bytes and rates" "rc $rc: $r"
+else
+	skip "hcomm_perf_mon --json per-peer" "no python3"
+fi
 finish
