@@ -2589,13 +2589,16 @@ static int case_timeout(bool allow_io)
  * with a put_signal (SIG_K_NOTE) that it is about to die and kills itself
  * with SIGKILL.  Every survivor keeps K_QD operations in flight to it
  * (put_nb and get_nb of K_SLOT bytes, alternating) until one fails, and
- * must see that within the bound below of the notice; then a blocking put
+ * must see that within the bound below of the notice (meanwhile a thread
+ * waits for a signal of the victim, which never comes: signal_wait ends by
+ * its timeout); then a blocking put
  * and get to the victim fail at once with hcomm_errmsg() naming "rank V".
  * The survivors still reach each other (a put_signal ring, data checked;
  * a get reads the poison of an untouched window part), a barrier fails
  * instead of waiting for the dead rank (collective timeout K_COLL_MS), and
  * hcomm_win_free and hcomm_comm_destroy return within the bound and give
- * back every fd and thread the communicator had.
+ * back every fd and thread the communicator had (with rdma: all but
+ * librdmacm's device context, see fds_new()).
  *
  * Bound from the notice to the first failure: tcp (and the kernel inside a
  * VM) learn of the death at once (the victim's kernel closes its sockets:
@@ -2731,6 +2734,30 @@ static bool names_rank(const char *msg, int r)
 	return false;
 }
 
+/*
+ * A survivor's thread waiting for a signal from the victim, which dies
+ * instead of sending it: hcomm_signal_wait() must end by its timeout
+ * (K_WAIT_MS), neither hang nor fail otherwise.
+ */
+#define K_WAIT_MS	2000
+#define SIG_K_NEVER	43
+
+struct k_waiter {
+	pthread_t thr;
+	int64_t rc;
+	uint64_t ms;
+};
+
+static void *k_wait_main(void *arg)
+{
+	struct k_waiter *k = arg;
+	uint64_t t0 = now_ns();
+
+	k->rc = hcomm_signal_wait(comm, SIG_K_NEVER, 1, K_WAIT_MS);
+	k->ms = (now_ns() - t0) / 1000000;
+	return NULL;
+}
+
 static void killed_victim(struct hcomm_win *w, int victim)
 {
 	uint64_t note = K_NOTE + (uint64_t)victim;
@@ -2780,6 +2807,7 @@ static int case_killed(int victim)
 	const char *how = "nothing";
 	struct hcomm_win *w;
 	int first = 0, rc, j, ring[64], pos = 0, nring, fds, th;
+	struct k_waiter kw = { .rc = 1 };
 	bool rdma;
 	long n;
 
@@ -2817,6 +2845,9 @@ static int case_killed(int victim)
 
 	/* Stream to the victim until an operation fails. */
 	phase = "stream";
+	if (!CHECK(!pthread_create(&kw.thr, NULL, k_wait_main, &kw),
+		   "pthread_create"))
+		exit(1);
 	memset(req, 0, sizeof(req));
 	deadline = now_ns() + 30000000000ULL;
 	for (n = 0;; n++) {
@@ -2906,6 +2937,12 @@ static int case_killed(int victim)
 	el = (now_ns() - t0) / 1000000;
 	CHECK(el <= bound, "the operations in flight took %" PRIu64 " ms "
 	      "to end, bound %" PRIu64, el, bound);
+
+	pthread_join(kw.thr, NULL);
+	CHECK(kw.rc == -HCOMM_ERR_TIMEOUT && kw.ms + 100 >= K_WAIT_MS &&
+	      kw.ms <= K_WAIT_MS + bound, "signal_wait for the dead rank's "
+	      "signal (timeout %d ms): %s after %" PRIu64 " ms", K_WAIT_MS,
+	      errname(kw.rc), kw.ms);
 
 	/* Later operations to the victim fail at once, naming it. */
 	phase = "after";
