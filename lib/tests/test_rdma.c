@@ -138,6 +138,49 @@ static const size_t sizes[] = {
 #define NSIZES	(sizeof(sizes) / sizeof(sizes[0]))
 
 /*
+ * hcomm_comm_peer_stats() towards every other rank: rdma only, its one
+ * route, no error; towards `to` exactly sent bytes put, got bytes read
+ * and ops operations, towards the others nothing sent (the counters
+ * start at init: call it after the first case's traffic only).
+ */
+static int peer_stats_check(int to, uint64_t sent, uint64_t got,
+			    uint64_t ops)
+{
+	struct hcomm_peer_stats ps;
+	const struct hcomm_peer_xport_stats *x = &ps.xp[HCOMM_XPORT_RDMA];
+	int r, ret;
+
+	for (r = 0; r < g_size; r++) {
+		if (r == g_rank)
+			continue;
+		ps.size = sizeof(ps);
+		ret = hcomm_comm_peer_stats(g_comm, r, &ps);
+		CHECK(!ret && ps.version == HCOMM_PEER_STATS_VERSION &&
+		      ps.peer == r, "hcomm_comm_peer_stats(%d): %d", r, ret);
+		CHECK(x->in_use && !ps.xp[HCOMM_XPORT_TCP].in_use &&
+		      !ps.xp[HCOMM_XPORT_KERNEL].in_use && ps.nranges == 1 &&
+		      ps.range[0].xport == HCOMM_XPORT_RDMA,
+		      "peer %d: rdma alone, one range (%u, %s)", r,
+		      ps.nranges, ps.why);
+		CHECK(!x->wc_errors && !x->conn_lost && !x->wc_status[5],
+		      "peer %d: %llu WC errors", r,
+		      (unsigned long long)x->wc_errors);
+		CHECK(x->bytes_sent == (r == to ? sent : 0) &&
+		      x->bytes_recv == (r == to ? got : 0) &&
+		      x->ops_sent == (r == to ? ops : 0),
+		      "peer %d: %llu B put, %llu B read, %llu ops (want "
+		      "%llu, %llu, %llu)", r,
+		      (unsigned long long)x->bytes_sent,
+		      (unsigned long long)x->bytes_recv,
+		      (unsigned long long)x->ops_sent,
+		      (unsigned long long)(r == to ? sent : 0),
+		      (unsigned long long)(r == to ? got : 0),
+		      (unsigned long long)(r == to ? ops : 0));
+	}
+	return 0;
+}
+
+/*
  * put to the next rank, get back, by size, unaligned on both sides;
  * local buffers from the heap (bounce/registration), from the window
  * itself (its MR) and from a read-only mapping (put only).
@@ -147,6 +190,7 @@ static int case_xfer(void)
 	int to = (g_rank + 1) % g_size, from = (g_rank + g_size - 1) % g_size;
 	struct hcomm_win *w;
 	char *base = win_alloc(WIN_SIZE), *src, *dst, *ro;
+	uint64_t moved = 0, nops = 0;
 	unsigned int i, kind;
 	long bad;
 	int ret;
@@ -198,9 +242,15 @@ static int case_xfer(void)
 			CHECK(!dst[lo - 1] && !dst[lo + s], "get %zu bytes "
 			      "wrote outside its buffer", s);
 			CHECK(!hcomm_barrier(g_comm), "barrier");
+			moved += s;
+			nops += 2;
 		}
 	}
 	say("xfer: %zu sizes x 3 local kinds ok", NSIZES);
+	if (peer_stats_check(to, moved, moved, nops))
+		return 1;
+	say("xfer: per-peer counters: %llu B put and read in %llu ops",
+	    (unsigned long long)moved, (unsigned long long)nops);
 	CHECK(!hcomm_win_free(w), "win_free");
 	munmap(base, WIN_SIZE);
 	free(src);
@@ -1287,6 +1337,35 @@ static int rank_main(const struct tcase *tc)
 			    cnt[4])
 				say("counters to rank %d: %llu errors",
 				    r, (unsigned long long)cnt[4]);
+		/* the public per-peer counters are the transport's */
+		for (r = 0; !ret && r < g_size; r++) {
+			struct hcomm_peer_stats ps = { .size = sizeof(ps) };
+			const struct hcomm_peer_xport_stats *x =
+				&ps.xp[HCOMM_XPORT_RDMA];
+			uint64_t b[37 + 64];
+			unsigned int i;
+			int bad;
+
+			if (r == g_rank ||
+			    hcomm__rdma_peer_counters(g_comm, r, cnt) ||
+			    hcomm_comm_peer_stats(g_comm, r, &ps) ||
+			    hcomm__rdma_peer_counters(g_comm, r, b))
+				continue;
+			/* monotonic: before <= public <= after */
+			bad = x->bytes_sent < cnt[0] || x->bytes_sent > b[0] ||
+			      x->bytes_recv < cnt[1] || x->bytes_recv > b[1] ||
+			      x->ops_sent < cnt[2] || x->ops_sent > b[2] ||
+			      x->ops_recv < cnt[3] || x->ops_recv > b[3] ||
+			      x->wc_errors < cnt[4] || x->wc_errors > b[4];
+			for (i = 0; i < HCOMM_PEER_WC_STATUS; i++)
+				bad |= x->wc_status[i] < cnt[5 + i] ||
+				       x->wc_status[i] > b[5 + i];
+			if (bad) {
+				say("FAIL hcomm_comm_peer_stats(%d) differs "
+				    "from the transport's counters", r);
+				ret = 1;
+			}
+		}
 		if (!ret && g_rank == 0 &&
 		    !hcomm__rdma_peer_counters(g_comm, 1, cnt))
 			say("to rank 1: tx %llu B, rx %llu B, %llu ops, %llu "
