@@ -67,7 +67,7 @@
 #define POISON		0xa5
 #define GUARD_PG	4096		/* poisoned bytes on each side */
 #define G_WIN		(1024 * KiB)	/* each rank's window */
-#define G_CTRL_OFF	0		/* rank 1 -> 0: the number of pings */
+#define G_CTRL_OFF	0		/* rank 1 -> 0: pings sent */
 #define G_ATT_OFF	(64 * KiB)	/* the attacker's puts land here */
 #define G_GOOD_OFF	(G_ATT_OFF + 100)
 #define G_GOOD_LEN	100
@@ -87,9 +87,9 @@
 #define G_REFUSED	10	/* 2 hellos, 8 malformed or out-of-range
 				 * frames */
 #define G_CRC		1	/* the payload CRC */
-#define G_LOST		12	/* every connection past its hello: the 11
-				 * bad ones and the correct one, closed
-				 * without BYE */
+#define G_LOST		12	/* every connection past its hello: the
+				 * 11 bad ones and the correct one,
+				 * closed without BYE */
 
 static struct hcomm_comm *comm;
 static int me = -1, fails;
@@ -481,6 +481,10 @@ static void rank1(struct hcomm_win *w, unsigned char *win, const char *addr)
 	CHECK(pid > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
 	      "the attacker ended with status %#x", st);
 	out("%d pings while the attacker ran", k);
+	CHECK(not_poison(win, GUARD_PG + G_PING_OFF) < 0 &&
+	      not_poison(win + GUARD_PG + G_PING_OFF + G_SLOTS * G_SLOT,
+			 G_WIN - G_PING_OFF - G_SLOTS * G_SLOT + GUARD_PG) < 0,
+	      "rank 1's window or guard pages changed outside the pongs");
 	n = (uint64_t)k;
 	CHECK(!hcomm_put_signal(w, 0, G_CTRL_OFF, &n, sizeof(n), SIG_END, 1),
 	      "end: %s", hcomm_errmsg());

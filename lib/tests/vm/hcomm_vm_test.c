@@ -2612,7 +2612,7 @@ static int case_timeout(bool allow_io)
 #define K_QD		8
 #define K_SLOT		(64 * KiB)
 #define K_NOTE_OFF	0		/* the victim's 8-byte notice */
-#define K_CTRL_OFF	64		/* 8 bytes per survivor at the victim */
+#define K_CTRL_OFF	64		/* 8 B per survivor (victim) */
 #define K_RING_OFF	(4 * KiB + 3)
 #define K_RING		(64 * KiB + 5)
 #define K_PUT_OFF	(72 * KiB)
