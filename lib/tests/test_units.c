@@ -2417,6 +2417,24 @@ static void test_packing(void)
 	ok(sizeof(struct hcomm_mpsc_node) <= sizeof(req.priv) &&
 	   _Alignof(struct hcomm_mpsc_node) <= _Alignof(void *),
 	   "packing: an MPSC node fits in hcomm_request.priv");
+	/* version 1 of the per-peer counters: later versions only append */
+	ok(sizeof(struct hcomm_peer_xport_stats) == 400 &&
+	   offsetof(struct hcomm_peer_xport_stats, bytes_sent) == 8 &&
+	   offsetof(struct hcomm_peer_xport_stats, retransmits) == 64 &&
+	   offsetof(struct hcomm_peer_xport_stats, wc_errors) == 72 &&
+	   offsetof(struct hcomm_peer_xport_stats, wc_status) == 80 &&
+	   offsetof(struct hcomm_peer_xport_stats, reserved) == 336 &&
+	   sizeof(struct hcomm_peer_range) == 16 &&
+	   offsetof(struct hcomm_peer_stats, range) == 16 &&
+	   offsetof(struct hcomm_peer_stats, why) == 80 &&
+	   offsetof(struct hcomm_peer_stats, xp) == 176 &&
+	   offsetof(struct hcomm_peer_stats, reserved) == 1776 &&
+	   sizeof(struct hcomm_peer_stats) == 1904 &&
+	   HCOMM_PEER_STATS_VERSION == 1 && HCOMM_XPORT_KERNEL == 0 &&
+	   HCOMM_XPORT_RDMA == 1 && HCOMM_XPORT_TCP == 2,
+	   "packing: hcomm_peer_stats version 1 is %zu bytes (xport %zu), "
+	   "fields where they were", sizeof(struct hcomm_peer_stats),
+	   sizeof(struct hcomm_peer_xport_stats));
 }
 
 int main(void)
