@@ -5,7 +5,8 @@
 #
 #   scripts/netvm.sh run --n 2 -- bash scripts/net-bench-guest.sh
 #
-# In one run, on the same two VMs and rxe devices: ib_write_bw -a and
+# In one run, on the same two VMs and rxe devices: ib_write_bw (each size
+# for 2 s, 16 in flight) and
 # ib_write_lat (perftest) over rxe0, iperf3 over TCP, then
 # build/bench/hcomm_net_bench with HCOMM_TRANSPORT=rdma and =tcp (rank 0
 # on vm2 putting into rank 1 on vm1).  vm2 prints a table of put bandwidth
@@ -41,12 +42,23 @@ hb() {
 }
 runs="rdma:25001:$((64 << 20)) tcp:25002:$((64 << 20)) auto:25003:4096"
 
+# ib_write_bw for each size the bench puts, for 2 s each (its
+# -a mode runs a fixed count per size, 30 with -n 30: mostly start-up at
+# the small sizes, so a weak baseline), the same 16 in flight as hcomm
+# (-t 16).
+bw_sizes="8 64 512 4096 32768 65536 262144 1048576 4194304 16777216 67108864"
+bw_secs=${HCOMM_NET_BENCH_BW_SECS:-2}
+# From 16 MiB a count (-D counts too few messages of that size in 2 s)
+bw_len() { if [ "$1" -ge $((16 << 20)) ]; then echo "-n 6"; else echo "-D $bw_secs"; fi; }
+
 if [ "$VM_ID" = 1 ]; then
-	timeout 300 ib_write_bw -d rxe0 -x 1 -F -a -n 30 --report_gbits \
-		> /tmp/wbw.srv 2>&1 &
-	wait_listen 18515 || rc=1
-	barrier bw || rc=1
-	wait $! || rc=1
+	for s in $bw_sizes; do
+		timeout 120 ib_write_bw -d rxe0 -x 1 -F -s "$s" -t 16 \
+			$(bw_len "$s") --report_gbits > /tmp/wbw.srv 2>&1 &
+		wait_listen 18515 || rc=1
+		barrier "bw-$s" || rc=1
+		wait $! || rc=1
+	done
 	timeout 120 ib_write_lat -d rxe0 -x 1 -F -s 8 -n 500 \
 		> /tmp/wlat.srv 2>&1 &
 	wait_listen 18515 || rc=1
@@ -65,9 +77,12 @@ if [ "$VM_ID" = 1 ]; then
 	exit $rc
 fi
 
-barrier bw || rc=1
-timeout 300 ib_write_bw -d rxe0 -x 1 -F -a -n 30 --report_gbits "$server" \
-	> "$out/ib_write_bw.txt" 2>&1 || rc=1
+: > "$out/ib_write_bw.txt"
+for s in $bw_sizes; do
+	barrier "bw-$s" || rc=1
+	timeout 120 ib_write_bw -d rxe0 -x 1 -F -s "$s" -t 16 $(bw_len "$s") \
+		--report_gbits "$server" >> "$out/ib_write_bw.txt" 2>&1 || rc=1
+done
 barrier lat || rc=1
 timeout 120 ib_write_lat -d rxe0 -x 1 -F -s 8 -n 500 "$server" \
 	> "$out/ib_write_lat.txt" 2>&1 || rc=1

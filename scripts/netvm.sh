@@ -4,6 +4,7 @@
 #
 #   scripts/netvm.sh run [--n N] [--nics K] [--kernel <vmlinuz>]
 #                        [--kver auto|none|<version>] [--mem MiB] [--smp N]
+#                        [--cpu MODEL]
 #                        [--mtu BYTES] [--timeout s] [--run DIR]
 #                        [--env VAR=value]... [--prenetem]
 #                        [--host-script FILE] [--log-dir DIR] [--quiet]
@@ -19,7 +20,8 @@
 # only NICs are ethJ = 10.(77+J).0.I/24 on brJ. Nothing touches the host's
 # own network. Defaults: --n 2, --nics 1, --kernel the newest
 # /boot/vmlinuz-6.12.*, --kver auto (modules version from the file name;
-# none: the 9p chain is built in), --mem 1024, --smp 1, --mtu 1500,
+# none: the 9p chain is built in), --mem 1024, --smp 1, --cpu qemu64 (or
+# NETVM_CPU: qemu's -cpu), --mtu 1500,
 # --timeout 900 (for the whole run), --run /var/tmp/hcomm-net/run.<pid>
 # (shared read-write with every guest at the same path: not under /tmp,
 # which is private in the guests), --log-dir build/logs/net-<timestamp>.
@@ -560,7 +562,7 @@ start_vm() { # i
 	append="$append netvm_run=$run netvm_id=$i${keep:+ netvm_keep=$keep}"
 	holder=$(recorded_pid "$run" holder) || die "the namespace holder is gone"
 	nsenter -t "$holder" -n -- qemu-system-x86_64 \
-		-M q35 -cpu qemu64 -m "${mem}M" -smp "$smp" \
+		-M q35 -cpu "$cpu" -m "${mem}M" -smp "$smp" \
 		-nodefaults -display none -no-reboot \
 		-kernel "$kernel" -initrd "$initrd" -append "$append" \
 		-serial "file:$run/vm$i.console" -serial "file:$run/vm$i.out" \
@@ -587,6 +589,7 @@ cmd_run() {
 	local kernel='' kver=auto timeout=900 host_script='' quiet=0 i j s
 	local -a vm_pid=() vm_t0=() vm_rc=() vm_wall=() vm_why=()
 	n_vms=2 nics=1 mem=1024 smp=1 mtu=1500 prenetem=0 run='' logdir='' own_run=0 keep=''
+	cpu=${NETVM_CPU:-qemu64}
 	envs=()
 	while [ $# -gt 0 ]; do
 		case $1 in
@@ -596,6 +599,7 @@ cmd_run() {
 		--kver) kver=$2; shift 2 ;;
 		--mem) mem=$2; shift 2 ;;
 		--smp) smp=$2; shift 2 ;;
+		--cpu) cpu=$2; shift 2 ;;
 		--mtu) mtu=$2; shift 2 ;;
 		--timeout) timeout=$2; shift 2 ;;
 		--run) run=$2; shift 2 ;;
