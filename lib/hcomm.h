@@ -325,7 +325,8 @@ struct hcomm_comm_stats {
 	uint64_t rcache_bytes;		/* bytes they cover now */
 	uint64_t rcache_dead;		/* replaced while an operation used
 					 * them: deregistered once unused */
-	/* Network transports (tcp), summed over the peers; 0 otherwise. */
+	/* Network transports (tcp), summed over the peers (per peer:
+	 * hcomm_comm_peer_stats()); 0 otherwise. */
 	uint64_t net_bytes_sent;	/* payload bytes sent (puts, get
 					 * replies) */
 	uint64_t net_bytes_recv;	/* payload bytes received and applied */

@@ -1373,10 +1373,8 @@ static int peers_publish(struct hcomm_comm *c)
 		if (err)
 			unlink(c->peers_path);
 	}
-	if (!err) {
-		c->peers_thr_on = 1;
+	if (!err)
 		return 0;
-	}
 	hcomm__fail(hcomm__err_code(0, err), err, "HCOMM_STATS_DIR: %s",
 		    c->peers_path);
 	free(c->peers_path);
@@ -1395,7 +1393,6 @@ static void peers_unpublish(struct hcomm_comm *c)
 	pthread_cond_signal(&c->peers_cond);
 	pthread_mutex_unlock(&c->peers_lock);
 	pthread_join(c->peers_thr, NULL);
-	c->peers_thr_on = 0;
 	unlink(c->peers_path);
 	free(c->peers_path);
 	c->peers_path = NULL;

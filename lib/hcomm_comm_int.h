@@ -45,8 +45,9 @@
  * @peers_lock: guards @links and @routes against hcomm_comm_probe() for
  *              the readers outside the issue path (the peers file, the
  *              per-peer counters), and the writer thread's state:
- * @peers_cond, @peers_stop, @peers_thr, @peers_thr_on: the thread that
- *              rewrites the peers file once a second when it changed;
+ * @peers_cond, @peers_stop, @peers_thr: the thread that rewrites the
+ *              peers file once a second when it changed (it runs while
+ *              @peers_path is set);
  * @probing:    hcomm_comm_probe() runs: the routes are in flux;
  * @peers_last: the file's last content (malloc'd), or NULL.
  */
@@ -90,7 +91,6 @@ struct hcomm_comm {
 	pthread_mutex_t peers_lock;
 	pthread_cond_t peers_cond;
 	int peers_stop;
-	int peers_thr_on;
 	int probing;
 	pthread_t peers_thr;
 	char *peers_last;
