@@ -388,7 +388,7 @@ enum hcomm_xport_id {
 };
 #define HCOMM_PEER_XPORTS	4	/* room in xp[]: 3 used */
 #define HCOMM_PEER_RANGES	4	/* room in range[] */
-#define HCOMM_PEER_WC_STATUS	32	/* wc_status[]: enum ibv_wc_status */
+#define HCOMM_PEER_WC_STATUS	32	/* wc_status[]: ibv_wc_status */
 
 /*
  * What one transport counted towards one peer (all zero for a transport
@@ -406,11 +406,11 @@ struct hcomm_peer_xport_stats {
 	uint64_t ops_sent;		/* requests sent (puts, gets) */
 	uint64_t ops_recv;		/* requests received and applied
 					 * (tcp), signal pieces (rdma) */
-	uint64_t crc_errors;		/* tcp: frames whose CRC32C failed */
+	uint64_t crc_errors;		/* tcp: frames failing CRC32C */
 	uint64_t refused;		/* tcp: frames refused (malformed, out
 					 * of range): the connection closed */
 	uint64_t conn_lost;		/* connections closed by an error */
-	uint64_t retransmits;		/* tcp: TCP_INFO tcpi_total_retrans,
+	uint64_t retransmits;		/* tcp: TCP_INFO tcpi_total_retrans
 					 * summed over its connections */
 	uint64_t wc_errors;		/* rdma: work requests completed in
 					 * error, any status */
@@ -429,8 +429,9 @@ struct hcomm_peer_range {
 };
 
 struct hcomm_peer_stats {
-	uint32_t size;			/* in: sizeof(struct hcomm_peer_stats);
-					 * out: bytes filled */
+	uint32_t size;			/* in: sizeof(struct
+					 * hcomm_peer_stats); out: bytes
+					 * filled */
 	uint32_t version;		/* out: HCOMM_PEER_STATS_VERSION */
 	int32_t peer;			/* out: the peer */
 	uint32_t nranges;		/* range[] in use (0: unreachable) */

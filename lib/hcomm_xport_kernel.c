@@ -96,7 +96,7 @@ struct kx_ring {
 struct kx_pstat {
 	uint64_t bytes_sent;		/* puts */
 	uint64_t bytes_recv;		/* gets */
-	uint64_t ops;			/* transfers completed without error */
+	uint64_t ops;			/* transfers completed, no error */
 };
 
 struct kx {

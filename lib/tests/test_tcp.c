@@ -1581,7 +1581,8 @@ static int pp_file_ok(const char *path, char *why, size_t len)
 		    js_u64(x, "ops_sent") != w.ops_sent ||
 		    js_u64(x, "ops_recv") != w.ops_recv ||
 		    js_u64(x, "crc_errors") || js_u64(x, "conn_lost")) {
-			snprintf(why, len, "peer %d: %s", (int)js_u64(e, "peer"),
+			snprintf(why, len, "peer %d: %s",
+				 (int)js_u64(e, "peer"),
 				 json_object_to_json_string(x));
 			goto out;
 		}
@@ -1626,8 +1627,8 @@ static void pp_info_check(const char *dir)
 	out[n] = 0;
 	st = pclose(p);
 	snprintf(cmd, sizeof(cmd), "hcomm-%d-0-0.peers.json: pid %d, rank 0 "
-		 "of 3, transports tcp\n  peer 1\n    links:  kernel -, rdma -, "
-		 "tcp not probed\n    route:  [0, inf) tcp (forced by "
+		 "of 3, transports tcp\n  peer 1\n    links:  kernel -, "
+		 "rdma -, tcp not probed\n    route:  [0, inf) tcp (forced by "
 		 "HCOMM_TRANSPORT=tcp)\n    tcp     sent 300000 B in 4 ops, "
 		 "received 4096 B in 0 ops; 0 CRC errors, 0 refused, 0 "
 		 "connections lost, ", (int)getpid(), (int)getpid());
@@ -1683,12 +1684,15 @@ static int rank_peers(void)
 	memset(&ps, 0xa5, sizeof(ps));
 	ps.size = sizeof(ps);
 	i = hcomm_comm_peer_stats(comm, r, &ps);
-	check(!i && ps.size == sizeof(ps) && ps.version == HCOMM_PEER_STATS_VERSION &&
+	check(!i && ps.size == sizeof(ps) &&
+	      ps.version == HCOMM_PEER_STATS_VERSION &&
 	      ps.peer == r && ps.nranges == 1 &&
 	      ps.range[0].upto == UINT64_MAX &&
 	      ps.range[0].xport == HCOMM_XPORT_TCP &&
-	      strstr(ps.why, "HCOMM_TRANSPORT") && ps.xp[HCOMM_XPORT_TCP].in_use &&
-	      !ps.xp[HCOMM_XPORT_KERNEL].in_use && !ps.xp[HCOMM_XPORT_RDMA].in_use &&
+	      strstr(ps.why, "HCOMM_TRANSPORT") &&
+	      ps.xp[HCOMM_XPORT_TCP].in_use &&
+	      !ps.xp[HCOMM_XPORT_KERNEL].in_use &&
+	      !ps.xp[HCOMM_XPORT_RDMA].in_use &&
 	      !ps.xp[HCOMM_XPORT_TCP].bytes_sent &&
 	      !ps.xp[HCOMM_XPORT_TCP].ops_recv && !ps.reserved[0],
 	      "peer_stats before traffic: version %u, size %u, peer %d, "
@@ -1702,7 +1706,8 @@ static int rank_peers(void)
 		fill(buf, PP_WIN, 71);
 		for (i = 0; i < 3; i++)
 			check_ok(hcomm_put(win, 1, (uint64_t)i * PP_PUT,
-					   buf + i * PP_PUT, PP_PUT), "hcomm_put");
+					   buf + i * PP_PUT, PP_PUT),
+				 "hcomm_put");
 		check_ok(hcomm_put(win, 2, 0, buf, PP_PUT2), "hcomm_put");
 		check_ok(hcomm_get(win, 1, MiB, buf + 2 * MiB, PP_GET),
 			 "hcomm_get");

@@ -716,6 +716,13 @@ static uint64_t ju64(json_object *o, const char *k)
 	return v ? (uint64_t)json_object_get_int64(v) : 0;
 }
 
+static double jdbl(json_object *o, const char *k)
+{
+	json_object *v = jget(o, k);
+
+	return v ? json_object_get_double(v) : 0;
+}
+
 static const char *jstr(json_object *o, const char *k)
 {
 	json_object *v = jget(o, k);
@@ -845,10 +852,8 @@ static void peers_print(const char *name, json_object *o)
 				printf("%s not probed", xps[j]);
 			else
 				printf("%s %.1f us %.1f MB/s %" PRIu64 " err",
-				       xps[j],
-				       json_object_get_double(jget(l, "lat_us")),
-				       json_object_get_double(jget(l, "bw_mbps")),
-				       ju64(l, "errors"));
+				       xps[j], jdbl(l, "lat_us"),
+				       jdbl(l, "bw_mbps"), ju64(l, "errors"));
 			printf("%s", j + 1 < sizeof(xps) / sizeof(xps[0]) ?
 			       ", " : "\n");
 		}
