@@ -2600,14 +2600,18 @@ static int case_timeout(bool allow_io)
  * back every fd and thread the communicator had (with rdma: all but
  * librdmacm's device context, see fds_new()).
  *
- * Bound from the notice to the first failure: tcp (and the kernel inside a
- * VM) learn of the death at once (the victim's kernel closes its sockets:
- * EOF or a reset one round trip later; its /dev/hcomm file is released),
- * so K_FAST_MS covers a loaded VM.  rdma has no such event: a soft-RoCE
- * QP gives up after (RX_RETRY_CNT + 1) ack timeouts of 4.096 us <<
- * RX_ACK_TIMEOUT (lib/hcomm_xport_rdma.c: 16 and 3 -> 4 x 268 ms = 1.07
- * s; HCOMM_RDMA_ACK_TIMEOUT / HCOMM_RDMA_RETRY_CNT change them): the bound
- * is twice that plus K_FAST_MS.
+ * Bound from the notice to the first failure: the victim's exit (its
+ * kernel tearing the process down: HCOMM_VMTEST_EXIT_MS, default
+ * K_EXIT_MS = 3 s for a loaded stock VM; the debug kernel under TCG needs
+ * about 10 s), plus the detection: tcp (and the kernel inside a VM) learn
+ * of the death at once (the dying process's sockets are closed: EOF or a
+ * reset one round trip later; its /dev/hcomm regions go away).  rdma has
+ * no such event: a soft-RoCE QP gives up after (RX_RETRY_CNT + 1) ack
+ * timeouts of 4.096 us << RX_ACK_TIMEOUT (lib/hcomm_xport_rdma.c: 16 and
+ * 3 -> 4 x 268 ms = 1.07 s; HCOMM_RDMA_ACK_TIMEOUT / HCOMM_RDMA_RETRY_CNT
+ * change them): twice that.  The error must not be HCOMM_ERR_TIMEOUT
+ * either: that would be the transport's idle limit (HCOMM_TIMEOUT_MS),
+ * not the death seen.
  */
 #define K_QD		8
 #define K_SLOT		(64 * KiB)
@@ -2619,7 +2623,7 @@ static int case_timeout(bool allow_io)
 #define K_GET_OFF	(K_PUT_OFF + K_QD * K_SLOT)
 #define K_WIN		(K_GET_OFF + K_QD * K_SLOT + PAD)
 #define K_NOTE		0x4b494c4c45442121ULL
-#define K_FAST_MS	3000
+#define K_EXIT_MS	3000
 #define K_COLL_MS	3000
 #define SIG_K_GO	40
 #define SIG_K_NOTE	41
@@ -2712,10 +2716,12 @@ static uint64_t kill_bound_ms(void)
 	int cnt = env_int("HCOMM_RDMA_RETRY_CNT", 3);
 	uint64_t rdma_ms = (uint64_t)(cnt + 1) * 4096ULL * (1ULL << ack) /
 			   1000000ULL;
+	uint64_t exit_ms = (uint64_t)env_int("HCOMM_VMTEST_EXIT_MS",
+					     K_EXIT_MS);
 
 	if (strstr(hcomm_comm_transport(comm), "rdma"))
-		return 2 * rdma_ms + K_FAST_MS;
-	return K_FAST_MS;
+		return 2 * rdma_ms + exit_ms;
+	return exit_ms;
 }
 
 /* errmsg names the rank: "rank V" not followed by another digit. */
@@ -2915,6 +2921,8 @@ static int case_killed(int victim)
 	if (first < 0 && !names_rank(first_msg, victim))
 		out("note: the failed request's errmsg does not name rank %d",
 		    victim);
+	CHECK(first != -HCOMM_ERR_TIMEOUT, "the first error is the idle "
+	      "timeout, not the death seen");
 	CHECK(first < 0 && el <= bound, "the first error to the killed rank "
 	      "%d: %s after %" PRIu64 " ms, bound %" PRIu64 " ms", victim,
 	      errname(first), el, bound);
@@ -2988,7 +2996,7 @@ static int case_killed(int victim)
 	t0 = now_ns();
 	rc = hcomm_barrier(comm);
 	el = (now_ns() - t0) / 1000000;
-	CHECK(rc < 0 && el <= K_COLL_MS + K_FAST_MS, "a barrier with the dead "
+	CHECK(rc < 0 && el <= K_COLL_MS + bound, "a barrier with the dead "
 	      "rank %d: %s after %" PRIu64 " ms (collective timeout %d ms)",
 	      victim, errname(rc), el, K_COLL_MS);
 	out("barrier: %s after %" PRIu64 " ms: %s", errname(rc), el,
