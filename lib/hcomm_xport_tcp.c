@@ -94,6 +94,7 @@
 
 enum { OP_PUT = 1, OP_GET, OP_GET_RESP, OP_ACK, OP_BYE };
 #define F_SIGNAL	1u
+#define F_NODIGEST	2u		/* no payload CRC32C: dcrc 0 */
 
 /* user_data tags (low 3 bits of an 8-aligned pointer) */
 enum { UD_RX = 1, UD_TX, UD_ZC, UD_ACCEPT, UD_WAKE, UD_IGNORE };
@@ -397,6 +398,7 @@ struct tx {
 	int size;
 	unsigned int lanes;		/* this rank's num_qps */
 	uint64_t zc_min;		/* SENDMSG_ZC from this; 0: never */
+	int nodigest;			/* HCOMM_TCP_DIGEST=none */
 	uint64_t timeout_ns;
 	uint64_t nonce;
 	uint32_t stage;			/* staging bytes per connection */
@@ -1089,17 +1091,20 @@ static void chunk_build(struct tx_conn *k, struct tx_chunk *ch)
 	seg_next(&ch->f, (const unsigned char *)op->local + ch->off);
 	h->op = OP_PUT;
 	h->len = ch->f.len;
-	h->dcrc = ch->f.len ? hcomm__crc32c(0, ch->f.data, ch->f.len) : 0;
+	if (k->tx->nodigest)
+		h->flags = F_NODIGEST;
+	else if (ch->f.len)
+		h->dcrc = hcomm__crc32c(0, ch->f.data, ch->f.len);
 	if (ch->f.last && op->op == HCOMM_OP_PUT_SIGNAL &&
 	    (op->nchunks == 1 || op->phase)) {
-		h->flags = F_SIGNAL;
+		h->flags |= F_SIGNAL;
 		h->sig = op->sig;
 		h->value = op->value;
 	}
 }
 
 /* The next segment of a get reply: its CRC of the window now. */
-static void resp_build(struct tx_resp *r)
+static void resp_build(const struct tx *tx, struct tx_resp *r)
 {
 	struct tx_whdr *h = &r->f.h;
 
@@ -1109,6 +1114,10 @@ static void resp_build(struct tx_resp *r)
 	h->seq = r->seq;
 	h->off = r->f.sent;
 	h->len = r->f.len;
+	if (tx->nodigest) {
+		h->flags = F_NODIGEST;
+		return;
+	}
 	win_access_begin();
 	h->dcrc = r->f.len ? hcomm__crc32c(0, r->f.data, r->f.len) : 0;
 	win_access_end();
@@ -1125,7 +1134,7 @@ static void frame_build(struct tx_conn *k, struct tx_frame *f)
 	if (f->kind == FR_CHUNK)
 		chunk_build(k, (struct tx_chunk *)(void *)f);
 	else if (f->kind == FR_RESP)
-		resp_build((struct tx_resp *)(void *)f);
+		resp_build(k->tx, (struct tx_resp *)(void *)f);
 	f->h.ack = k->applied;
 	hdr_encode(f->hdr, &f->h);
 	k->ack_sent = k->applied;
@@ -1722,9 +1731,10 @@ static int frame_dest(struct tx *tx, struct tx_conn *k, struct tx_whdr *h)
 
 	switch (h->op) {
 	case OP_PUT:
-		if ((h->flags & ~F_SIGNAL) || h->rsvd ||
+		if ((h->flags & ~(F_SIGNAL | F_NODIGEST)) || h->rsvd ||
 		    (h->flags & F_SIGNAL ? h->sig >= TX_NSIG :
-					   h->sig || h->value))
+					   h->sig || h->value) ||
+		    (h->flags & F_NODIGEST && h->dcrc))
 			break;
 		if (h->seq != k->applied + 1) {
 			refuse(tx, k, "sequence %llu after %llu",
@@ -1752,7 +1762,8 @@ static int frame_dest(struct tx *tx, struct tx_conn *k, struct tx_whdr *h)
 		return frame_win(tx, k, h) ? 0 : -1;
 	case OP_GET_RESP:
 		ch = k->gq;
-		if (h->flags || h->rsvd || h->sig || h->value || h->win)
+		if ((h->flags & ~F_NODIGEST) || h->rsvd || h->sig ||
+		    h->value || h->win || (h->flags & F_NODIGEST && h->dcrc))
 			break;
 		if (!ch || ch->last_seq != h->seq ||
 		    h->off != ch->got || h->len > ch->len - ch->got ||
@@ -1858,7 +1869,7 @@ static int frame_end(struct tx *tx, struct tx_conn *k)
 		tx->wins[k->cur_slot - 1].refs--;
 		k->cur_slot = 0;
 	}
-	if (k->crc != h->dcrc) {
+	if (!(h->flags & F_NODIGEST) && k->crc != h->dcrc) {
 		s->crc_errors++;
 		conn_fail(tx, k, EBADMSG, "payload CRC32C mismatch (op %u, "
 			  "%llu bytes at offset %llu)", h->op,
@@ -1900,7 +1911,8 @@ static int frame_end(struct tx *tx, struct tx_conn *k)
 
 static void crc_add(struct tx_conn *k, const unsigned char *p, uint64_t n)
 {
-	k->crc = hcomm__crc32c(k->crc, p, n);
+	if (!(k->cur.flags & F_NODIGEST))
+		k->crc = hcomm__crc32c(k->crc, p, n);
 }
 
 /* Frames in the staging buffer; a large payload continues as R_BULK. */
@@ -2898,14 +2910,20 @@ static int tx_probe(const struct hcomm_rankinfo *ri)
 	return 1;	/* TCP reaches any rank */
 }
 
-/* HCOMM_TCP_ZC_THRESHOLD, HCOMM_LOG. */
+/* HCOMM_TCP_ZC_THRESHOLD, HCOMM_TCP_DIGEST, HCOMM_LOG. */
 static int tx_env(struct tx *tx)
 {
 	const char *s = getenv("HCOMM_TCP_ZC_THRESHOLD");
+	const char *dg = getenv("HCOMM_TCP_DIGEST");
 	const char *log = getenv("HCOMM_LOG");
 	uint64_t v;
 
 	tx->log = log && *log && strcmp(log, "0");
+	if (dg && *dg && strcmp(dg, "crc32c") && strcmp(dg, "none"))
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL,
+				   "HCOMM_TCP_DIGEST=\"%.64s\": not \"crc32c\" "
+				   "or \"none\"", dg);
+	tx->nodigest = dg && !strcmp(dg, "none");
 	tx->zc_min = TX_ZC_DEFAULT;
 	if (!s)
 		return 0;

@@ -33,14 +33,19 @@ wait_listen() {
 	return 1
 }
 
-# hb TRANSPORT PORT MAX: rank 0 on vm2, rank 1 on vm1 ("auto": the
-# probe's choice, its decision table printed by rank 0)
+# hb RUN PORT MAX: rank 0 on vm2, rank 1 on vm1; RUN is the transport
+# ("auto": the probe's choice, its decision table printed by rank 0), or
+# tcpnd: tcp with HCOMM_TCP_DIGEST=none (no payload CRC32C)
 hb() {
+	local t=$1 dg=crc32c
+
+	[ "$t" = tcpnd ] && t=tcp dg=none
 	HCOMM_RANK=$((VM_ID == 2 ? 0 : 1)) HCOMM_WORLD_SIZE=2 \
-	HCOMM_ROOT_ADDR=$(ip_of 2):$2 HCOMM_TRANSPORT=$1 HCOMM_JOB_ID=nb-$1 \
-		timeout 300 "$bench" --max "$3"
+	HCOMM_ROOT_ADDR=$(ip_of 2):$2 HCOMM_TRANSPORT=$t HCOMM_JOB_ID=nb-$1 \
+	HCOMM_TCP_DIGEST=$dg timeout 300 "$bench" --max "$3"
 }
-runs="rdma:25001:$((64 << 20)) tcp:25002:$((64 << 20)) auto:25003:4096"
+runs="rdma:25001:$((64 << 20)) tcp:25002:$((64 << 20))
+tcpnd:25004:$((64 << 20)) auto:25003:4096"
 
 # ib_write_bw for each size the bench puts, for 2 s each (its
 # -a mode runs a fixed count per size, 30 with -n 30: mostly start-up at
@@ -118,7 +123,7 @@ try:
 except Exception:
     ipf = None
 hc = {}
-for t in ("rdma", "tcp", "auto"):
+for t in ("rdma", "tcp", "tcpnd", "auto"):
     put = {}
     l8 = None
     probe = ""
@@ -137,25 +142,30 @@ def ratio(a, b):
 
 print("hcomm_net_bench: two VMs, put bandwidth in MB/s (10^6 B/s), "
       "8-byte latency in us")
-print("%-10s %10s %12s %6s %10s %10s %6s" %
-      ("size", "rdma", "ib_write_bw", "ratio", "tcp", "iperf3", "ratio"))
+print("%-10s %10s %12s %6s %10s %10s %6s %10s %6s" %
+      ("size", "rdma", "ib_write_bw", "ratio", "tcp", "iperf3", "ratio",
+       "tcp-nodg", "ratio"))
 for s in sorted(set(hc["rdma"][0]) | set(hc["tcp"][0])):
     r = hc["rdma"][0].get(s)
     t = hc["tcp"][0].get(s)
+    n = hc["tcpnd"][0].get(s)
     b = ibw.get(s)
+    big = s >= 64 << 10
     mark = "  <- 256 KiB" if s == 256 << 10 else ""
-    print("%-10d %10s %12s %6s %10s %10s %6s%s" % (
+    print("%-10d %10s %12s %6s %10s %10s %6s %10s %6s%s" % (
         s, "%.2f" % r if r else "-", "%.2f" % b if b else "-",
         ratio(r, b), "%.2f" % t if t else "-",
         "%.2f" % ipf if ipf else "-",
-        ratio(t, ipf) if s >= 64 << 10 else "-", mark))
+        ratio(t, ipf) if big else "-", "%.2f" % n if n else "-",
+        ratio(n, ipf) if big else "-", mark))
 print("%-10s %10s %12s %6s %10s" % (
     "lat8", "%.1f" % hc["rdma"][1] if hc["rdma"][1] else "-",
     "%.1f" % ilat if ilat else "-",
     ratio(hc["rdma"][1], ilat),
     "%.1f" % hc["tcp"][1] if hc["tcp"][1] else "-"))
 print("ratio: hcomm / tool (bandwidth: higher is better; latency: lower "
-      "is better); tcp against iperf3 from 64 KiB")
+      "is better); tcp against iperf3 from 64 KiB; tcp-nodg: "
+      "HCOMM_TCP_DIGEST=none")
 print("probe (HCOMM_TRANSPORT=auto): " + (hc["auto"][2] or "-"))
 print("auto: 8-byte latency %s us" % (
     "%.1f" % hc["auto"][1] if hc["auto"][1] else "-"))

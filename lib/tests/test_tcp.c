@@ -1008,13 +1008,28 @@ out:
 	return down(w, ret);
 }
 
+/*
+ * Rank 0 sends without payload CRC32C, rank 1 with: each checks what
+ * carries one, and the data is the same both ways.
+ */
+static int rank_digest_mixed(void)
+{
+	if (me == 0)
+		setenv("HCOMM_TCP_DIGEST", "none", 1);
+	else
+		setenv("HCOMM_TCP_DIGEST", "crc32c", 1);
+	return rank_putget();
+}
+
 /* hcomm_comm_init of one rank with an environment that must fail. */
 static int rank_bad_env(void)
 {
 	struct hcomm_comm *c;
 	int ret = hcomm_comm_init(&c, NULL);
 	const char *var = getenv("HCOMM_TCP_ZC_THRESHOLD") ?
-			  "HCOMM_TCP_ZC_THRESHOLD" : "HCOMM_TRANSPORT";
+			  "HCOMM_TCP_ZC_THRESHOLD" :
+			  getenv("HCOMM_TCP_DIGEST") ? "HCOMM_TCP_DIGEST" :
+			  "HCOMM_TRANSPORT";
 
 	check(ret == -HCOMM_ERR_INVAL && strstr(hcomm_errmsg(), var),
 	      "%s=%s: hcomm_comm_init fails with HCOMM_ERR_INVAL naming it "
@@ -1887,6 +1902,14 @@ int main(int argc, char **argv)
 		  { "HCOMM_TRANSPORT=bogus" } },
 		{ "HCOMM_TCP_ZC_THRESHOLD=lots", 1, rank_bad_env,
 		  { "HCOMM_TCP_ZC_THRESHOLD=lots" } },
+		{ "HCOMM_TCP_DIGEST=md5", 1, rank_bad_env,
+		  { "HCOMM_TCP_DIGEST=md5" } },
+		{ "put/get, 2 lanes, HCOMM_TCP_DIGEST=none", 2, rank_putget,
+		  { "HCOMM_NUM_QPS=2", "HCOMM_TCP_DIGEST=none" } },
+		{ "stream of 3 MiB puts and gets, HCOMM_TCP_DIGEST=none", 2,
+		  rank_stream, { "HCOMM_NUM_QPS=1", "HCOMM_TCP_DIGEST=none" } },
+		{ "put/get, digest on one rank only", 2, rank_digest_mixed,
+		  { "HCOMM_NUM_QPS=1" } },
 		{ "hostile client", 2, rank_hostile,
 		  { "HCOMM_TIMEOUT_MS=1500", "HCOMM_COLL_TIMEOUT_MS=30000" } },
 		{ "4 ranks, every pair, 2 lanes", 4, rank_all,
