@@ -459,6 +459,9 @@ HCOMM_EXPORT int hcomm_wait(struct hcomm_request *req)
 		else
 			idle_step(c, req, &st);
 	}
+	if (req->status && rp->target != 0xffff)
+		return hcomm__fail(-req->status, rp->err, "operation on rank "
+				   "%u failed", rp->target);
 	if (req->status)
 		return hcomm__fail(-req->status, rp->err, "operation failed");
 	return 0;
@@ -626,6 +629,7 @@ static int issue(struct hcomm_win *w, const struct hcomm_xfer_desc *d,
 		reqs[i].t_complete_ns = 0;
 		memset(rp, 0, sizeof(*rp));
 		rp->comm = c;
+		rp->target = (uint16_t)d[i].target;
 	}
 	__atomic_add_fetch(&c->inflight, n, __ATOMIC_RELAXED);
 	/*
@@ -643,7 +647,7 @@ static int issue(struct hcomm_win *w, const struct hcomm_xfer_desc *d,
 		     run++)
 			;
 		for (k = i; k < i + run; k++)
-			hcomm__req_priv(&reqs[k])->xport = (uint16_t)xp;
+			hcomm__req_priv(&reqs[k])->xport = (uint8_t)xp;
 		ret = c->xo[xp]->post(c, w, d + i, run, reqs + i);
 	}
 	t_issuing--;

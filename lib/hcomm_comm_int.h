@@ -121,8 +121,11 @@ struct hcomm_win {
  * @pend: once completed: link in the pending-callback list of the thread
  *        that will run its callback (hcomm_comm.c).
  * @err:  errno behind a failed status (0 otherwise), set at completion.
- * @ring: the transport's queue the request went to (a hint for waiters).
+ * @ring: the transport's queue the request went to (a hint for waiters;
+ *        at most HCOMM_NUM_QPS, 64).
  * @xport: the transport it went to (enum hcomm_xp_id).
+ * @target: the rank it went to (< 1024), for hcomm_wait()'s message;
+ *        0xffff for the library's own requests (a fence).
  * @q:    link while queued for the callback dispatcher.
  */
 struct hcomm_req_priv {
@@ -132,8 +135,9 @@ struct hcomm_req_priv {
 		struct hcomm_request *pend;
 	};
 	int32_t err;
-	uint16_t ring;
-	uint16_t xport;
+	uint8_t ring;
+	uint8_t xport;
+	uint16_t target;
 	union {
 		struct hcomm_mpsc_node node;
 		struct hcomm_request *next;

@@ -573,9 +573,10 @@ static int kx_fence(struct hcomm_comm *c)
 	}
 	memset(&req, 0, sizeof(req));
 	rp->comm = c;
+	rp->target = 0xffff;
 	ri = kx_thread_ring(kx);
 	r = &kx->rings[ri];
-	rp->ring = ri;
+	rp->ring = (uint8_t)ri;
 	__atomic_add_fetch(&c->inflight, 1, __ATOMIC_RELAXED);
 	for (;;) {
 		pthread_mutex_lock(&r->submit_lock);

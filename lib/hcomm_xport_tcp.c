@@ -1742,6 +1742,11 @@ static int frame_dest(struct tx *tx, struct tx_conn *k, struct tx_whdr *h)
 			       (unsigned long long)k->applied);
 			return -1;
 		}
+		if (h->len > TX_SEG) {
+			refuse(tx, k, "put segment of %llu bytes (at most %u)",
+			       (unsigned long long)h->len, TX_SEG);
+			return -1;
+		}
 		w = frame_win(tx, k, h);
 		if (!w)
 			return -1;
@@ -1765,7 +1770,7 @@ static int frame_dest(struct tx *tx, struct tx_conn *k, struct tx_whdr *h)
 		if ((h->flags & ~F_NODIGEST) || h->rsvd || h->sig ||
 		    h->value || h->win || (h->flags & F_NODIGEST && h->dcrc))
 			break;
-		if (!ch || ch->last_seq != h->seq ||
+		if (!ch || ch->last_seq != h->seq || h->len > TX_SEG ||
 		    h->off != ch->got || h->len > ch->len - ch->got ||
 		    (!h->len && ch->len)) {
 			refuse(tx, k, "reply to get %llu: %llu bytes at %llu, "

@@ -1250,7 +1250,7 @@ static void test_killed(void)
 /* a hostile client                                                    */
 /* ------------------------------------------------------------------ */
 
-#define H_WIN		(1 * MiB)
+#define H_WIN		(4 * MiB)
 
 static void le32(unsigned char *b, uint32_t v)
 {
@@ -1431,6 +1431,10 @@ static void h_attacks(struct hcomm_win *w, const char *addr)
 	wire_frame(b, 1, 1, 0, 100, 0xdead, hcomm__crc32c(0, pay, 100));
 	check(h_frame(addr, nonce, b, 64, pay, 100), "put into an unknown "
 	      "window: closed");
+	/* inside the window, but longer than a segment (1 MiB) may be */
+	wire_frame(b, 1, 1, 0, MiB + 1, id, 0);
+	check(h_frame(addr, nonce, b, 64, NULL, 0), "put of a 1 MiB + 1 byte "
+	      "segment: closed at its header");
 	wire_frame(b, 9, 1, 0, 0, id, 0);
 	check(h_frame(addr, nonce, b, 64, NULL, 0), "frame of op 9: closed");
 	wire_frame(b, 1, 5, 0, 100, id, hcomm__crc32c(0, pay, 100));
@@ -1495,10 +1499,10 @@ static int rank_hostile(void)
 		check(!memcmp(mem, want, H_WIN), "the window outside the "
 		      "targeted ranges is unchanged");
 		hcomm_comm_get_stats(comm, &st);
-		check(st.net_refused == 10 && st.net_crc_errors == 1 &&
-		      st.net_conn_lost == 8,
-		      "counted: %llu refused (10), %llu CRC errors (1), %llu "
-		      "connections lost (8)",
+		check(st.net_refused == 11 && st.net_crc_errors == 1 &&
+		      st.net_conn_lost == 9,
+		      "counted: %llu refused (11), %llu CRC errors (1), %llu "
+		      "connections lost (9)",
 		      (unsigned long long)st.net_refused,
 		      (unsigned long long)st.net_crc_errors,
 		      (unsigned long long)st.net_conn_lost);
@@ -1506,9 +1510,9 @@ static int rank_hostile(void)
 		ps.size = sizeof(ps);
 		t = &ps.xp[HCOMM_XPORT_TCP];
 		pr = hcomm_comm_peer_stats(comm, 0, &ps);
-		check(!pr && t->crc_errors == 1 && t->refused == 5 &&
-		      t->conn_lost == 8, "peer 0: %llu CRC errors (1), %llu "
-		      "frames refused (5), %llu connections lost (8)",
+		check(!pr && t->crc_errors == 1 && t->refused == 6 &&
+		      t->conn_lost == 9, "peer 0: %llu CRC errors (1), %llu "
+		      "frames refused (6), %llu connections lost (9)",
 		      (unsigned long long)t->crc_errors,
 		      (unsigned long long)t->refused,
 		      (unsigned long long)t->conn_lost);
