@@ -2913,14 +2913,10 @@ static int case_killed(int victim)
 	el = t_note ? (t_fail - t_note) / 1000000 : 0;
 	out("first error %ld ms after the notice, %s (%ld operations): %s; "
 	    "errmsg: %s", (long)el, how, n, errname(first), first_msg);
-	/*
-	 * A failed request's hcomm_wait() says "operation failed: <errno>"
-	 * without the rank (the request does not record its target): noted,
-	 * not failed; the blocking calls below must name it.
-	 */
-	if (first < 0 && !names_rank(first_msg, victim))
-		out("note: the failed request's errmsg does not name rank %d",
-		    victim);
+	/* hcomm_wait() of a failed request names the rank it went to */
+	CHECK(first >= 0 || names_rank(first_msg, victim), "the first "
+	      "failed request's errmsg does not name rank %d: %s", victim,
+	      first_msg);
 	CHECK(first != -HCOMM_ERR_TIMEOUT, "the first error is the idle "
 	      "timeout, not the death seen");
 	CHECK(first < 0 && el <= bound, "the first error to the killed rank "

@@ -164,8 +164,10 @@ while IFS='|' read -r name ppn env args; do
 	fi
 	t=$(now)
 	# shellcheck disable=SC2086
+	# the launcher's own limit (-t, its default 110 s) inside ours
 	{ timeout -k 5 "$case_timeout" "$launch" -n "$size" -s "$ranks" \
-		"${eargs[@]}" -- "$cprog" $args 2>&1 < /dev/null
+		-t $((case_timeout - 20)) "${eargs[@]}" -- "$cprog" $args \
+		2>&1 < /dev/null
 	  echo $? > "$tmp/rc"; } | sed -u 's/^/# /'
 	rc=$(cat "$tmp/rc" 2>/dev/null || echo 255)
 	secs=$(since "$t")
