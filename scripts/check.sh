@@ -265,30 +265,38 @@ done
 # the network touches in the kernel: one case per transport across the
 # VMs and the 4-rank cases with hcomm.ko inside each VM.  netvm.sh fails a
 # VM whose console shows a kernel problem (126).
-net_one() {	# role label cases... (net_env: more --env VAR=VALUE)
-	local r=$1 label=$2 t rc p f s lines
-	shift 2
+# net_run ROLE LABEL WHAT COMMAND...: two VMs of ROLE's kernel run COMMAND;
+# each prints "WHAT: N passed, N failed, N skipped" (net_env: more --env).
+net_run() {
+	local r=$1 label=$2 what=$3 t rc p f s lines
+	shift 3
 	t=$(now)
 	echo "[check] net-$label: 2 VMs of ${kimage[$r]}" >&2
 	scripts/netvm.sh run --n 2 --kernel "${kimage[$r]}" \
 		--kver "${kver[$r]}" --timeout "$vm_timeout" \
 		--log-dir "$logs/net-$label" --env "HCOMM_KO=${kko[$r]}" \
-		"${net_env[@]}" \
-		-- bash lib/tests/vm/net.sh --quick "$@" \
+		"${net_env[@]}" -- "$@" \
 		> "$logs/check-net-$label.log" 2>&1
 	rc=$?
 	p=0 f=0 s=0 lines=0
 	while read -r _ np _ nf _ ns _; do
 		p=$((p + np)) f=$((f + nf)) s=$((s + ns)) lines=$((lines + 1))
-	done < <(grep -aE '^net: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped' "$logs/check-net-$label.log")
+	done < <(grep -aE "^$what: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped" "$logs/check-net-$label.log")
 	[ "$lines" -lt 2 ] && f=$((f + 2 - lines))	# a VM that said nothing
 	[ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
 	echo "[check] net-$label: rc=$rc, $p passed, $f failed ($(since "$t")s)" >&2
 	row test "net/$label-x2" "$p" "$f" "$s" "$(since "$t")"
 }
+net_one() {	# role label cases...: lib/tests/vm/net.sh
+	local r=$1 label=$2
+	shift 2
+	net_run "$r" "$label" net bash lib/tests/vm/net.sh --quick "$@"
+}
 net_env=()
 if [ "${HCOMM_NET:-1}" = 1 ] && [ "${kmod_ok[stock612]:-0}" = 1 ]; then
 	net_one stock612 stock612
+	# Open MPI's mpirun across the two VMs (lib/tests/vm/mpi.sh)
+	net_run stock612 mpi-stock612 mpi bash lib/tests/vm/mpi.sh
 fi
 # The killed cases: a rank dies with kernel-transport operations of its
 # VM neighbour in flight; under KASAN the victim's exit alone takes up to
