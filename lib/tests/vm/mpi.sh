@@ -20,6 +20,9 @@
 # The 4-rank cases need hcomm.ko in both VMs ($HCOMM_KO, loaded here) and
 # are skipped without it.  CASE...: only these (names as in the output).
 #
+# HCOMM_MPI_TIMEOUT: seconds per mpirun (150), HCOMM_VMTEST_ALARM: per
+# hcomm_vm_test (120), HCOMM_LIBVM_DIR: the test programs (build/lib/vm).
+#
 # Output: TAP from each VM, then "mpi: N passed, N failed, N skipped"
 # (vm2: the mpirun cases; vm1: its sshd checks; a harness adds the lines
 # up like those of net.sh).  Exit status 1 when a test failed in this VM.
@@ -31,16 +34,16 @@ dir=${HCOMM_LIBVM_DIR:-$repo/build/lib/vm}
 prog=$dir/hcomm_vm_test
 case_timeout=${HCOMM_MPI_TIMEOUT:-150}
 export HCOMM_VMTEST_ALARM=${HCOMM_VMTEST_ALARM:-120}
-. "$NETVM_RUN/lib.sh"
 
 want=
 for a in "$@"; do
 	case $a in
-	-h|--help) sed -n '3,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '3,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) echo "mpi.sh: unknown option $a" >&2; exit 2 ;;
 	*) want="$want $a" ;;
 	esac
 done
+. "$NETVM_RUN/lib.sh" || exit 2
 
 port=2222                       # vm1's sshd
 subnet=10.77.0.0/24             # eth0 of the test bed: Open MPI stays there
@@ -457,7 +460,9 @@ while read -r line; do
 	results "$priv/out" "${mine[@]}" > "$priv/res"
 	while read -r c nres nbad nskip res; do
 		note="rank=status $res"
-		if [ "$placed" = 0 ]; then
+		if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+			notok "$c # mpirun timed out after ${case_timeout}s; $note"
+		elif [ "$placed" = 0 ]; then
 			notok "$c # wrong placement; $note"
 		elif [ "$nres" != "$np" ]; then
 			notok "$c # $nres of $np ranks reported (mpirun exit $rc); $note"
