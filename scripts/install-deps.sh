@@ -6,7 +6,8 @@
 # tools, verbs/rdma_cm, perftest and iperf3, used inside its VMs.
 # openssh-server, openssh-client: lib/tests/vm/mpi.sh starts its own sshd
 # (own config and keys in the run directory) in a VM as Open MPI's remote
-# agent; the package's service is not started or used on the host.
+# agent; the package's service is not started (policy-rc.d below) or
+# used on the host.
 set -eu
 
 PKGS="build-essential pkg-config cpio kmod xz-utils bc flex bison
@@ -36,4 +37,12 @@ echo "install-deps: installing:$missing"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q
 # No recommends: we do not want initramfs-tools or a boot loader hook.
+# No service starts meanwhile (openssh-server's sshd would, on the host):
+# a policy-rc.d that refuses (101) while apt runs, unless one exists.
+prc=/usr/sbin/policy-rc.d
+if [ ! -e "$prc" ]; then
+	trap 'rm -f "$prc"' EXIT INT TERM
+	printf '#!/bin/sh\nexit 101\n' > "$prc"
+	chmod 755 "$prc"
+fi
 apt-get install -y -q --no-install-recommends $missing
