@@ -10,8 +10,10 @@
  *
  * Prints, on rank 0, one line per size "put SIZE MBps" (10^6 bytes per
  * second, the best of 3 rounds, each moving about --budget bytes (8 MiB;
- * 1 to 500 puts) with up to 16 puts in flight) and "lat8 US" (half the
- * median put_signal round trip).  Rank 1 waits in a barrier meanwhile,
+ * 1 to 500 puts) with up to 16 puts in flight), "lat8 US" (half the
+ * median round trip of an 8-byte put_signal_nb answered by one, each
+ * request waited for after the answer) and "lat8b US" (the same with
+ * blocking hcomm_put_signal(), which returns at the RC ack).  Rank 1 waits in a barrier meanwhile,
  * with the collective timeout raised to 10 minutes: at 64 MiB over rxe a
  * round alone takes seconds, and a rank that left the barrier after the
  * default 30 s would free the window under rank 0's writes (they then
@@ -58,6 +60,46 @@ static int die(const char *what, int ret)
 	return 1;
 }
 
+/*
+ * rtts 8-byte ping-pongs (signals counted from base); rank 0 stores each
+ * round trip in rtt[].  blocking: hcomm_put_signal(), else _nb and the
+ * request waited for after the answer.  0 or a negated hcomm_err.
+ */
+static int pingpong(struct hcomm_comm *comm, struct hcomm_win *w,
+		    const char *src, double *rtt, int rtts, int me,
+		    int blocking, uint64_t base)
+{
+	struct hcomm_request req;
+	uint32_t mine = me ? SIG_PONG : SIG_PING;
+	uint32_t theirs = me ? SIG_PING : SIG_PONG;
+	int i, ret = 0, peer = !me;
+	double t;
+
+	for (i = 0; i < rtts && !ret; i++) {
+		t = now_s();
+		if (me && hcomm_signal_wait(comm, theirs, base + i + 1,
+					    30000) < 0)
+			return -hcomm_errno();
+		if (blocking) {
+			ret = hcomm_put_signal(w, peer, 0, src, 8, mine, 1);
+		} else {
+			memset(&req, 0, sizeof(req));
+			ret = hcomm_put_signal_nb(w, peer, 0, src, 8, mine, 1,
+						  &req);
+		}
+		if (ret)
+			return ret;
+		if (!me && hcomm_signal_wait(comm, theirs, base + i + 1,
+					     30000) < 0)
+			return -hcomm_errno();
+		if (!blocking)
+			ret = hcomm_wait(&req);
+		if (!me)
+			rtt[i] = now_s() - t;
+	}
+	return ret;
+}
+
 /* n puts of len bytes, DEPTH in flight; seconds, or < 0. */
 static double put_round(struct hcomm_win *w, const char *src, uint64_t len,
 			uint64_t n)
@@ -90,7 +132,7 @@ int main(int argc, char **argv)
 	struct hcomm_win *w;
 	double *rtt, best, t;
 	char *src, *win;
-	int ret, me, k;
+	int ret, me, k, b;
 
 	for (k = 1; k < argc; k++) {
 		if (!strcmp(argv[k], "--max") && k + 1 < argc)
@@ -129,28 +171,24 @@ int main(int argc, char **argv)
 		hcomm_comm_print_peers(comm, stdout, 0);
 	}
 
-	/* latency: rank 0 pings, rank 1 answers */
-	for (i = 0; i < rtts; i++) {
-		t = now_s();
-		if (!me) {
-			ret = hcomm_put_signal(w, 1, 0, src, 8, SIG_PING, 1);
-			if (!ret && hcomm_signal_wait(comm, SIG_PONG, i + 1,
-						      30000) < 0)
-				ret = -hcomm_errno();
-		} else {
-			ret = hcomm_signal_wait(comm, SIG_PING, i + 1, 30000) < 0
-			      ? -hcomm_errno() : 0;
-			if (!ret)
-				ret = hcomm_put_signal(w, 0, 0, src, 8,
-						       SIG_PONG, 1);
-		}
+	/*
+	 * Latency: rank 0 pings, rank 1 answers, twice.  "lat8": each side
+	 * issues its put_signal non-blocking, waits for the other's signal
+	 * and only then for its own request (like ib_write_lat, which polls
+	 * for the peer's write, not for its own completion first).
+	 * "lat8b": blocking hcomm_put_signal() (it returns at the RC ack),
+	 * then the wait.
+	 */
+	for (b = 0; b < 2; b++) {
+		ret = pingpong(comm, w, src, rtt, (int)rtts, me, b,
+			       (uint64_t)b * rtts);
 		if (ret)
 			return die("ping", ret);
-		rtt[i] = now_s() - t;
-	}
-	if (!me) {
-		qsort(rtt, rtts, sizeof(*rtt), cmp_d);
-		printf("lat8 %.1f\n", rtt[rtts / 2] / 2 * 1e6);
+		if (!me) {
+			qsort(rtt, rtts, sizeof(*rtt), cmp_d);
+			printf("%s %.1f\n", b ? "lat8b" : "lat8",
+			       rtt[rtts / 2] / 2 * 1e6);
+		}
 	}
 
 	/* bandwidth: rank 0 puts, rank 1 waits in the barrier */

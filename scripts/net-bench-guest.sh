@@ -125,7 +125,7 @@ except Exception:
 hc = {}
 for t in ("rdma", "tcp", "tcpnd", "auto"):
     put = {}
-    l8 = None
+    l8 = l8b = None
     probe = ""
     for l in open(out + "/hcomm-%s.txt" % t, errors="replace"):
         f = l.split()
@@ -133,9 +133,11 @@ for t in ("rdma", "tcp", "tcpnd", "auto"):
             put[int(f[1])] = float(f[2])
         elif len(f) == 2 and f[0] == "lat8":
             l8 = float(f[1])
+        elif len(f) == 2 and f[0] == "lat8b":
+            l8b = float(f[1])
         elif l.startswith("rank 0 -> 1"):
             probe = l.strip()
-    hc[t] = (put, l8, probe)
+    hc[t] = (put, l8, probe, l8b)
 
 def ratio(a, b):
     return "%.2f" % (a / b) if a and b else "-"
@@ -163,9 +165,15 @@ print("%-10s %10s %12s %6s %10s" % (
     "%.1f" % ilat if ilat else "-",
     ratio(hc["rdma"][1], ilat),
     "%.1f" % hc["tcp"][1] if hc["tcp"][1] else "-"))
+print("%-10s %10s %12s %6s %10s" % (
+    "lat8 blk", "%.1f" % hc["rdma"][3] if hc["rdma"][3] else "-",
+    "%.1f" % ilat if ilat else "-",
+    ratio(hc["rdma"][3], ilat),
+    "%.1f" % hc["tcp"][3] if hc["tcp"][3] else "-"))
 print("ratio: hcomm / tool (bandwidth: higher is better; latency: lower "
       "is better); tcp against iperf3 from 64 KiB; tcp-nodg: "
-      "HCOMM_TCP_DIGEST=none")
+      "HCOMM_TCP_DIGEST=none; lat8: half an 8-byte put_signal_nb "
+      "ping-pong, lat8 blk: with blocking hcomm_put_signal()")
 print("probe (HCOMM_TRANSPORT=auto): " + (hc["auto"][2] or "-"))
 print("auto: 8-byte latency %s us" % (
     "%.1f" % hc["auto"][1] if hc["auto"][1] else "-"))
