@@ -75,11 +75,15 @@ static int pingpong(struct hcomm_comm *comm, struct hcomm_win *w,
 	int i, ret = 0, peer = !me;
 	double t;
 
+	memset(&req, 0, sizeof(req));
 	for (i = 0; i < rtts && !ret; i++) {
 		t = now_s();
 		if (me && hcomm_signal_wait(comm, theirs, base + i + 1,
 					    30000) < 0)
 			return -hcomm_errno();
+		/* rank 1: its previous answer's request, done by now */
+		if (me && i && !blocking && (ret = hcomm_wait(&req)))
+			return ret;
 		if (blocking) {
 			ret = hcomm_put_signal(w, peer, 0, src, 8, mine, 1);
 		} else {
@@ -92,11 +96,13 @@ static int pingpong(struct hcomm_comm *comm, struct hcomm_win *w,
 		if (!me && hcomm_signal_wait(comm, theirs, base + i + 1,
 					     30000) < 0)
 			return -hcomm_errno();
-		if (!blocking)
+		if (!me && !blocking)
 			ret = hcomm_wait(&req);
 		if (!me)
 			rtt[i] = now_s() - t;
 	}
+	if (me && rtts && !blocking && !ret)
+		ret = hcomm_wait(&req);
 	return ret;
 }
 
