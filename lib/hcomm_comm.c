@@ -1404,6 +1404,22 @@ static void peers_unpublish(struct hcomm_comm *c)
 	c->peers_last = NULL;
 }
 
+static void stats_unpublish(struct hcomm_comm *c)
+{
+	int i;
+
+	if (!c->pub)
+		return;
+	peers_unpublish(c);
+	for_each_xo(c, i)
+		c->xo[i]->publish(c, NULL);
+	unlink(c->pub_path);
+	munmap(c->pub, sizeof(*c->pub));
+	c->pub = NULL;
+	free(c->pub_path);
+	c->pub_path = NULL;
+}
+
 /* HCOMM_STATS_DIR: create and map this communicator's stats file. */
 static int stats_publish(struct hcomm_comm *c)
 {
@@ -1448,15 +1464,8 @@ static int stats_publish(struct hcomm_comm *c)
 	for_each_xo(c, i)
 		c->xo[i]->publish(c, &f->st);
 	ret = peers_publish(c);
-	if (ret) {
-		for_each_xo(c, i)
-			c->xo[i]->publish(c, NULL);
-		unlink(c->pub_path);
-		munmap(c->pub, sizeof(*c->pub));
-		c->pub = NULL;
-		free(c->pub_path);
-		c->pub_path = NULL;
-	}
+	if (ret)
+		stats_unpublish(c);	/* no peers file: the stats file goes */
 	return ret;
 fail:
 	hcomm__fail(hcomm__err_code(0, err), err, "HCOMM_STATS_DIR: %s",
@@ -1464,22 +1473,6 @@ fail:
 	free(c->pub_path);
 	c->pub_path = NULL;
 	return -hcomm__err_code(0, err);
-}
-
-static void stats_unpublish(struct hcomm_comm *c)
-{
-	int i;
-
-	if (!c->pub)
-		return;
-	peers_unpublish(c);
-	for_each_xo(c, i)
-		c->xo[i]->publish(c, NULL);
-	unlink(c->pub_path);
-	munmap(c->pub, sizeof(*c->pub));
-	c->pub = NULL;
-	free(c->pub_path);
-	c->pub_path = NULL;
 }
 
 HCOMM_EXPORT int hcomm_comm_get_stats(struct hcomm_comm *c,

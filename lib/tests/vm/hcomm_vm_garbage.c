@@ -62,6 +62,7 @@
 
 #include "hcomm_comm_int.h"
 #include "hcomm_crc32c.h"
+#include "tests/tcp_wire.h"
 
 #define KiB		(1ULL << 10)
 #define POISON		0xa5
@@ -179,45 +180,6 @@ static long not_poison(const unsigned char *p, size_t len)
 /* the attacker (Documentation/transports.rst, "The tcp transport")    */
 /* ------------------------------------------------------------------ */
 
-static void le32(unsigned char *b, uint32_t v)
-{
-	memcpy(b, &v, 4);	/* x86: little-endian */
-}
-
-static void le64(unsigned char *b, uint64_t v)
-{
-	memcpy(b, &v, 8);
-}
-
-static void wire_hello(unsigned char *b, uint64_t nonce, int from, int to)
-{
-	uint16_t version = 1;
-
-	memset(b, 0, 32);
-	le32(b, 0x48544348u);
-	memcpy(b + 4, &version, 2);
-	le64(b + 8, nonce);
-	le32(b + 16, (uint32_t)from);
-	le32(b + 20, (uint32_t)to);
-	le32(b + 24, 0);
-	le32(b + 28, hcomm__crc32c(0, b, 28));
-}
-
-static void wire_frame(unsigned char *b, uint8_t op, uint64_t seq,
-		       uint64_t off, uint64_t len, uint32_t win,
-		       uint32_t dcrc)
-{
-	memset(b, 0, 64);
-	le32(b, 0x46544348u);
-	b[4] = op;
-	le64(b + 8, seq);
-	le64(b + 24, off);
-	le64(b + 32, len);
-	le32(b + 48, win);
-	le32(b + 56, dcrc);
-	le32(b + 60, hcomm__crc32c(0, b, 60));
-}
-
 static const char *att_addr;
 static uint64_t att_nonce;
 
@@ -290,7 +252,7 @@ static int h_guest(void)
 
 	if (fd < 0)
 		return -1;
-	wire_hello(b, att_nonce, 1, 0);
+	wire_hello(b, att_nonce, 1, 0, 0, 1);
 	if (send(fd, b, 32, MSG_NOSIGNAL) != 32 || h_read(fd, b, 32, IO_MS) ||
 	    memcmp(b, "HCTH", 4)) {
 		out("no hello reply from %s", att_addr);
@@ -357,7 +319,7 @@ static int attacker(int argc, char **argv)
 	/* before the hello */
 	attack("random bytes instead of a hello", false, junk, sizeof(junk),
 	       NULL, 0, false);
-	wire_hello(hello, att_nonce ^ 0x10000, 1, 0);
+	wire_hello(hello, att_nonce ^ 0x10000, 1, 0, 0, 1);
 	attack("a hello with a wrong job id (nonce)", false, hello, 32, NULL,
 	       0, false);
 
