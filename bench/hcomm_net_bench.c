@@ -6,7 +6,8 @@
  * into rank 1's window; rank 1 only answers the latency pings.
  *
  *   HCOMM_RANK=r HCOMM_WORLD_SIZE=2 HCOMM_ROOT_ADDR=host:port \
- *       hcomm_net_bench [--max BYTES] [--budget BYTES] [--rtts N]
+ *       hcomm_net_bench [--min BYTES] [--max BYTES] [--budget BYTES]
+ *                       [--rtts N]
  *
  * Prints, on rank 0, one line per size "put SIZE MBps" (10^6 bytes per
  * second, the best of 3 rounds, each moving about --budget bytes (8 MiB;
@@ -132,7 +133,7 @@ static double put_round(struct hcomm_win *w, const char *src, uint64_t len,
 
 int main(int argc, char **argv)
 {
-	uint64_t max = 64ULL << 20, budget = 8ULL << 20, len, n;
+	uint64_t min = 0, max = 64ULL << 20, budget = 8ULL << 20, len, n;
 	unsigned int rtts = 200, i;
 	struct hcomm_comm *comm;
 	struct hcomm_win *w;
@@ -141,15 +142,17 @@ int main(int argc, char **argv)
 	int ret, me, k, b;
 
 	for (k = 1; k < argc; k++) {
-		if (!strcmp(argv[k], "--max") && k + 1 < argc)
+		if (!strcmp(argv[k], "--min") && k + 1 < argc)
+			min = strtoull(argv[++k], NULL, 0);
+		else if (!strcmp(argv[k], "--max") && k + 1 < argc)
 			max = strtoull(argv[++k], NULL, 0);
 		else if (!strcmp(argv[k], "--budget") && k + 1 < argc)
 			budget = strtoull(argv[++k], NULL, 0);
 		else if (!strcmp(argv[k], "--rtts") && k + 1 < argc)
 			rtts = (unsigned int)strtoul(argv[++k], NULL, 0);
 		else {
-			fprintf(stderr, "usage: hcomm_net_bench [--max BYTES] "
-				"[--budget BYTES] [--rtts N]\n");
+			fprintf(stderr, "usage: hcomm_net_bench [--min BYTES] "
+				"[--max BYTES] [--budget BYTES] [--rtts N]\n");
 			return 2;
 		}
 	}
@@ -205,6 +208,8 @@ int main(int argc, char **argv)
 		len = sizes[i];
 		if (len > max)
 			break;
+		if (len < min)
+			continue;
 		n = budget / len;
 		if (n < 1)
 			n = 1;

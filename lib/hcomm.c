@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,6 +58,28 @@ _Static_assert(offsetof(struct io_uring_sqe, cmd) == 48, "sqe->cmd");
 
 static __thread int t_errno;
 static __thread char t_msg[256];
+
+/*
+ * Whether a waiter may spin at all: not when this thread may run on one
+ * CPU only.  There the event it waits for - a soft-RoCE task, the tcp
+ * service thread, a copy worker, a peer process - can only happen once
+ * the waiter gives the CPU up, so every spin is pure delay (the rule of
+ * the kernel's optimistic spinning and of Go's runtime).  Asked once per
+ * process (the affinity at the first wait).
+ */
+int hcomm__can_spin(void)
+{
+	static int can = -1;
+	cpu_set_t set;
+	int v = __atomic_load_n(&can, __ATOMIC_RELAXED);
+
+	if (v < 0) {
+		v = sched_getaffinity(0, sizeof(set), &set) ||
+		    CPU_COUNT(&set) > 1;
+		__atomic_store_n(&can, v, __ATOMIC_RELAXED);
+	}
+	return v;
+}
 
 /* Record the failure for hcomm_errno()/hcomm_errmsg(); return -code. */
 __attribute__((format(printf, 3, 0)))

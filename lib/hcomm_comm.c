@@ -382,7 +382,10 @@ out:
 /* progress, waiting                                                   */
 /* ------------------------------------------------------------------ */
 
-/* Spin with progress for SPIN_NS, then block in short waits. */
+/*
+ * Spin with progress for SPIN_NS (none when this thread has one CPU:
+ * hcomm__can_spin()), then block in short waits.
+ */
 struct idle {
 	uint64_t t0;
 	unsigned int k;
@@ -393,8 +396,12 @@ static void idle_step(struct hcomm_comm *c, struct hcomm_request *req,
 {
 	if (!st->t0) {
 		st->t0 = hcomm__now_ns();
-	} else if (!(++st->k & 15) && hcomm__now_ns() - st->t0 > SPIN_NS) {
-		xo_block(c, req, BLOCK_US);
+	} else if (!(++st->k & 15)) {
+		if (!hcomm__can_spin() ||
+		    hcomm__now_ns() - st->t0 > SPIN_NS)
+			xo_block(c, req, BLOCK_US);
+		else
+			hcomm__spin_yield();
 		return;
 	}
 	hcomm__cpu_relax();

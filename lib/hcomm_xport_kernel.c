@@ -640,13 +640,18 @@ static int64_t kx_signal_wait(struct hcomm_comm *c, uint32_t sig,
 				   kx->nr_db);
 	if (timeout_ms >= 0)
 		deadline = start + (uint64_t)timeout_ms * 1000000ULL;
-	spin_end = start + KX_SPIN_NS < deadline ? start + KX_SPIN_NS : deadline;
+	spin_end = start + (hcomm__can_spin() ? KX_SPIN_NS : 0);
+	if (spin_end > deadline)
+		spin_end = deadline;
 	for (;;) {
 		v = __atomic_load_n(&kx->db[sig], __ATOMIC_ACQUIRE);
 		if (v >= value)
 			return (int64_t)v;
-		if (!(++k & 63) && hcomm__now_ns() >= spin_end)
-			break;
+		if (!(++k & 63)) {
+			if (hcomm__now_ns() >= spin_end)
+				break;
+			hcomm__spin_yield();
+		}
 		hcomm__cpu_relax();
 	}
 	for (;;) {

@@ -1784,13 +1784,18 @@ static int rx_progress(struct hcomm_comm *c)
 	return total;
 }
 
-/* Take (and acknowledge) the events q's channel has; never blocks. */
+/*
+ * Take (and acknowledge) an event of q's channel; never blocks.  One per
+ * wake-up: a CQ armed once raises one event, and the read that would find
+ * the channel empty is a system call of its own (another event left there
+ * only makes the next poll return at once).
+ */
 static void rx_cq_events(struct rx_cq *q)
 {
 	struct ibv_cq *cq;
 	void *ctx;
 
-	while (!ibv_get_cq_event(q->ch, &cq, &ctx))
+	if (!ibv_get_cq_event(q->ch, &cq, &ctx))
 		ibv_ack_cq_events(cq, 1);
 }
 
@@ -2013,6 +2018,7 @@ static int64_t rx_signal_wait(struct hcomm_comm *c, uint32_t sig,
 	struct timespec ts;
 	int64_t wait_us;
 	unsigned int k = 0;
+	int armed;
 
 	if (sig >= RX_SIGNALS)
 		return rx_fail(rx, HCOMM_ERR_INVAL, EINVAL,
@@ -2025,13 +2031,24 @@ static int64_t rx_signal_wait(struct hcomm_comm *c, uint32_t sig,
 		v = __atomic_load_n(&rx->sigs[sig], __ATOMIC_ACQUIRE);
 		if (v >= value)
 			return (int64_t)v;
-		if (!(++k & 15) && hcomm__now_ns() - start >= rx->spin_ns)
-			break;
+		if (!(++k & 15)) {
+			if (hcomm__now_ns() - start >= rx->spin_ns)
+				break;
+			hcomm__spin_yield();
+		}
 		hcomm__cpu_relax();
 	}
 	__atomic_add_fetch(&rx->sig_waiters, 1, __ATOMIC_ACQ_REL);
-	for (;;) {
+	for (armed = 0;;) {
+		/* after a wake-up, look before arming again (a system call) */
+		if (armed) {
+			(void)rx_reap_recv(rx);
+			v = __atomic_load_n(&rx->sigs[sig], __ATOMIC_ACQUIRE);
+			if (v >= value)
+				break;
+		}
 		(void)ibv_req_notify_cq(rx->rcq.cq, 0);
+		armed = 1;
 		(void)rx_reap_recv(rx);
 		v = __atomic_load_n(&rx->sigs[sig], __ATOMIC_ACQUIRE);
 		if (v >= value)
@@ -2824,7 +2841,9 @@ static int rx_params(struct rx *rx)
 	ret = rx_env("HCOMM_RDMA_SPIN_US", 0, 1000000, RX_SPIN_US, &v);
 	if (ret)
 		return ret;
-	rx->spin_ns = v * 1000;
+	/* unset: no spinning where this thread has one CPU */
+	rx->spin_ns = getenv("HCOMM_RDMA_SPIN_US") || hcomm__can_spin() ?
+		      v * 1000 : 0;
 	rx->log = getenv("HCOMM_LOG") && strcmp(getenv("HCOMM_LOG"), "0");
 	return 0;
 }

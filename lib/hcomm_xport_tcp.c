@@ -851,8 +851,12 @@ static int64_t tx_signal_wait(struct hcomm_comm *c, uint32_t sig,
 		v = __atomic_load_n(&tx->sig[sig], __ATOMIC_ACQUIRE);
 		if (v >= value)
 			return (int64_t)v;
-		if (!(++k & 63) && hcomm__now_ns() - start >= TX_SPIN_NS)
-			break;
+		if (!(++k & 63)) {
+			if (!hcomm__can_spin() ||
+			    hcomm__now_ns() - start >= TX_SPIN_NS)
+				break;
+			hcomm__spin_yield();
+		}
 		hcomm__cpu_relax();
 	}
 	for (;;) {
