@@ -54,6 +54,7 @@
 
 #define KiB		(1ULL << 10)
 #define MiB		(1ULL << 20)
+#define GiB		(1ULL << 30)
 #define NSIG_TCP	4096
 #define RANK_ALARM	180	/* seconds a rank may run at most */
 #define IO_MS		10000	/* a pipe message or a socket answer */
@@ -1041,6 +1042,108 @@ static int rank_bad_env(void)
 }
 
 /* ------------------------------------------------------------------ */
+/* socket buffers                                                      */
+/* ------------------------------------------------------------------ */
+
+/* The autotuning maximum of a tcp_wmem/tcp_rmem file (0: unreadable). */
+static uint64_t sb_max(const char *path)
+{
+	unsigned long long a, b, c;
+	FILE *f = fopen(path, "re");
+	int n;
+
+	if (!f)
+		return 0;
+	n = fscanf(f, "%llu %llu %llu", &a, &b, &c);
+	fclose(f);
+	return n == 3 ? c : 0;
+}
+
+static char sb_env_s[64], sb_env_r[64];
+static uint64_t sb_snd, sb_rcv;	/* asked for: twice the autotuning max */
+
+/* One value of /proc/sys (0: unreadable). */
+static uint64_t sb_sysctl(const char *path)
+{
+	unsigned long long v;
+	FILE *f = fopen(path, "re");
+	int n;
+
+	if (!f)
+		return 0;
+	n = fscanf(f, "%llu", &v);
+	fclose(f);
+	return n == 1 ? v : 0;
+}
+
+#define SB_LEN		(4 * MiB + 3)
+
+/*
+ * HCOMM_SEND_BUF_SIZE / HCOMM_RECV_BUF_SIZE above what autotuning reaches
+ * are given in full to root (SO_*BUFFORCE; net.core.[rw]mem_max caps
+ * SO_SNDBUF/SO_RCVBUF, and used to cap them silently), to others up to
+ * that cap: some connected TCP socket of the rank reports at least that
+ * (the kernel doubles a size for its bookkeeping).  A put and a get of
+ * 4 MiB + 3 bytes then move the same bytes.
+ */
+static int rank_sockbuf(void)
+{
+	uint64_t want_s = sb_snd, want_r = sb_rcv, cap;
+	unsigned char *win_mem, *src, *dst;
+	struct hcomm_win *w;
+	int fd, n = 0, s, r, t, ret = 0;
+	socklen_t len;
+
+	if (geteuid()) {
+		cap = 2 * sb_sysctl("/proc/sys/net/core/wmem_max");
+		want_s = want_s < cap ? want_s : cap;
+		cap = 2 * sb_sysctl("/proc/sys/net/core/rmem_max");
+		want_r = want_r < cap ? want_r : cap;
+	}
+	win_mem = xmap(SB_LEN);
+	src = xmap(SB_LEN);
+	dst = xmap(SB_LEN);
+	if (!win_mem || !src || !dst || up())
+		return 1;
+	for (fd = 0; fd < 1024; fd++) {
+		len = sizeof(t);
+		if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &t, &len) ||
+		    t != SOCK_STREAM)
+			continue;
+		len = sizeof(s);
+		if (getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &s, &len))
+			continue;
+		len = sizeof(r);
+		if (getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &r, &len))
+			continue;
+		if ((uint64_t)s >= want_s && (uint64_t)r >= want_r)
+			n++;
+	}
+	check(n >= 1, "HCOMM_SEND_BUF_SIZE=%llu HCOMM_RECV_BUF_SIZE=%llu "
+	      "(twice net.ipv4.tcp_[wr]mem's max): %d connection(s) with "
+	      "buffers of at least %llu / %llu", (unsigned long long)sb_snd,
+	      (unsigned long long)sb_rcv, n, (unsigned long long)want_s,
+	      (unsigned long long)want_r);
+	w = win_make(win_mem, SB_LEN);
+	if (!w)
+		return down(NULL, 1);
+	if (me == 0) {
+		fill(src, SB_LEN, 7);
+		check_ok(hcomm_put(w, 1, 0, src, SB_LEN), "hcomm_put");
+		check_ok(hcomm_get(w, 1, 0, dst, SB_LEN), "hcomm_get");
+		check(!memcmp(src, dst, SB_LEN), "put then get of %llu bytes "
+		      "over them: same bytes", (unsigned long long)SB_LEN);
+	}
+	check_ok(hcomm_barrier(comm), "hcomm_barrier");
+	if (me == 1) {
+		fill(src, SB_LEN, 7);
+		check(!memcmp(src, win_mem, SB_LEN), "the put landed whole");
+	}
+	check_ok(hcomm_barrier(comm), "hcomm_barrier");
+	return down(w, ret);
+}
+
+/* ------------------------------------------------------------------ */
 /* a peer stopped: the operation times out                             */
 /* ------------------------------------------------------------------ */
 
@@ -1882,6 +1985,8 @@ int main(int argc, char **argv)
 		  { "HCOMM_NUM_QPS=2" } },
 		{ "per-peer counters, 3 ranks, HCOMM_STATS_DIR", 3, rank_peers,
 		  { "HCOMM_NUM_QPS=1", pp_env } },
+		{ "socket buffers above autotuning", 2, rank_sockbuf,
+		  { "HCOMM_NUM_QPS=1", sb_env_s, sb_env_r } },
 	};
 	char pp_dir[64];
 	unsigned int i;
@@ -1901,6 +2006,16 @@ int main(int argc, char **argv)
 	if (!mkdtemp(pp_dir))
 		return 2;
 	snprintf(pp_env, sizeof(pp_env), "HCOMM_STATS_DIR=%s", pp_dir);
+	sb_snd = 2 * sb_max("/proc/sys/net/ipv4/tcp_wmem");
+	sb_rcv = 2 * sb_max("/proc/sys/net/ipv4/tcp_rmem");
+	if (!sb_snd || sb_snd > GiB)
+		sb_snd = 64 * MiB;
+	if (!sb_rcv || sb_rcv > GiB)
+		sb_rcv = 64 * MiB;
+	snprintf(sb_env_s, sizeof(sb_env_s), "HCOMM_SEND_BUF_SIZE=%llu",
+		 (unsigned long long)sb_snd);
+	snprintf(sb_env_r, sizeof(sb_env_r), "HCOMM_RECV_BUF_SIZE=%llu",
+		 (unsigned long long)sb_rcv);
 	if (wanted("crc32c", argc, argv))
 		test_crc32c();
 	for (i = 0; i < sizeof(worlds) / sizeof(worlds[0]); i++)
