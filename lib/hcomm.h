@@ -201,9 +201,11 @@ const char *hcomm_errmsg(void);
  *
  * Profiles (HCOMM_PROFILE=latency|bandwidth|default) set several fields at
  * once before the individual variables apply; see Documentation/tuning.rst.
- * send_buf_size, recv_buf_size, enable_fp16_compress and comp_threshold
- * are validated and kept for the network transports and collectives; the
- * kernel transport does not use them.
+ * send_buf_size and recv_buf_size size the network transports' buffers
+ * (tcp: the least socket buffers, left to the kernel's autotuning where
+ * it reaches them; rdma: the bounce ring per peer); enable_fp16_compress
+ * and comp_threshold are kept for the collectives.  The kernel transport
+ * uses none of them.
  */
 struct hcomm_config {
 	uint64_t send_buf_size;

@@ -383,9 +383,17 @@ out:
 /* ------------------------------------------------------------------ */
 
 /*
- * Spin with progress for SPIN_NS (none when this thread has one CPU:
- * hcomm__can_spin()), then block in short waits.
+ * How long a wait of c polls before it sleeps: HCOMM_SPIN_US when set,
+ * else def_ns, or none where this thread has one CPU (hcomm__can_spin()).
  */
+uint64_t hcomm__spin_ns(const struct hcomm_comm *c, uint64_t def_ns)
+{
+	if (c->spin_ns >= 0)
+		return (uint64_t)c->spin_ns;
+	return hcomm__can_spin() ? def_ns : 0;
+}
+
+/* Spin with progress for hcomm__spin_ns(SPIN_NS), then block in short waits. */
 struct idle {
 	uint64_t t0;
 	unsigned int k;
@@ -397,8 +405,7 @@ static void idle_step(struct hcomm_comm *c, struct hcomm_request *req,
 	if (!st->t0) {
 		st->t0 = hcomm__now_ns();
 	} else if (!(++st->k & 15)) {
-		if (!hcomm__can_spin() ||
-		    hcomm__now_ns() - st->t0 > SPIN_NS)
+		if (hcomm__now_ns() - st->t0 > hcomm__spin_ns(c, SPIN_NS))
 			xo_block(c, req, BLOCK_US);
 		else
 			hcomm__spin_yield();
@@ -1965,6 +1972,10 @@ HCOMM_EXPORT int hcomm_comm_init(struct hcomm_comm **out,
 			goto err;
 	}
 	ret = check_cfg(&c->cfg);
+	if (ret)
+		goto err;
+	c->spin_ns = -1;
+	ret = hcomm__spin_from_env(&c->spin_ns);
 	if (ret)
 		goto err;
 	coll_ms = c->cfg.timeout_ms;

@@ -66,6 +66,7 @@ struct hcomm_comm {
 	struct hcomm_route *routes;
 	char xname[32];
 	struct hcomm_ctx *ctx;
+	int64_t spin_ns;		/* HCOMM_SPIN_US; -1: unset (read-only) */
 
 	pthread_mutex_t lock;
 	struct hcomm_win *wins;

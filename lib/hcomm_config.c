@@ -370,3 +370,26 @@ int hcomm__coll_timeout_from_env(int64_t *out)
 	*out = (int64_t)x;
 	return 0;
 }
+
+/*
+ * HCOMM_SPIN_US (0 .. 60000000): how long every wait of a communicator
+ * polls before it sleeps.  *out_ns stays as it is (-1: the built-in
+ * spins) when the variable is unset.
+ */
+int hcomm__spin_from_env(int64_t *out_ns)
+{
+	static const struct var v = {
+		"HCOMM_SPIN_US", UINT, 0, 60000000, 0, 0
+	};
+	const char *s = getenv(v.name);
+	uint64_t x;
+	int ret;
+
+	if (!s)
+		return 0;
+	ret = parse_var(&v, s, &x);
+	if (ret)
+		return ret;
+	*out_ns = (int64_t)x * 1000;
+	return 0;
+}

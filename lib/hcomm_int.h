@@ -27,6 +27,8 @@ HCOMM_HIDDEN int hcomm__err_code(uint32_t cmd_op, int err);
 HCOMM_HIDDEN __attribute__((format(printf, 3, 4)))
 int hcomm__fail(int code, int err, const char *fmt, ...);
 int hcomm__can_spin(void);
+struct hcomm_comm;
+uint64_t hcomm__spin_ns(const struct hcomm_comm *c, uint64_t def_ns);
 
 /*
  * One variable of hcomm_config_from_env (e.g. "HCOMM_CACHE_LIMIT"),
@@ -40,6 +42,7 @@ HCOMM_HIDDEN int hcomm__config_env(const char *name, uint64_t *out);
  * hcomm_errmsg() naming the variable.
  */
 HCOMM_HIDDEN int hcomm__coll_timeout_from_env(int64_t *out);
+HCOMM_HIDDEN int hcomm__spin_from_env(int64_t *out_ns);
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 static inline uint64_t hcomm__now_ns(void)

@@ -640,7 +640,7 @@ static int64_t kx_signal_wait(struct hcomm_comm *c, uint32_t sig,
 				   kx->nr_db);
 	if (timeout_ms >= 0)
 		deadline = start + (uint64_t)timeout_ms * 1000000ULL;
-	spin_end = start + (hcomm__can_spin() ? KX_SPIN_NS : 0);
+	spin_end = start + hcomm__spin_ns(c, KX_SPIN_NS);
 	if (spin_end > deadline)
 		spin_end = deadline;
 	for (;;) {

@@ -2841,9 +2841,9 @@ static int rx_params(struct rx *rx)
 	ret = rx_env("HCOMM_RDMA_SPIN_US", 0, 1000000, RX_SPIN_US, &v);
 	if (ret)
 		return ret;
-	/* unset: no spinning where this thread has one CPU */
-	rx->spin_ns = getenv("HCOMM_RDMA_SPIN_US") || hcomm__can_spin() ?
-		      v * 1000 : 0;
+	/* unset: HCOMM_SPIN_US, or none where this thread has one CPU */
+	rx->spin_ns = getenv("HCOMM_RDMA_SPIN_US") ? v * 1000 :
+		      hcomm__spin_ns(rx->c, v * 1000);
 	rx->log = getenv("HCOMM_LOG") && strcmp(getenv("HCOMM_LOG"), "0");
 	return 0;
 }

@@ -854,8 +854,8 @@ static int64_t tx_signal_wait(struct hcomm_comm *c, uint32_t sig,
 		if (v >= value)
 			return (int64_t)v;
 		if (!(++k & 63)) {
-			if (!hcomm__can_spin() ||
-			    hcomm__now_ns() - start >= TX_SPIN_NS)
+			if (hcomm__now_ns() - start >=
+			    hcomm__spin_ns(c, TX_SPIN_NS))
 				break;
 			hcomm__spin_yield();
 		}

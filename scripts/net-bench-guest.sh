@@ -35,17 +35,21 @@ wait_listen() {
 
 # hb RUN PORT MAX: rank 0 on vm2, rank 1 on vm1; RUN is the transport
 # ("auto": the probe's choice, its decision table printed by rank 0), or
-# tcpnd: tcp with HCOMM_TCP_DIGEST=none (no payload CRC32C)
+# tcpnd: tcp with HCOMM_TCP_DIGEST=none (no payload CRC32C); *poll: the
+# latency only, every wait polling (HCOMM_SPIN_US=1 s) as ib_write_lat
+# does, where by default a one-CPU guest's waits sleep at once
 hb() {
-	local t=$1 dg=crc32c
+	local t=$1 dg=crc32c spin=
 
 	[ "$t" = tcpnd ] && t=tcp dg=none
+	[ "${t%poll}" != "$t" ] && t=${t%poll} spin=1000000
 	HCOMM_RANK=$((VM_ID == 2 ? 0 : 1)) HCOMM_WORLD_SIZE=2 \
 	HCOMM_ROOT_ADDR=$(ip_of 2):$2 HCOMM_TRANSPORT=$t HCOMM_JOB_ID=nb-$1 \
-	HCOMM_TCP_DIGEST=$dg timeout 300 "$bench" --max "$3"
+	HCOMM_TCP_DIGEST=$dg ${spin:+HCOMM_SPIN_US=$spin} \
+	timeout 300 "$bench" --max "$3"
 }
 runs="rdma:25001:$((64 << 20)) tcp:25002:$((64 << 20))
-tcpnd:25004:$((64 << 20)) auto:25003:4096"
+tcpnd:25004:$((64 << 20)) auto:25003:4096 rdmapoll:25005:8 tcppoll:25006:8"
 
 # ib_write_bw for each size the bench puts, for 2 s each (its
 # -a mode runs a fixed count per size, 30 with -n 30: mostly start-up at
@@ -123,7 +127,7 @@ try:
 except Exception:
     ipf = None
 hc = {}
-for t in ("rdma", "tcp", "tcpnd", "auto"):
+for t in ("rdma", "tcp", "tcpnd", "auto", "rdmapoll", "tcppoll"):
     put = {}
     l8 = l8b = None
     probe = ""
@@ -170,10 +174,17 @@ print("%-10s %10s %12s %6s %10s" % (
     "%.1f" % ilat if ilat else "-",
     ratio(hc["rdma"][3], ilat),
     "%.1f" % hc["tcp"][3] if hc["tcp"][3] else "-"))
+for k, i in (("lat8 poll", 1), ("lat8b poll", 3)):
+    v, w = hc["rdmapoll"][i], hc["tcppoll"][i]
+    print("%-10s %10s %12s %6s %10s" % (
+        k, "%.1f" % v if v else "-", "%.1f" % ilat if ilat else "-",
+        ratio(v, ilat), "%.1f" % w if w else "-"))
 print("ratio: hcomm / tool (bandwidth: higher is better; latency: lower "
       "is better); tcp against iperf3 from 64 KiB; tcp-nodg: "
       "HCOMM_TCP_DIGEST=none; lat8: half an 8-byte put_signal_nb "
-      "ping-pong, lat8 blk: with blocking hcomm_put_signal()")
+      "ping-pong, lat8 blk: with blocking hcomm_put_signal(); poll: "
+      "HCOMM_SPIN_US=1000000, every wait polls as ib_write_lat does "
+      "(by default a one-CPU guest's waits sleep at once)")
 print("probe (HCOMM_TRANSPORT=auto): " + (hc["auto"][2] or "-"))
 print("auto: 8-byte latency %s us" % (
     "%.1f" % hc["auto"][1] if hc["auto"][1] else "-"))

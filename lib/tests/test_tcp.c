@@ -1028,7 +1028,8 @@ static int rank_bad_env(void)
 {
 	struct hcomm_comm *c;
 	int ret = hcomm_comm_init(&c, NULL);
-	const char *var = getenv("HCOMM_TCP_ZC_THRESHOLD") ?
+	const char *var = getenv("HCOMM_SPIN_US") ? "HCOMM_SPIN_US" :
+			  getenv("HCOMM_TCP_ZC_THRESHOLD") ?
 			  "HCOMM_TCP_ZC_THRESHOLD" :
 			  getenv("HCOMM_TCP_DIGEST") ? "HCOMM_TCP_DIGEST" :
 			  "HCOMM_TRANSPORT";
@@ -1973,6 +1974,14 @@ int main(int argc, char **argv)
 		  { "HCOMM_TCP_ZC_THRESHOLD=lots" } },
 		{ "HCOMM_TCP_DIGEST=md5", 1, rank_bad_env,
 		  { "HCOMM_TCP_DIGEST=md5" } },
+		{ "HCOMM_SPIN_US=soon", 1, rank_bad_env,
+		  { "HCOMM_SPIN_US=soon" } },
+		{ "HCOMM_SPIN_US=60000001", 1, rank_bad_env,
+		  { "HCOMM_SPIN_US=60000001" } },
+		{ "put_signal ring, HCOMM_SPIN_US=0 (no polling)", 2,
+		  rank_ring, { "HCOMM_NUM_QPS=1", "HCOMM_SPIN_US=0" } },
+		{ "callbacks, HCOMM_SPIN_US=2000000 (polling)", 2,
+		  rank_callbacks, { "HCOMM_NUM_QPS=2", "HCOMM_SPIN_US=2000000" } },
 		{ "put/get, 2 lanes, HCOMM_TCP_DIGEST=none", 2, rank_putget,
 		  { "HCOMM_NUM_QPS=2", "HCOMM_TCP_DIGEST=none" } },
 		{ "stream of 3 MiB puts and gets, HCOMM_TCP_DIGEST=none", 2,
