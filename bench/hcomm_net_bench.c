@@ -7,11 +7,12 @@
  *
  *   HCOMM_RANK=r HCOMM_WORLD_SIZE=2 HCOMM_ROOT_ADDR=host:port \
  *       hcomm_net_bench [--min BYTES] [--max BYTES] [--budget BYTES]
- *                       [--rtts N]
+ *                       [--depth N] [--rtts N]
  *
- * Prints, on rank 0, one line per size "put SIZE MBps" (10^6 bytes per
- * second, the best of 3 rounds, each moving about --budget bytes (8 MiB;
- * 1 to 500 puts) with up to 16 puts in flight), "lat8 US" (half the
+ * Prints, on rank 0, one line per size "put SIZE MBps DEPTH" (10^6 bytes
+ * per second, the best of 3 rounds, each moving about --budget bytes
+ * (64 MiB; 1 to 500 puts) with DEPTH puts in flight: depth_of()),
+ * "lat8 US" (half the
  * median round trip of an 8-byte put_signal_nb answered by one, each
  * request waited for after the answer) and "lat8b US" (the same with
  * blocking hcomm_put_signal(), which returns at the RC ack).  Rank 1 waits in a barrier meanwhile,
@@ -29,7 +30,23 @@
 #include <time.h>
 #include <hcomm.h>
 
-#define DEPTH	16
+#define DEPTH_MAX	1024
+/*
+ * Puts in flight: --depth, or by default 16, or as many as make 4 MiB
+ * (what a TCP stream such as iperf3 keeps in its socket buffer), at most
+ * 256.  scripts/net-bench-guest.sh gives ib_write_bw the same -t.
+ */
+#define WINDOW		(4u << 20)
+static unsigned int depth_fixed;
+
+static unsigned int depth_of(uint64_t len)
+{
+	uint64_t d = WINDOW / len;
+
+	if (depth_fixed)
+		return depth_fixed;
+	return d < 16 ? 16 : d > 256 ? 256 : (unsigned int)d;
+}
 
 /* the seed's 256 KiB row among them */
 static const uint64_t sizes[] = {
@@ -107,33 +124,34 @@ static int pingpong(struct hcomm_comm *comm, struct hcomm_win *w,
 	return ret;
 }
 
-/* n puts of len bytes, DEPTH in flight; seconds, or < 0. */
+/* n puts of len bytes, depth in flight; seconds, or < 0. */
 static double put_round(struct hcomm_win *w, const char *src, uint64_t len,
 			uint64_t n)
 {
-	struct hcomm_request req[DEPTH];
+	unsigned int depth = depth_of(len);
+	static struct hcomm_request req[DEPTH_MAX];
 	uint64_t i;
 	double t0 = now_s();
 
 	memset(req, 0, sizeof(req));
 	for (i = 0; i < n; i++) {
-		struct hcomm_request *r = &req[i % DEPTH];
+		struct hcomm_request *r = &req[i % depth];
 
-		if (i >= DEPTH && hcomm_wait(r))
+		if (i >= depth && hcomm_wait(r))
 			return -1;
 		memset(r, 0, sizeof(*r));
 		if (hcomm_put_nb(w, 1, 0, src, len, r))
 			return -1;
 	}
-	for (i = n > DEPTH ? n - DEPTH : 0; i < n; i++)
-		if (hcomm_wait(&req[i % DEPTH]))
+	for (i = n > depth ? n - depth : 0; i < n; i++)
+		if (hcomm_wait(&req[i % depth]))
 			return -1;
 	return now_s() - t0;
 }
 
 int main(int argc, char **argv)
 {
-	uint64_t min = 0, max = 64ULL << 20, budget = 8ULL << 20, len, n;
+	uint64_t min = 0, max = 64ULL << 20, budget = 64ULL << 20, len, n;
 	unsigned int rtts = 200, i;
 	struct hcomm_comm *comm;
 	struct hcomm_win *w;
@@ -148,15 +166,19 @@ int main(int argc, char **argv)
 			max = strtoull(argv[++k], NULL, 0);
 		else if (!strcmp(argv[k], "--budget") && k + 1 < argc)
 			budget = strtoull(argv[++k], NULL, 0);
+		else if (!strcmp(argv[k], "--depth") && k + 1 < argc)
+			depth_fixed = (unsigned int)strtoul(argv[++k], NULL,
+							    0);
 		else if (!strcmp(argv[k], "--rtts") && k + 1 < argc)
 			rtts = (unsigned int)strtoul(argv[++k], NULL, 0);
 		else {
 			fprintf(stderr, "usage: hcomm_net_bench [--min BYTES] "
-				"[--max BYTES] [--budget BYTES] [--rtts N]\n");
+				"[--max BYTES] [--budget BYTES] [--depth N] "
+				"[--rtts N]\n");
 			return 2;
 		}
 	}
-	if (!rtts || max < 8 || !budget)
+	if (!rtts || max < 8 || !budget || depth_fixed > DEPTH_MAX)
 		return 2;
 	ret = hcomm_comm_init(&comm, NULL);
 	if (ret)
@@ -223,8 +245,8 @@ int main(int argc, char **argv)
 			if (!best || t < best)
 				best = t;
 		}
-		printf("put %llu %.2f\n", (unsigned long long)len,
-		       (double)len * n / best / 1e6);
+		printf("put %llu %.2f %u\n", (unsigned long long)len,
+		       (double)len * n / best / 1e6, depth_of(len));
 		fflush(stdout);
 	}
 	ret = hcomm_barrier(comm);

@@ -305,6 +305,10 @@ enum { R_HELLO = 1, R_HDR, R_BULK };
  * Receiving: @applied the peer's last request applied (in order; acked
  *        by the next frame built), staging @buf[@pos .. @len), or a
  *        payload going straight to @dst (@need bytes to come, @crc so far).
+ *        @hdr_only: the last frame's payload was large, so the next
+ *        receive into @buf takes a header only and its payload goes
+ *        straight to its place, not through @buf and a copy; a frame with
+ *        a payload under TX_STAGE_MIN goes back to filling @buf.
  */
 struct tx_conn {
 	struct tx *tx;
@@ -345,6 +349,7 @@ struct tx_conn {
 
 	uint64_t applied;
 	int rx;
+	int hdr_only;
 	unsigned char *buf;
 	uint32_t len;
 	uint32_t pos;
@@ -1686,7 +1691,9 @@ static void conn_recv(struct tx *tx, struct tx_conn *k)
 			k->len -= k->pos;
 			k->pos = 0;
 		}
+		/* parse() left less than a header in buf */
 		io_uring_prep_recv(sqe, k->fd, k->buf + k->len,
+				   k->hdr_only ? TX_HDR - k->len :
 				   tx->stage - k->len, 0);
 		break;
 	}
@@ -1935,6 +1942,7 @@ static void parse(struct tx *tx, struct tx_conn *k)
 		if (frame_begin(tx, k, k->buf + k->pos))
 			return;
 		k->pos += TX_HDR;
+		k->hdr_only = k->need >= TX_STAGE_MIN;
 		take = k->len - k->pos;
 		if (take > k->need)
 			take = k->need;

@@ -6,7 +6,7 @@
 #   scripts/netvm.sh run --n 2 -- bash scripts/net-bench-guest.sh
 #
 # In one run, on the same two VMs and rxe devices: ib_write_bw (each size
-# for 2 s, 16 in flight) and
+# for 2 s, as many in flight as hcomm puts) and
 # ib_write_lat (perftest) over rxe0, iperf3 over TCP, then
 # build/bench/hcomm_net_bench with HCOMM_TRANSPORT=rdma and =tcp (rank 0
 # on vm2 putting into rank 1 on vm1).  vm2 prints a table of put bandwidth
@@ -45,7 +45,7 @@ hb() {
 	[ "${t%poll}" != "$t" ] && t=${t%poll} spin=1000000
 	HCOMM_RANK=$((VM_ID == 2 ? 0 : 1)) HCOMM_WORLD_SIZE=2 \
 	HCOMM_ROOT_ADDR=$(ip_of 2):$2 HCOMM_TRANSPORT=$t HCOMM_JOB_ID=nb-$1 \
-	HCOMM_TCP_DIGEST=$dg ${spin:+HCOMM_SPIN_US=$spin} \
+	HCOMM_TCP_DIGEST=$dg env ${spin:+HCOMM_SPIN_US=$spin} \
 	timeout 300 "$bench" --max "$3"
 }
 runs="rdma:25001:$((64 << 20)) tcp:25002:$((64 << 20))
@@ -53,16 +53,17 @@ tcpnd:25004:$((64 << 20)) auto:25003:4096 rdmapoll:25005:8 tcppoll:25006:8"
 
 # ib_write_bw for each size the bench puts, for 2 s each (its
 # -a mode runs a fixed count per size, 30 with -n 30: mostly start-up at
-# the small sizes, so a weak baseline), the same 16 in flight as hcomm
-# (-t 16).
+# the small sizes, so a weak baseline), as many in flight as hcomm puts
+# (bw_depth: 16, or 4 MiB's worth up to 256, the bench's depth_of()).
 bw_sizes="8 64 512 4096 32768 65536 262144 1048576 4194304 16777216 67108864"
 bw_secs=${HCOMM_NET_BENCH_BW_SECS:-2}
 # From 16 MiB a count (-D counts too few messages of that size in 2 s)
+bw_depth() { local d=$(( (4 << 20) / $1 )); [ "$d" -lt 16 ] && d=16; [ "$d" -gt 256 ] && d=256; echo "$d"; }
 bw_len() { if [ "$1" -ge $((16 << 20)) ]; then echo "-n 6"; else echo "-D $bw_secs"; fi; }
 
 if [ "$VM_ID" = 1 ]; then
 	for s in $bw_sizes; do
-		timeout 120 ib_write_bw -d rxe0 -x 1 -F -s "$s" -t 16 \
+		timeout 120 ib_write_bw -d rxe0 -x 1 -F -s "$s" -t "$(bw_depth "$s")" \
 			$(bw_len "$s") --report_gbits > /tmp/wbw.srv 2>&1 &
 		wait_listen 18515 || rc=1
 		barrier "bw-$s" || rc=1
@@ -89,7 +90,7 @@ fi
 : > "$out/ib_write_bw.txt"
 for s in $bw_sizes; do
 	barrier "bw-$s" || rc=1
-	timeout 120 ib_write_bw -d rxe0 -x 1 -F -s "$s" -t 16 $(bw_len "$s") \
+	timeout 120 ib_write_bw -d rxe0 -x 1 -F -s "$s" -t "$(bw_depth "$s")" $(bw_len "$s") \
 		--report_gbits "$server" >> "$out/ib_write_bw.txt" 2>&1 || rc=1
 done
 barrier lat || rc=1
@@ -133,7 +134,7 @@ for t in ("rdma", "tcp", "tcpnd", "auto", "rdmapoll", "tcppoll"):
     probe = ""
     for l in open(out + "/hcomm-%s.txt" % t, errors="replace"):
         f = l.split()
-        if len(f) == 3 and f[0] == "put":
+        if len(f) >= 3 and f[0] == "put":
             put[int(f[1])] = float(f[2])
         elif len(f) == 2 and f[0] == "lat8":
             l8 = float(f[1])
