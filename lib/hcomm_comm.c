@@ -404,7 +404,7 @@ static void idle_step(struct hcomm_comm *c, struct hcomm_request *req,
 {
 	if (!st->t0) {
 		st->t0 = hcomm__now_ns();
-	} else if (!(++st->k & 15)) {
+	} else if (!(++st->k & hcomm__spin_mask(16))) {
 		if (hcomm__now_ns() - st->t0 > hcomm__spin_ns(c, SPIN_NS))
 			xo_block(c, req, BLOCK_US);
 		else

@@ -68,6 +68,17 @@ static inline void hcomm__spin_yield(void)
 	sched_yield();
 }
 
+/*
+ * The mask of a spin loop's round counter at which it looks at the clock
+ * and yields: every `every` rounds (a power of two), or every round
+ * where this thread has one CPU and spins at all (HCOMM_SPIN_US): there
+ * whatever it waits for runs only when it yields.
+ */
+static inline unsigned int hcomm__spin_mask(unsigned int every)
+{
+	return hcomm__can_spin() ? every - 1 : 0;
+}
+
 /* The body of a spin loop. */
 static inline void hcomm__cpu_relax(void)
 {

@@ -647,7 +647,7 @@ static int64_t kx_signal_wait(struct hcomm_comm *c, uint32_t sig,
 		v = __atomic_load_n(&kx->db[sig], __ATOMIC_ACQUIRE);
 		if (v >= value)
 			return (int64_t)v;
-		if (!(++k & 63)) {
+		if (!(++k & hcomm__spin_mask(64))) {
 			if (hcomm__now_ns() >= spin_end)
 				break;
 			hcomm__spin_yield();

@@ -2031,7 +2031,7 @@ static int64_t rx_signal_wait(struct hcomm_comm *c, uint32_t sig,
 		v = __atomic_load_n(&rx->sigs[sig], __ATOMIC_ACQUIRE);
 		if (v >= value)
 			return (int64_t)v;
-		if (!(++k & 15)) {
+		if (!(++k & hcomm__spin_mask(16))) {
 			if (hcomm__now_ns() - start >= rx->spin_ns)
 				break;
 			hcomm__spin_yield();

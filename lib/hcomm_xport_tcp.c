@@ -858,7 +858,7 @@ static int64_t tx_signal_wait(struct hcomm_comm *c, uint32_t sig,
 		v = __atomic_load_n(&tx->sig[sig], __ATOMIC_ACQUIRE);
 		if (v >= value)
 			return (int64_t)v;
-		if (!(++k & 63)) {
+		if (!(++k & hcomm__spin_mask(64))) {
 			if (hcomm__now_ns() - start >=
 			    hcomm__spin_ns(c, TX_SPIN_NS))
 				break;
