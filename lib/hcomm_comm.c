@@ -395,23 +395,20 @@ uint64_t hcomm__spin_ns(const struct hcomm_comm *c, uint64_t def_ns)
 
 /* Spin with progress for hcomm__spin_ns(SPIN_NS), then block in short waits. */
 struct idle {
-	uint64_t t0;
-	unsigned int k;
+	int started;
+	struct hcomm_spin spin;
 };
 
 static void idle_step(struct hcomm_comm *c, struct hcomm_request *req,
 		      struct idle *st)
 {
-	if (!st->t0) {
-		st->t0 = hcomm__now_ns();
-	} else if (!(++st->k & hcomm__spin_mask(16))) {
-		if (hcomm__now_ns() - st->t0 > hcomm__spin_ns(c, SPIN_NS))
-			xo_block(c, req, BLOCK_US);
-		else
-			hcomm__spin_yield();
-		return;
+	if (!st->started) {
+		st->started = 1;
+		hcomm__spin_init(&st->spin, hcomm__now_ns(),
+				 hcomm__spin_ns(c, SPIN_NS), 16);
+	} else if (!hcomm__spin(&st->spin)) {
+		xo_block(c, req, BLOCK_US);
 	}
-	hcomm__cpu_relax();
 }
 
 /* Callbacks this thread owes first, then the transport's completions. */
@@ -454,7 +451,7 @@ HCOMM_EXPORT int hcomm_test(struct hcomm_request *req)
 HCOMM_EXPORT int hcomm_wait(struct hcomm_request *req)
 {
 	struct hcomm_req_priv *rp;
-	struct idle st = { 0, 0 };
+	struct idle st = { 0 };
 	struct hcomm_comm *c;
 
 	if (!req)
@@ -469,7 +466,7 @@ HCOMM_EXPORT int hcomm_wait(struct hcomm_request *req)
 			return hcomm__fail(HCOMM_ERR_INVAL, EINVAL,
 					   "hcomm_wait: request never issued");
 		if (progress_once(c) > 0)
-			st.t0 = 0;
+			st.started = 0;
 		else
 			idle_step(c, req, &st);
 	}
@@ -483,7 +480,7 @@ HCOMM_EXPORT int hcomm_wait(struct hcomm_request *req)
 
 int hcomm__drain(struct hcomm_comm *c)
 {
-	struct idle st = { 0, 0 };
+	struct idle st = { 0 };
 
 	/*
 	 * A callback may issue operations: it counts them in inflight before
@@ -493,7 +490,7 @@ int hcomm__drain(struct hcomm_comm *c)
 	for (;;) {
 		while (__atomic_load_n(&c->inflight, __ATOMIC_ACQUIRE)) {
 			if (progress_once(c) > 0)
-				st.t0 = 0;
+				st.started = 0;
 			else
 				idle_step(c, NULL, &st);
 		}

@@ -26,9 +26,10 @@ HCOMM_HIDDEN int hcomm__err_code(uint32_t cmd_op, int err);
  */
 HCOMM_HIDDEN __attribute__((format(printf, 3, 4)))
 int hcomm__fail(int code, int err, const char *fmt, ...);
-int hcomm__can_spin(void);
+HCOMM_HIDDEN int hcomm__can_spin(void);
 struct hcomm_comm;
-uint64_t hcomm__spin_ns(const struct hcomm_comm *c, uint64_t def_ns);
+HCOMM_HIDDEN uint64_t hcomm__spin_ns(const struct hcomm_comm *c,
+				     uint64_t def_ns);
 
 /*
  * One variable of hcomm_config_from_env (e.g. "HCOMM_CACHE_LIMIT"),
@@ -53,32 +54,6 @@ static inline uint64_t hcomm__now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-/*
- * Every few rounds of a spin loop: let another runnable thread of this
- * CPU go first.  What a spinning waiter waits for is often work of this
- * very CPU - soft-RoCE's protocol tasks (kworkers), the tcp transport's
- * service thread, the module's copy workers - and the scheduler would
- * leave it queued until the spinner's time slice ends (under emulation a
- * one-vCPU guest's 8-byte rdma round trip took as long as the spin
- * budget: 1000 us spins gave 1.5 ms, 2000 us gave 2 ms).  With nothing
- * else runnable sched_yield() returns at once.
- */
-static inline void hcomm__spin_yield(void)
-{
-	sched_yield();
-}
-
-/*
- * The mask of a spin loop's round counter at which it looks at the clock
- * and yields: every `every` rounds (a power of two), or every round
- * where this thread has one CPU and spins at all (HCOMM_SPIN_US): there
- * whatever it waits for runs only when it yields.
- */
-static inline unsigned int hcomm__spin_mask(unsigned int every)
-{
-	return hcomm__can_spin() ? every - 1 : 0;
-}
-
 /* The body of a spin loop. */
 static inline void hcomm__cpu_relax(void)
 {
@@ -89,6 +64,45 @@ static inline void hcomm__cpu_relax(void)
 #else
 	__asm__ __volatile__("" ::: "memory");
 #endif
+}
+
+/*
+ * A spin-wait: hcomm__spin_init() with its budget (hcomm__spin_ns()), then
+ * hcomm__spin() once a round until it returns 0 - the budget is spent,
+ * time to sleep.  Every `every` rounds (a power of two) it looks at the
+ * clock and lets another runnable thread of this CPU go first: what a
+ * spinning waiter waits for is often work of this very CPU - soft-RoCE's
+ * protocol tasks (kworkers), the tcp transport's service thread, the
+ * module's copy workers - which the scheduler leaves queued until the
+ * spinner's time slice ends (under emulation a one-vCPU guest's 8-byte
+ * rdma round trip took as long as the spin: 1000 us gave 1.5 ms, 2000 us
+ * 2 ms).  On a one-CPU thread that spins at all (HCOMM_SPIN_US) it yields
+ * every round.  With nothing else runnable sched_yield() returns at once.
+ */
+struct hcomm_spin {
+	uint64_t end;
+	unsigned int k;
+	unsigned int mask;
+};
+
+static inline void hcomm__spin_init(struct hcomm_spin *s, uint64_t now,
+				    uint64_t budget_ns, unsigned int every)
+{
+	s->end = now + budget_ns;
+	s->k = 0;
+	s->mask = hcomm__can_spin() ? every - 1 : 0;
+}
+
+static inline int hcomm__spin(struct hcomm_spin *s)
+{
+	if (++s->k & s->mask) {
+		hcomm__cpu_relax();
+		return 1;
+	}
+	if (hcomm__now_ns() >= s->end)
+		return 0;
+	sched_yield();
+	return 1;
 }
 
 /*

@@ -630,9 +630,9 @@ static int64_t kx_signal_wait(struct hcomm_comm *c, uint32_t sig,
 			      uint64_t value, int timeout_ms)
 {
 	struct kx *kx = kx_of(c);
-	uint64_t start = hcomm__now_ns(), deadline = UINT64_MAX, spin_end, t, v;
+	uint64_t start = hcomm__now_ns(), deadline = UINT64_MAX, spin_ns, t, v;
 	struct hcomm_db_wait arg;
-	unsigned int k = 0;
+	struct hcomm_spin spin;
 
 	if (sig >= kx->nr_db)
 		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL,
@@ -640,19 +640,16 @@ static int64_t kx_signal_wait(struct hcomm_comm *c, uint32_t sig,
 				   kx->nr_db);
 	if (timeout_ms >= 0)
 		deadline = start + (uint64_t)timeout_ms * 1000000ULL;
-	spin_end = start + hcomm__spin_ns(c, KX_SPIN_NS);
-	if (spin_end > deadline)
-		spin_end = deadline;
+	spin_ns = hcomm__spin_ns(c, KX_SPIN_NS);
+	if (spin_ns > deadline - start)
+		spin_ns = deadline - start;
+	hcomm__spin_init(&spin, start, spin_ns, 64);
 	for (;;) {
 		v = __atomic_load_n(&kx->db[sig], __ATOMIC_ACQUIRE);
 		if (v >= value)
 			return (int64_t)v;
-		if (!(++k & hcomm__spin_mask(64))) {
-			if (hcomm__now_ns() >= spin_end)
-				break;
-			hcomm__spin_yield();
-		}
-		hcomm__cpu_relax();
+		if (!hcomm__spin(&spin))
+			break;
 	}
 	for (;;) {
 		memset(&arg, 0, sizeof(arg));

@@ -2016,8 +2016,8 @@ static int64_t rx_signal_wait(struct hcomm_comm *c, uint32_t sig,
 	uint64_t start = hcomm__now_ns(), deadline = UINT64_MAX, t, v;
 	struct pollfd pfd[2];
 	struct timespec ts;
+	struct hcomm_spin spin;
 	int64_t wait_us;
-	unsigned int k = 0;
 	int armed;
 
 	if (sig >= RX_SIGNALS)
@@ -2026,17 +2026,14 @@ static int64_t rx_signal_wait(struct hcomm_comm *c, uint32_t sig,
 			       RX_SIGNALS);
 	if (timeout_ms >= 0)
 		deadline = start + (uint64_t)timeout_ms * 1000000ULL;
+	hcomm__spin_init(&spin, start, rx->spin_ns, 16);
 	for (;;) {
 		(void)rx_reap_recv(rx);
 		v = __atomic_load_n(&rx->sigs[sig], __ATOMIC_ACQUIRE);
 		if (v >= value)
 			return (int64_t)v;
-		if (!(++k & hcomm__spin_mask(16))) {
-			if (hcomm__now_ns() - start >= rx->spin_ns)
-				break;
-			hcomm__spin_yield();
-		}
-		hcomm__cpu_relax();
+		if (!hcomm__spin(&spin))
+			break;
 	}
 	__atomic_add_fetch(&rx->sig_waiters, 1, __ATOMIC_ACQ_REL);
 	for (armed = 0;;) {

@@ -848,7 +848,7 @@ static int64_t tx_signal_wait(struct hcomm_comm *c, uint32_t sig,
 {
 	struct tx *tx = tx_of(c);
 	uint64_t start = hcomm__now_ns(), deadline = UINT64_MAX, t, v;
-	unsigned int k = 0;
+	struct hcomm_spin spin;
 	uint32_t seq;
 
 	if (sig >= TX_NSIG)
@@ -857,17 +857,13 @@ static int64_t tx_signal_wait(struct hcomm_comm *c, uint32_t sig,
 				   TX_NSIG);
 	if (timeout_ms >= 0)
 		deadline = start + (uint64_t)timeout_ms * 1000000ULL;
+	hcomm__spin_init(&spin, start, hcomm__spin_ns(c, TX_SPIN_NS), 64);
 	for (;;) {
 		v = __atomic_load_n(&tx->sig[sig], __ATOMIC_ACQUIRE);
 		if (v >= value)
 			return (int64_t)v;
-		if (!(++k & hcomm__spin_mask(64))) {
-			if (hcomm__now_ns() - start >=
-			    hcomm__spin_ns(c, TX_SPIN_NS))
-				break;
-			hcomm__spin_yield();
-		}
-		hcomm__cpu_relax();
+		if (!hcomm__spin(&spin))
+			break;
 	}
 	for (;;) {
 		t = hcomm__now_ns();

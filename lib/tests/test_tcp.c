@@ -1046,36 +1046,22 @@ static int rank_bad_env(void)
 /* socket buffers                                                      */
 /* ------------------------------------------------------------------ */
 
-/* The autotuning maximum of a tcp_wmem/tcp_rmem file (0: unreadable). */
-static uint64_t sb_max(const char *path)
+/* Field i (from 0) of a /proc/sys file of numbers (0: unreadable). */
+static uint64_t sb_sysctl(const char *path, int i)
 {
-	unsigned long long a, b, c;
+	unsigned long long v[3];
 	FILE *f = fopen(path, "re");
 	int n;
 
 	if (!f)
 		return 0;
-	n = fscanf(f, "%llu %llu %llu", &a, &b, &c);
+	n = fscanf(f, "%llu %llu %llu", &v[0], &v[1], &v[2]);
 	fclose(f);
-	return n == 3 ? c : 0;
+	return n > i ? v[i] : 0;
 }
 
 static char sb_env_s[64], sb_env_r[64];
 static uint64_t sb_snd, sb_rcv;	/* asked for: twice the autotuning max */
-
-/* One value of /proc/sys (0: unreadable). */
-static uint64_t sb_sysctl(const char *path)
-{
-	unsigned long long v;
-	FILE *f = fopen(path, "re");
-	int n;
-
-	if (!f)
-		return 0;
-	n = fscanf(f, "%llu", &v);
-	fclose(f);
-	return n == 1 ? v : 0;
-}
 
 #define SB_LEN		(4 * MiB + 3)
 
@@ -1096,9 +1082,9 @@ static int rank_sockbuf(void)
 	socklen_t len;
 
 	if (geteuid()) {
-		cap = 2 * sb_sysctl("/proc/sys/net/core/wmem_max");
+		cap = 2 * sb_sysctl("/proc/sys/net/core/wmem_max", 0);
 		want_s = want_s < cap ? want_s : cap;
-		cap = 2 * sb_sysctl("/proc/sys/net/core/rmem_max");
+		cap = 2 * sb_sysctl("/proc/sys/net/core/rmem_max", 0);
 		want_r = want_r < cap ? want_r : cap;
 	}
 	win_mem = xmap(SB_LEN);
@@ -2015,8 +2001,8 @@ int main(int argc, char **argv)
 	if (!mkdtemp(pp_dir))
 		return 2;
 	snprintf(pp_env, sizeof(pp_env), "HCOMM_STATS_DIR=%s", pp_dir);
-	sb_snd = 2 * sb_max("/proc/sys/net/ipv4/tcp_wmem");
-	sb_rcv = 2 * sb_max("/proc/sys/net/ipv4/tcp_rmem");
+	sb_snd = 2 * sb_sysctl("/proc/sys/net/ipv4/tcp_wmem", 2);
+	sb_rcv = 2 * sb_sysctl("/proc/sys/net/ipv4/tcp_rmem", 2);
 	if (!sb_snd || sb_snd > GiB)
 		sb_snd = 64 * MiB;
 	if (!sb_rcv || sb_rcv > GiB)
