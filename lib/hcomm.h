@@ -471,6 +471,65 @@ int hcomm_comm_peer_stats(struct hcomm_comm *comm, int peer,
 int hcomm_comm_set_coll_timeout(struct hcomm_comm *comm, int timeout_ms);
 
 /*
+ * Link events (Documentation/failover.rst): what the communicator noticed
+ * about its links to a peer, in the order it noticed them.
+ *  HCOMM_EVENT_LINK_DOWN   a transport's link to peer failed: a keep-alive
+ *                          timeout (no progress of operations or probes for
+ *                          HCOMM_KEEPALIVE_TIMEOUT), a completion error, a
+ *                          QP or port event, or a closed connection.
+ *  HCOMM_EVENT_PEER_LOST   peer's process is gone or no transport reaches
+ *                          it any more: its operations fail with err.
+ * (Values 2 .. 3 are kept for "failed over" and "recovered".)
+ */
+enum hcomm_event_type {
+	HCOMM_EVENT_LINK_DOWN = 1,
+	HCOMM_EVENT_PEER_LOST = 4,
+};
+
+/*
+ * struct hcomm_event - one event, valid during the callback only.
+ * @size:      sizeof(struct hcomm_event) of the library (fields are only
+ *             ever appended).
+ * @type:      enum hcomm_event_type.
+ * @peer:      the other rank.
+ * @xport:     the transport whose link it is (enum hcomm_xport_id).
+ * @err:       the hcomm_err behind it (0 for none).
+ * @time_ns:   when it was noticed (CLOCK_MONOTONIC).
+ * @silent_ns: LINK_DOWN after a keep-alive timeout: how long the link had
+ *             made no progress; else 0.
+ * @seq:       the communicator's event number (1, 2, ...: a gap means
+ *             events were dropped, see hcomm_comm_stats.events_dropped).
+ * @why:       a sentence for a log.
+ */
+struct hcomm_event {
+	uint32_t size;
+	uint32_t type;
+	int32_t peer;
+	int32_t xport;
+	int32_t err;
+	uint32_t reserved0;
+	uint64_t time_ns;
+	uint64_t silent_ns;
+	uint64_t seq;
+	uint64_t reserved[4];
+	char why[160];
+};
+
+typedef void (*hcomm_event_cb)(struct hcomm_comm *comm,
+			       const struct hcomm_event *ev, void *arg);
+
+/*
+ * Call cb(comm, ev, arg) for each later event, on a thread of the library
+ * (one at a time, in order; cb may issue operations and read counters but
+ * must not destroy comm).  Events noticed before the first call (at most
+ * 64) are delivered then.  cb NULL: stop; returns once a running callback
+ * has returned (unless called from it).  Not collective; any thread.
+ * HCOMM_ERR_INVAL for a NULL comm.
+ */
+int hcomm_comm_set_event_cb(struct hcomm_comm *comm, hcomm_event_cb cb,
+			    void *arg);
+
+/*
  * Windows: memory each rank exposes to the others (collective; every rank
  * passes its own base/len, which may differ, len may be 0).  The library
  * registers it, grants the other ranks read and write access, and

@@ -1931,6 +1931,7 @@ static void comm_free(struct hcomm_comm *c)
 	pthread_cond_destroy(&c->peers_cond);
 	pthread_mutex_destroy(&c->peers_lock);
 	pthread_mutex_destroy(&c->lock);
+	hcomm__events_fini(c);
 	free(c);
 }
 
@@ -1960,6 +1961,7 @@ HCOMM_EXPORT int hcomm_comm_init(struct hcomm_comm **out,
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&c->peers_cond, &ca);
 	pthread_condattr_destroy(&ca);
+	hcomm__events_init(c);
 	if (cfg) {
 		c->cfg = *cfg;
 	} else {
@@ -2060,7 +2062,13 @@ HCOMM_EXPORT int hcomm_comm_destroy(struct hcomm_comm *c)
 
 	if (!c)
 		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "hcomm_comm_destroy");
+	if (hcomm__in_event_cb(c))
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "hcomm_comm_destroy: "
+				   "called from the communicator's event "
+				   "callback");
 	ret = hcomm_flush(c);
+	/* The peers' connections close from here on: that is no event. */
+	hcomm__events_stop(c);
 	pthread_mutex_lock(&c->lock);
 	threads_stop(c);
 	pthread_mutex_unlock(&c->lock);

@@ -14,6 +14,38 @@
 #include "hcomm_xport.h"
 
 /*
+ * struct hcomm_events - the communicator's link events (hcomm_event.c).
+ * Everything is protected by @lock.
+ * @q, @head, @n: the events not yet delivered, oldest at q[head].
+ * @seq:       the last event number given (dropped ones included).
+ * @dropped, @delivered: counters.
+ * @cb, @arg:  the application's callback (NULL: events wait in @q).
+ * @thr, @thr_up: the event thread (started by the first callback).
+ * @stop:      ask the thread to end; @busy: it runs a callback now.
+ * @closed:    destroy began: events are ignored, no callback is set.
+ * @log:       HCOMM_LOG: each event on stderr as it is raised.
+ */
+#define HCOMM_EVQ	64
+struct hcomm_events {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct hcomm_event q[HCOMM_EVQ];
+	unsigned int head;
+	unsigned int n;
+	uint64_t seq;
+	uint64_t dropped;
+	uint64_t delivered;
+	hcomm_event_cb cb;
+	void *arg;
+	pthread_t thr;
+	int thr_up;
+	int stop;
+	int busy;
+	int closed;
+	int log;
+};
+
+/*
  * struct hcomm_comm - one communicator.
  * @cfg, @ri:   configuration and launcher result (read-only after init).
  * @rank, @size: copies of ri.rank, ri.size.
@@ -96,6 +128,7 @@ struct hcomm_comm {
 	pthread_t peers_thr;
 	char *peers_last;
 	size_t peers_last_len;
+	struct hcomm_events ev;
 };
 
 /*
@@ -144,6 +177,25 @@ struct hcomm_req_priv {
 		struct hcomm_request *next;
 	} q;
 };
+
+/* Link events (hcomm_event.c). */
+HCOMM_HIDDEN void hcomm__events_init(struct hcomm_comm *c);
+HCOMM_HIDDEN void hcomm__events_stop(struct hcomm_comm *c);
+HCOMM_HIDDEN void hcomm__events_fini(struct hcomm_comm *c);
+/*
+ * Queue an event of enum hcomm_event_type about peer's link of transport
+ * xp (err: an hcomm_err or 0; silent_ns: see struct hcomm_event) for the
+ * event thread.  Any thread, any lock of a transport held (it takes only
+ * the event lock); ignored once destroy began.
+ */
+HCOMM_HIDDEN __attribute__((format(printf, 7, 8)))
+void hcomm__event(struct hcomm_comm *c, int type, int peer, int xp, int err,
+		  uint64_t silent_ns, const char *fmt, ...);
+HCOMM_HIDDEN const char *hcomm__event_name(int type);
+/* 1 on c's event thread (inside an event callback). */
+HCOMM_HIDDEN int hcomm__in_event_cb(struct hcomm_comm *c);
+/* Events raised so far (the last seq). */
+HCOMM_HIDDEN uint64_t hcomm__events_count(struct hcomm_comm *c);
 
 _Static_assert(sizeof(struct hcomm_req_priv) <=
 	       sizeof(((struct hcomm_request *)0)->priv),

@@ -130,7 +130,7 @@
 #define RX_REAP_BATCH		64
 #define RX_CHAIN		32		/* WRs per ibv_post_send */
 #define RX_CHUNK		64		/* planned at a time */
-#define RX_PART_MAX		(1ULL << 30)	/* bytes per work request */
+#define RX_PART_MAX		(1ULL << 30)	/* bytes per work request, at most */
 #define RX_MR_SLOTS		1024		/* cached + per-operation MRs */
 #define RX_MR_LIVE		128		/* cached MRs at most */
 #define RX_RESOLVE_MS		2000		/* rdma_resolve_addr/route */
@@ -146,6 +146,13 @@
 #define RX_BOUNCE_MAX		(16u << 10)
 #define RX_STRIPE_MIN		(256u << 10)
 #define RX_SPIN_US		1000		/* signal_wait's polling */
+#define RX_KA_INTERVAL_MS	10		/* keep-alive round: probe an idle
+						 * link, check a busy one */
+#define RX_KA_TIMEOUT_MS	80		/* no progress: the link failed
+						 * (detected 80-90 ms after the
+						 * last progress) */
+#define RX_PART_DEFAULT		(64u << 10)	/* bytes per WR: a completion
+						 * at least this often */
 
 /* ------------------------------------------------------------------ */
 /* structures                                                          */
@@ -260,6 +267,9 @@ struct rx_conn {
 	struct ibv_qp *qp;
 	uint64_t retry_ms;
 	unsigned int tries;
+	uint64_t progress_ns;		/* atomic: last CQE seen (any status) */
+	uint64_t busy_ns;		/* atomic: when the ring last went from
+					 * empty to busy (lock) */
 } __attribute__((aligned(64)));
 
 /* Counters of one peer (relaxed atomic adds). */
@@ -285,6 +295,7 @@ struct rx_peer {
 	char where[64];			/* "addr:port" */
 	uint64_t op_seq;		/* atomic */
 	int dead;
+	int lost;			/* atomic: PEER_LOST raised */
 	char why[160];
 	struct rx_peer_stats st;
 };
@@ -295,13 +306,20 @@ struct rx_qpn {
 	struct rx_peer *peer;
 };
 
-/* A send CQ (one per lane) or the receive CQ. */
+/*
+ * A send CQ (one per lane) or the receive CQ.
+ * @stash, @nstash: CQEs the cm thread polled while the application did
+ *         not (keep-alive: a link is known to progress although nobody
+ *         reaps); the lane's reaper takes them first, in order (@reap).
+ */
 struct rx_cq {
 	struct ibv_comp_channel *ch;
 	struct ibv_cq *cq;
 	pthread_mutex_t reap;		/* trylock */
 	uint64_t posted;		/* atomic: WRs in flight on it */
 	int ready;
+	unsigned int nstash;
+	struct ibv_wc stash[RX_REAP_BATCH];
 } __attribute__((aligned(64)));
 
 enum { MR_FREE, MR_LIVE, MR_DEAD, MR_TEMP };
@@ -363,6 +381,10 @@ struct rx {
 	uint64_t bsize;			/* bounce ring bytes per QP */
 	uint8_t ack_timeout;
 	uint8_t retry_cnt;
+	uint64_t part_max;		/* bytes per WR at most */
+	uint64_t ka_interval_ns;	/* keep-alive: probe an idle link */
+	uint64_t ka_timeout_ns;		/* keep-alive: fail a silent link (0:
+					 * off, the QP's retries decide) */
 	uint8_t rd_atom;
 	uint64_t nonce;
 	/* device */
@@ -405,6 +427,8 @@ struct rx {
 	uint64_t port_events;		/* atomic: port errors seen */
 	uint64_t refused;		/* atomic: connect requests rejected */
 	uint64_t ooo;			/* atomic: completions out of order */
+	uint64_t probes;		/* atomic: keep-alive probes posted */
+	uint64_t ka_fails;		/* atomic: links failed by keep-alive */
 	struct hcomm_comm_stats *pub;	/* published copy, or NULL */
 };
 
@@ -513,13 +537,20 @@ static int rx_wc_errno(enum ibv_wc_status s)
 	}
 }
 
+static int rx_peer_dead(const struct rx_peer *p);
+
 /*
  * Record p's first failure (later ones are ignored) and move its QPs to
  * the error state: every WR still queued on them completes, flushed.
+ * The first failure raises a link event: type HCOMM_EVENT_PEER_LOST when
+ * the peer's process is known to be gone (rdma_cm DISCONNECTED: its
+ * kernel sent a DREQ), else HCOMM_EVENT_LINK_DOWN (silent_ns: how long
+ * the link was silent, for a keep-alive timeout).  A DISCONNECTED after
+ * another failure still raises PEER_LOST once: it is news.
  */
-static __attribute__((format(printf, 4, 5)))
-void rx_peer_kill(struct rx *rx, struct rx_peer *p, int err,
-		  const char *fmt, ...)
+static __attribute__((format(printf, 6, 7)))
+void rx_peer_fail(struct rx *rx, struct rx_peer *p, int type, int err,
+		  uint64_t silent_ns, const char *fmt, ...)
 {
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
 	int zero = 0;
@@ -527,11 +558,23 @@ void rx_peer_kill(struct rx *rx, struct rx_peer *p, int err,
 	va_list ap;
 
 	if (!__atomic_compare_exchange_n(&p->dead, &zero, -1, 0,
-					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		if (type == HCOMM_EVENT_PEER_LOST &&
+		    !__atomic_exchange_n(&p->lost, 1, __ATOMIC_ACQ_REL))
+			hcomm__event(rx->c, type, p->rank, HCOMM_XP_RDMA,
+				     rx_code(err), 0, "rdma: the peer's "
+				     "process is gone (after: %s)",
+				     rx_peer_dead(p) ? p->why : "?");
 		return;
+	}
 	va_start(ap, fmt);
 	vsnprintf(p->why, sizeof(p->why), fmt, ap);
 	va_end(ap);
+	if (type == HCOMM_EVENT_PEER_LOST)
+		__atomic_store_n(&p->lost, 1, __ATOMIC_RELEASE);
+	/* raised while dead reads -1: a later PEER_LOST waits, comes after */
+	hcomm__event(rx->c, type, p->rank, HCOMM_XP_RDMA,
+		     rx_code(err ? err : EIO), silent_ns, "rdma: %s", p->why);
 	__atomic_store_n(&p->dead, err ? err : EIO, __ATOMIC_RELEASE);
 	if (rx->log)
 		fprintf(stderr, "hcomm rdma: rank %d [%s %s]: rank %d [%s] "
@@ -541,6 +584,9 @@ void rx_peer_kill(struct rx *rx, struct rx_peer *p, int err,
 		if (p->conns[l].qp)
 			(void)ibv_modify_qp(p->conns[l].qp, &a, IBV_QP_STATE);
 }
+
+#define rx_peer_kill(rx, p, err, ...) \
+	rx_peer_fail(rx, p, HCOMM_EVENT_LINK_DOWN, err, 0, __VA_ARGS__)
 
 /* The errno p failed with (0: alive); waits out a failure being noted. */
 static int rx_peer_dead(const struct rx_peer *p)
@@ -984,17 +1030,30 @@ static int rx_reap_lane_once(struct rx *rx, unsigned int l)
 	struct rx_cq *q = &rx->scq[l];
 	struct ibv_wc wc[RX_REAP_BATCH];
 	struct rx_done done[RX_REAP_BATCH];
+	uint64_t now = 0;
 	int n, i;
 
 	if (pthread_mutex_trylock(&q->reap))
 		return 0;
-	n = ibv_poll_cq(q->cq, RX_REAP_BATCH, wc);
-	if (n < 0)
-		n = 0;
+	n = 0;
+	if (q->nstash) {	/* what the cm thread polled comes first */
+		n = (int)q->nstash;
+		memcpy(wc, q->stash, (size_t)n * sizeof(wc[0]));
+		q->nstash = 0;
+	}
+	i = ibv_poll_cq(q->cq, RX_REAP_BATCH - n, wc + n);
+	if (i > 0)
+		n += i;
+	if (n && rx->ka_timeout_ns)
+		now = hcomm__now_ns();
 	for (i = 0; i < n; i++) {
 		struct rx_wr *w = (struct rx_wr *)(uintptr_t)wc[i].wr_id;
 		struct rx_conn *k = w->conn;
 		struct rx_done *d = &done[i];
+
+		if (now)
+			__atomic_store_n(&k->progress_ns, now,
+					 __ATOMIC_RELAXED);
 
 		d->req = w->req;
 		d->mr = w->mr;
@@ -1064,6 +1123,14 @@ static void rx_finish(struct rx *rx, struct rx_done *d)
 	uint64_t bytes = 0;
 
 	rx_mr_put(rx, d->mr);
+	if (!d->req) {		/* a keep-alive probe */
+		if (d->err)
+			rx_peer_kill(rx, p, d->err, "%s (vendor error %#x) on "
+				     "lane %u QP %#x: keep-alive probe",
+				     ibv_wc_status_str(d->status),
+				     d->vendor_err, d->lane, d->qp_num);
+		return;
+	}
 	if (d->err) {
 		__atomic_add_fetch(&p->st.errors, 1, __ATOMIC_RELAXED);
 		__atomic_add_fetch(&p->st.wc_err[d->status < RX_WC_STATUS ?
@@ -1304,6 +1371,10 @@ static int rx_emit(struct rx *rx, struct rx_conn *k, struct rx_chain *ch,
 	if (ch->n)
 		ch->wr[ch->n - 1].next = wr;
 	ch->n++;
+	if (rx->ka_timeout_ns &&
+	    k->head == __atomic_load_n(&k->tail, __ATOMIC_ACQUIRE))
+		__atomic_store_n(&k->busy_ns, hcomm__now_ns(),
+				 __ATOMIC_RELAXED);
 	__atomic_store_n(&k->head, k->head + 1, __ATOMIC_RELEASE);
 	__atomic_add_fetch(&rx->scq[k->lane].posted, 1, __ATOMIC_RELAXED);
 	return 1;
@@ -1372,8 +1443,9 @@ static void rx_chain_undo(struct rx *rx, struct rx_conn *k,
 		     strerror(ch->undo[0].err));
 	for (i = 0; i < ch->nundo; i++) {
 		rx_mr_put(rx, ch->undo[i].mr);
-		rx_part_done(rx, k->peer, ch->undo[i].req, ch->undo[i].err, 0,
-			     &ch->undo[i]);
+		if (ch->undo[i].req)	/* else a keep-alive probe */
+			rx_part_done(rx, k->peer, ch->undo[i].req,
+				     ch->undo[i].err, 0, &ch->undo[i]);
 	}
 	ch->nundo = 0;
 }
@@ -1540,8 +1612,8 @@ static int rx_plan_one(struct rx *rx, struct hcomm_win *w,
 	if (pl->striped)
 		part = ((d->len + rx->nlanes - 1) / rx->nlanes + 4095) &
 		       ~4095ULL;
-	if (part > RX_PART_MAX)
-		part = RX_PART_MAX;
+	if (part > rx->part_max)
+		part = rx->part_max;
 	pl->part = part;
 	pl->parts = d->len ? (uint32_t)((d->len + part - 1) / part) : 1;
 	if (!pl->striped) {
@@ -2489,10 +2561,14 @@ static void rx_on_disconnect(struct rx *rx, struct rx_conn *k)
 			rx_conn_drop(rx, k);
 		return;
 	}
+	/*
+	 * Before rdma_disconnect(), which flushes the QP: a flushed WR reaped
+	 * first would report a link failure instead of the peer's exit.
+	 */
+	rx_peer_fail(rx, k->peer, HCOMM_EVENT_PEER_LOST, ECONNRESET, 0,
+		     "lane %u disconnected (rdma_cm DISCONNECTED: the peer "
+		     "closed the connection or exited)", k->lane);
 	(void)rdma_disconnect(k->id);	/* answer the DREQ */
-	rx_peer_kill(rx, k->peer, ECONNRESET, "lane %u disconnected (rdma_cm "
-		     "DISCONNECTED: the peer closed the connection or exited)",
-		     k->lane);
 }
 
 /*
@@ -2760,18 +2836,160 @@ static void rx_async(struct rx *rx)
 	}
 }
 
-/* After init: disconnects, late connects, device events. */
+/* ------------------------------------------------------------------ */
+/* keep-alive (cm thread)                                              */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Lane l's send CQ, unless someone reaps it now (then they see the
+ * progress): move its CQEs into the stash (the next reaper finishes
+ * them, in order), note each QP's progress, finish the keep-alive probes
+ * at the head of the stash (no request waits for them, and nobody else
+ * might come), and fail the peers whose WRs completed in error.
+ */
+static void rx_ka_lane(struct rx *rx, unsigned int l, uint64_t now)
+{
+	struct rx_cq *q = &rx->scq[l];
+	struct rx_peer *bad[RX_REAP_BATCH];
+	int status[RX_REAP_BATCH];
+	unsigned int i, nbad = 0;
+	int n;
+
+	if (!__atomic_load_n(&q->posted, __ATOMIC_ACQUIRE) ||
+	    pthread_mutex_trylock(&q->reap))
+		return;
+	n = ibv_poll_cq(q->cq, (int)(RX_REAP_BATCH - q->nstash),
+			q->stash + q->nstash);
+	for (i = q->nstash; n > 0 && i < q->nstash + (unsigned int)n; i++) {
+		struct rx_wr *w = (struct rx_wr *)(uintptr_t)q->stash[i].wr_id;
+
+		__atomic_store_n(&w->conn->progress_ns, now, __ATOMIC_RELAXED);
+		if (q->stash[i].status != IBV_WC_SUCCESS) {
+			status[nbad] = q->stash[i].status;
+			bad[nbad++] = w->conn->peer;
+		}
+	}
+	if (n > 0)
+		q->nstash += (unsigned int)n;
+	while (q->nstash) {
+		struct rx_wr *w = (struct rx_wr *)(uintptr_t)q->stash[0].wr_id;
+		struct rx_conn *k = w->conn;
+
+		if (w->req)
+			break;
+		if (w->seq != __atomic_load_n(&k->tail, __ATOMIC_RELAXED))
+			__atomic_add_fetch(&rx->ooo, 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&k->tail, w->seq + 1, __ATOMIC_RELEASE);
+		__atomic_sub_fetch(&q->posted, 1, __ATOMIC_RELEASE);
+		memmove(q->stash, q->stash + 1,
+			--q->nstash * sizeof(q->stash[0]));
+	}
+	pthread_mutex_unlock(&q->reap);
+	for (i = 0; i < nbad; i++)
+		rx_peer_kill(rx, bad[i], rx_wc_errno(status[i]),
+			     "%s on lane %u (seen by the keep-alive)",
+			     ibv_wc_status_str(status[i]), l);
+}
+
+/* Post a zero-length RDMA WRITE on p's lane 0 (no request: a probe). */
+static void rx_ka_probe(struct rx *rx, struct rx_peer *p)
+{
+	struct rx_conn *k = &p->conns[0];
+	struct rx_chain ch;
+	struct rx_spec sp;
+
+	ch.n = 0;
+	ch.nundo = 0;
+	memset(&sp, 0, sizeof(sp));
+	sp.op = HCOMM_OP_PUT;
+	sp.opcode = IBV_WR_RDMA_WRITE;
+	sp.mode = RX_M_NOP;
+	pthread_mutex_lock(&k->lock);
+	if (!__atomic_load_n(&p->dead, __ATOMIC_ACQUIRE) &&
+	    rx_room(rx, k, 1, 0) && rx_emit(rx, k, &ch, &sp)) {
+		rx_chain_post(rx, k, &ch);
+		__atomic_add_fetch(&rx->probes, 1, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&k->lock);
+	rx_chain_undo(rx, k, &ch);
+}
+
+/*
+ * Every ka_interval: a lane with WRs in flight whose last CQE (or the
+ * moment it became busy, if later) is more than ka_timeout ago fails its
+ * peer (LINK_DOWN, ETIMEDOUT: its QPs are flushed, so the hardware's own
+ * retries never hold the link longer); a peer with nothing in flight for
+ * ka_interval gets a probe, which makes its lane 0 busy.
+ */
+static void rx_keepalive(struct rx *rx)
+{
+	uint64_t now = hcomm__now_ns();
+	unsigned int l;
+	int r;
+
+	(void)rx_reap_recv(rx);	/* the SRQ refilled: no RNR for peers */
+	for (l = 0; l < rx->nlanes; l++)
+		rx_ka_lane(rx, l, now);
+	for (r = 0; r < rx->c->size; r++) {
+		struct rx_peer *p = &rx->peers[r];
+		uint64_t last = 0, silent = 0;
+		unsigned int bl = 0;
+		int busy = 0;
+
+		if (r == rx->c->rank ||
+		    __atomic_load_n(&p->dead, __ATOMIC_ACQUIRE))
+			continue;
+		for (l = 0; l < rx->nlanes; l++) {
+			struct rx_conn *k = &p->conns[l];
+			uint64_t since, t;
+
+			if (!k->qp)
+				continue;
+			since = __atomic_load_n(&k->progress_ns,
+						__ATOMIC_RELAXED);
+			t = __atomic_load_n(&k->busy_ns, __ATOMIC_RELAXED);
+			if (t > since)
+				since = t;
+			if (since > last)
+				last = since;
+			if (__atomic_load_n(&k->head, __ATOMIC_ACQUIRE) ==
+			    __atomic_load_n(&k->tail, __ATOMIC_ACQUIRE))
+				continue;
+			busy = 1;
+			if (now > since && now - since > silent) {
+				silent = now - since;
+				bl = l;
+			}
+		}
+		if (busy && silent > rx->ka_timeout_ns) {
+			__atomic_add_fetch(&rx->ka_fails, 1, __ATOMIC_RELAXED);
+			rx_peer_fail(rx, p, HCOMM_EVENT_LINK_DOWN, ETIMEDOUT,
+				     silent, "keep-alive: lane %u made no "
+				     "progress for %llu ms "
+				     "(HCOMM_KEEPALIVE_TIMEOUT=%llu)", bl,
+				     (unsigned long long)(silent / 1000000),
+				     (unsigned long long)(rx->ka_timeout_ns /
+							  1000000));
+		} else if (!busy && now - last >= rx->ka_interval_ns) {
+			rx_ka_probe(rx, p);
+		}
+	}
+}
+
+/* After init: disconnects, late connects, device events, keep-alive. */
 static void *rx_cm_main(void *arg)
 {
 	struct rx *rx = arg;
 	struct pollfd pfd[3];
+	int ms = rx->ka_timeout_ns ? (int)(rx->ka_interval_ns / 1000000) : -1;
+	uint64_t next = hcomm__now_ns() + rx->ka_interval_ns;
 
 	pfd[0].fd = rx->ech->fd;
 	pfd[1].fd = rx->verbs->async_fd;
 	pfd[2].fd = rx->stop_fd;
 	pfd[0].events = pfd[1].events = pfd[2].events = POLLIN;
 	for (;;) {
-		if (poll(pfd, 3, -1) < 0) {
+		if (poll(pfd, 3, ms) < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
@@ -2782,6 +3000,10 @@ static void *rx_cm_main(void *arg)
 			rx_cm_drain(rx);
 		if (pfd[1].revents)
 			rx_async(rx);
+		if (ms >= 0 && hcomm__now_ns() >= next) {
+			rx_keepalive(rx);
+			next = hcomm__now_ns() + rx->ka_interval_ns;
+		}
 	}
 	return NULL;
 }
@@ -2835,6 +3057,29 @@ static int rx_params(struct rx *rx)
 	if (ret)
 		return ret;
 	rx->stripe_min = v;
+	ret = rx_env("HCOMM_RDMA_PART_MAX", 4096, RX_PART_MAX, RX_PART_DEFAULT,
+		     &v);
+	if (ret)
+		return ret;
+	rx->part_max = v;
+	ret = rx_env("HCOMM_KEEPALIVE_INTERVAL", 1, 10000, RX_KA_INTERVAL_MS,
+		     &v);
+	if (ret)
+		return ret;
+	rx->ka_interval_ns = v * 1000000ULL;
+	ret = rx_env("HCOMM_KEEPALIVE_TIMEOUT", 0, 600000, RX_KA_TIMEOUT_MS,
+		     &v);
+	if (ret)
+		return ret;
+	rx->ka_timeout_ns = v * 1000000ULL;
+	if (rx->ka_timeout_ns && rx->ka_timeout_ns <= rx->ka_interval_ns)
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "HCOMM_KEEPALIVE_"
+				   "TIMEOUT=%llu ms must exceed HCOMM_KEEPALIVE_"
+				   "INTERVAL=%llu ms (or be 0: off)",
+				   (unsigned long long)(rx->ka_timeout_ns /
+							1000000),
+				   (unsigned long long)(rx->ka_interval_ns /
+							1000000));
 	ret = rx_env("HCOMM_RDMA_SPIN_US", 0, 1000000, RX_SPIN_US, &v);
 	if (ret)
 		return ret;

@@ -1655,6 +1655,18 @@ static void conn_fail(struct tx *tx, struct tx_conn *k, int err,
 		       k->lane >= 0 ? "to" : "from guest", k->peer, k->addr,
 		       k->lane, why, strerror(err));
 	}
+	/*
+	 * The peer's first lane to fail says what happened to it: a reset
+	 * or an end of stream came from its kernel (the host answers, the
+	 * process closed or exited: the peer is lost); silence is the link.
+	 */
+	if (p && k->lane >= 0 && !p->err && !quiet)
+		hcomm__event(tx->c, err == ETIMEDOUT ? HCOMM_EVENT_LINK_DOWN :
+			     HCOMM_EVENT_PEER_LOST, k->peer, HCOMM_XP_TCP,
+			     err == ETIMEDOUT ? HCOMM_ERR_TIMEOUT : HCOMM_ERR_IO,
+			     err == ETIMEDOUT ? hcomm__now_ns() - k->last_io : 0,
+			     "tcp lane %d to %s: %s: %s", k->lane, k->addr, why,
+			     strerror(err));
 	if (p && k->lane >= 0)
 		p->err = err;
 	k->state = K_DEAD;

@@ -1133,6 +1133,50 @@ static int rank_sockbuf(void)
 /* ------------------------------------------------------------------ */
 /* a peer stopped: the operation times out                             */
 /* ------------------------------------------------------------------ */
+/* link events: a recorder                                              */
+/* ------------------------------------------------------------------ */
+
+static struct {
+	pthread_mutex_t lock;
+	struct hcomm_event ev[8];
+	int n;
+	int destroy_rc;		/* what hcomm_comm_destroy said inside */
+	int gap;
+} evr = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static void ev_rec(struct hcomm_comm *c, const struct hcomm_event *ev,
+		   void *arg)
+{
+	pthread_mutex_lock(&evr.lock);
+	if (evr.n < 8)
+		evr.ev[evr.n] = *ev;
+	if (ev->seq != (uint64_t)evr.n + 1)
+		evr.gap = 1;
+	evr.n++;
+	pthread_mutex_unlock(&evr.lock);
+	if (arg)	/* must be refused here: it would join this thread */
+		evr.destroy_rc = hcomm_comm_destroy(c);
+}
+
+/* Wait up to ms for event number k (0-based); 1 and *out when there. */
+static int ev_get(int k, int ms, struct hcomm_event *out)
+{
+	int64_t end = now_ms() + ms;
+	int got;
+
+	for (;;) {
+		pthread_mutex_lock(&evr.lock);
+		got = evr.n > k && k < 8;
+		if (got)
+			*out = evr.ev[k];
+		pthread_mutex_unlock(&evr.lock);
+		if (got || now_ms() >= end)
+			return got;
+		usleep(2000);
+	}
+}
+
+/* ------------------------------------------------------------------ */
 
 #define ST_WIN		(16 * MiB)
 
@@ -1197,6 +1241,30 @@ static int rank_stopped(void)
 		      hcomm_errmsg());
 		check(t0 >= 1400 && t0 < 6000, "the timeout took %lld ms",
 		      (long long)t0);
+		{
+			struct hcomm_event ev = { 0 };
+			int got;
+
+			/* raised before any callback: it waited for this */
+			check_ok(hcomm_comm_set_event_cb(comm, ev_rec, NULL),
+				 "hcomm_comm_set_event_cb");
+			got = ev_get(0, 5000, &ev);
+			check(got &&
+			      ev.type == HCOMM_EVENT_LINK_DOWN &&
+			      ev.peer == 1 && ev.xport == HCOMM_XPORT_TCP &&
+			      ev.err == HCOMM_ERR_TIMEOUT && ev.seq == 1 &&
+			      ev.silent_ns >= 1400000000ULL &&
+			      ev.size == sizeof(ev), "a stopped peer: one "
+			      "link-down event (tcp, HCOMM_ERR_TIMEOUT, silent "
+			      "%.0f ms), delivered once a callback was set: "
+			      "type %u peer %d: %s", ev.silent_ns / 1e6,
+			      ev.type, ev.peer, ev.why);
+			got = ev_get(1, 200, &ev);
+			check(!got, "only one event (a second: type %u, %s)",
+			      ev.type, got ? ev.why : "");
+			check_ok(hcomm_comm_set_event_cb(comm, NULL, NULL),
+				 "hcomm_comm_set_event_cb(NULL)");
+		}
 		t0 = now_ms();
 		r = hcomm_put(w, 1, 0, buf, 8);
 		t0 = now_ms() - t0;
@@ -1280,6 +1348,10 @@ static int rank_killed(void)
 		read_byte(p2c[1][0], RANK_ALARM * 1000, &c);	/* killed */
 		return 1;
 	}
+	check(hcomm_comm_set_event_cb(NULL, ev_rec, NULL) == -HCOMM_ERR_INVAL,
+	      "hcomm_comm_set_event_cb(NULL comm): HCOMM_ERR_INVAL");
+	check_ok(hcomm_comm_set_event_cb(comm, ev_rec, comm),
+		 "hcomm_comm_set_event_cb");
 	memset(req, 0, sizeof(req));
 	for (t1 = now_ms(); now_ms() - t1 < 30000; n++) {
 		j = n % K_QD;
@@ -1307,6 +1379,22 @@ static int rank_killed(void)
 	check(r == -HCOMM_ERR_IO && strstr(hcomm_errmsg(), "rank 1"),
 	      "a put after that: HCOMM_ERR_IO naming rank 1 (%s)",
 	      hcomm_errmsg());
+	{
+		struct hcomm_event ev = { 0 };
+		int got = ev_get(0, 5000, &ev);
+
+		check(got && ev.type == HCOMM_EVENT_PEER_LOST &&
+		      ev.peer == 1 && ev.xport == HCOMM_XPORT_TCP &&
+		      ev.err == HCOMM_ERR_IO && !ev.silent_ns,
+		      "a killed peer: a peer-lost event (tcp, HCOMM_ERR_IO): "
+		      "type %u peer %d xport %d: %s", ev.type, ev.peer,
+		      ev.xport, ev.why);
+		check(evr.destroy_rc == -HCOMM_ERR_INVAL, "hcomm_comm_destroy "
+		      "from the event callback: HCOMM_ERR_INVAL (%d)",
+		      evr.destroy_rc);
+		check(!evr.gap && evr.n == 1, "%d events, gap %d", evr.n,
+		      evr.gap);
+	}
 	for (j = 0; j < K_QD && n > j; j++)
 		hcomm_wait(&req[j]);
 	t0 = now_ms();

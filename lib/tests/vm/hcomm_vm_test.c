@@ -57,6 +57,9 @@
  *             under hcomm_vm_launch -k V)
  *
  * Output: lines "rN: ..." (one write each); failures start with "FAIL".
+ * HCOMM_VMTEST_TRACE=1 adds a line "rN: phase P after S s" each time the
+ * case moves on (a thread polls the phase every millisecond), so that a
+ * slow or stuck phase shows in the log.
  * Exit status: 0 passed, 1 failed, 3 alarm (HCOMM_VMTEST_ALARM seconds,
  * default 100), 4 skipped.
  */
@@ -202,6 +205,27 @@ static uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* HCOMM_VMTEST_TRACE=1: print each phase change with the time it took. */
+static void *phase_tracer(void *arg)
+{
+	const char *last = phase;
+	uint64_t t0 = now_ns(), t;
+	struct timespec ms = { 0, 1000000 };
+
+	(void)arg;
+	for (;;) {
+		nanosleep(&ms, NULL);
+		if (phase == last)
+			continue;
+		t = now_ns();
+		out("phase %s after %.3f s in %s", phase,
+		    (double)(t - t0) / 1e9, last);
+		last = phase;
+		t0 = t;
+	}
+	return NULL;
 }
 
 static pid_t gettid_(void)
@@ -2580,6 +2604,91 @@ static int case_timeout(bool allow_io)
 }
 
 /* ------------------------------------------------------------------ */
+/* link events (hcomm_comm_set_event_cb)                               */
+/* ------------------------------------------------------------------ */
+
+#define EV_MAX	32
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct hcomm_event ev[EV_MAX];
+	int n;
+	uint64_t last_seq;
+	int gaps;
+} evs = { .lock = PTHREAD_MUTEX_INITIALIZER,
+	  .cond = PTHREAD_COND_INITIALIZER };
+
+static const char *ev_name(uint32_t t)
+{
+	return t == HCOMM_EVENT_LINK_DOWN ? "link-down" :
+	       t == HCOMM_EVENT_PEER_LOST ? "peer-lost" : "?";
+}
+
+static void ev_record(struct hcomm_comm *c, const struct hcomm_event *ev,
+		      void *arg)
+{
+	(void)arg;
+	CHECK(c == comm, "event callback: another communicator");
+	CHECK(ev->size >= offsetof(struct hcomm_event, why), "event size %u",
+	      ev->size);
+	out("event %" PRIu64 " %s: peer %d, transport %d, err %d, silent "
+	    "%.1f ms: %s", ev->seq, ev_name(ev->type), ev->peer, ev->xport,
+	    ev->err, (double)ev->silent_ns / 1e6, ev->why);
+	pthread_mutex_lock(&evs.lock);
+	if (ev->seq != evs.last_seq + 1)
+		evs.gaps++;
+	evs.last_seq = ev->seq;
+	if (evs.n < EV_MAX)
+		evs.ev[evs.n] = *ev;
+	evs.n++;
+	pthread_cond_broadcast(&evs.cond);
+	pthread_mutex_unlock(&evs.lock);
+}
+
+/*
+ * Wait up to ms for an event of type about peer (type 0: any); copy it
+ * to *out.  1 when found.
+ */
+static int ev_wait(uint32_t type, int peer, int ms, struct hcomm_event *out)
+{
+	struct timespec ts;
+	int i, found = 0;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&evs.lock);
+	for (;;) {
+		for (i = 0; i < evs.n && i < EV_MAX && !found; i++)
+			if ((!type || evs.ev[i].type == type) &&
+			    evs.ev[i].peer == peer) {
+				*out = evs.ev[i];
+				found = 1;
+			}
+		if (found || pthread_cond_timedwait(&evs.cond, &evs.lock, &ts))
+			break;
+	}
+	pthread_mutex_unlock(&evs.lock);
+	return found;
+}
+
+/* How many events of type about peer were recorded. */
+static int ev_count(uint32_t type, int peer)
+{
+	int i, n = 0;
+
+	pthread_mutex_lock(&evs.lock);
+	for (i = 0; i < evs.n && i < EV_MAX; i++)
+		n += evs.ev[i].type == type && evs.ev[i].peer == peer;
+	pthread_mutex_unlock(&evs.lock);
+	return n;
+}
+
+/* ------------------------------------------------------------------ */
 /* killed: a peer dies of SIGKILL with operations in flight to it      */
 /* ------------------------------------------------------------------ */
 
@@ -2845,6 +2954,8 @@ static int case_killed(int victim)
 		out("transport %s; victim rank %d; bound %" PRIu64 " ms from "
 		    "its notice to the first error", hcomm_comm_transport(comm),
 		    victim, bound);
+	if (me != victim)
+		OK(hcomm_comm_set_event_cb(comm, ev_record, NULL));
 	barrier();
 	if (me == victim)
 		killed_victim(w, victim);
@@ -2987,6 +3098,30 @@ static int case_killed(int victim)
 		OK(hcomm_flush(comm));
 	}
 
+	/*
+	 * The victim's process died, its host lives: a network transport
+	 * that reaches it reports the peer lost (rdma: DISCONNECTED, tcp:
+	 * reset or end of stream), not a link failure only.  A rank whose
+	 * route to it is the kernel transport (same host) may hear it too,
+	 * from the tcp connection every pair also has.
+	 */
+	phase = "event";
+	{
+		struct hcomm_peer_stats ps = { .size = sizeof(ps) };
+		struct hcomm_event ev;
+		int xp = -1;
+
+		if (!hcomm_comm_peer_stats(comm, victim, &ps) && ps.nranges)
+			xp = ps.range[ps.nranges - 1].xport;
+		if (xp == HCOMM_XPORT_RDMA || xp == HCOMM_XPORT_TCP)
+			CHECK(ev_wait(HCOMM_EVENT_PEER_LOST, victim,
+				      (int)bound, &ev), "no peer-lost event for "
+			      "the killed rank %d within %" PRIu64 " ms",
+			      victim, bound);
+		CHECK(!ev_count(HCOMM_EVENT_PEER_LOST, me), "peer-lost about "
+		      "this rank");
+	}
+
 	/* A collective cannot complete: an error, not a hang. */
 	phase = "collective";
 	t0 = now_ns();
@@ -3046,9 +3181,258 @@ static uint64_t parse_size(const char *s)
 	return v;
 }
 
+
+/* ------------------------------------------------------------------ */
+/* linkcut: the RoCE link dies under a stream                          */
+/* ------------------------------------------------------------------ */
+
+#define LC_QD		16
+#define LC_SLOT		(64 * KiB)
+#define LC_WIN		(LC_QD * LC_SLOT + PAD)
+#define LC_RUN_NS	1500000000ULL	/* stream this long before the cut */
+
+/* Run a shell command of the test bed; its status. */
+static int lc_sh(const char *fmt, ...)
+{
+	char cmd[512];
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	rc = system(cmd);
+	if (rc)
+		out("command failed (%d): %s", rc, cmd);
+	return rc;
+}
+
+/* Cut (on 0) or restore (on 1) this VM's second NIC, the RoCE one. */
+static int lc_link(const char *how, int on)
+{
+	const char *vm = getenv("VM_ID") ? getenv("VM_ID") : "1";
+
+	if (!strcmp(how, "netem"))
+		return lc_sh("tc qdisc change dev eth1 root netem loss %s",
+			     on ? "0%" : "100%");
+	if (!strcmp(how, "link"))
+		return lc_sh("bash -c '. \"$NETVM_RUN/lib.sh\" && hostctl "
+			     "link %s 1 %s'", vm, on ? "on" : "off");
+	if (!strcmp(how, "tap"))
+		return lc_sh("bash -c '. \"$NETVM_RUN/lib.sh\" && hostctl "
+			     "tap %s 1 %s'", vm, on ? "up" : "down");
+	FAIL("linkcut: --how %s (netem, link or tap)", how);
+	return -1;
+}
+
+/* The cut, on a thread of its own: the stream goes on meanwhile. */
+struct lc_cutter {
+	pthread_t thr;
+	const char *how;
+	uint64_t t_start, t_end;
+	int rc;
+};
+
+static void *lc_cut_main(void *arg)
+{
+	struct lc_cutter *k = arg;
+
+	k->t_start = now_ns();
+	k->rc = lc_link(k->how, 0);
+	__atomic_store_n(&k->t_end, now_ns(), __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* After a restore: wait (10 s at most) for rxe1's port to be ACTIVE. */
+static void lc_port_active(void)
+{
+	char st[64] = "";
+	int i;
+
+	for (i = 0; i < 200; i++) {
+		FILE *f = fopen("/sys/class/infiniband/rxe1/ports/1/state", "r");
+
+		if (f) {
+			if (!fgets(st, sizeof(st), f))
+				st[0] = 0;
+			fclose(f);
+		}
+		if (strstr(st, "ACTIVE"))
+			return;
+		usleep(50000);
+	}
+	out("rxe1's port is not ACTIVE 10 s after the restore: %s", st);
+}
+
+/*
+ * Two ranks, one per VM, rdma over each VM's second NIC (the rank table's
+ * dev_ip), the bootstrap over the first.  Both stream put_nb to the other;
+ * after LC_RUN_NS rank 0 cuts its RoCE link (--how netem: 100 % loss on
+ * its eth1; link: qemu set_link off; tap: the host's tap down).  Every
+ * request completes exactly once (hcomm_wait returns), the first failure
+ * comes within the keep-alive bound, a LINK_DOWN event names the peer and
+ * rdma and no PEER_LOST is raised (the peer lives); the bootstrap still
+ * works, later operations fail at once naming the peer, destroy returns.
+ */
+static int case_linkcut(const char *how)
+{
+	unsigned char *win, *src;
+	struct hcomm_request req[LC_QD];
+	bool busy[LC_QD] = { false };
+	struct hcomm_event ev;
+	struct hcomm_win *w;
+	uint64_t t0, t_fail = 0, bound, ka_ms, ok_ops = 0;
+	struct lc_cutter cut = { .how = how };
+	int peer, j, rc, first = 0, done = 0, cutting = 0;
+	long n;
+
+	comm_up();
+	if (np != 2)
+		return FAIL("linkcut: 2 ranks, not %d", np), 1;
+	peer = 1 - me;
+	OK(hcomm_comm_set_event_cb(comm, ev_record, NULL));
+	CHECK(!strcmp(hcomm_comm_transport(comm), "rdma"), "transport %s, "
+	      "expected rdma", hcomm_comm_transport(comm));
+	ka_ms = (uint64_t)env_int("HCOMM_KEEPALIVE_TIMEOUT", 80) +
+		(uint64_t)env_int("HCOMM_KEEPALIVE_INTERVAL", 10);
+	bound = ka_ms + (uint64_t)env_int("HCOMM_VMTEST_CUT_SLACK_MS", 1500);
+	win = xmap(LC_WIN);
+	src = xmap(LC_SLOT);
+	memset(win, POISON, LC_WIN);
+	fill(src, LC_SLOT, 0x5100 + (uint64_t)me);
+	w = win_make(win, LC_WIN);
+
+	/* The link works: a put lands, checked at the target. */
+	phase = "before";
+	barrier();
+	OK(hcomm_put(w, peer, 1, src, LC_SLOT));
+	OK(hcomm_flush(comm));
+	barrier();
+	fill(src, LC_SLOT, 0x5100 + (uint64_t)peer);
+	SAME(win + 1, src, LC_SLOT, "a put before the cut");
+	fill(src, LC_SLOT, 0x5100 + (uint64_t)me);
+	barrier();
+
+	phase = "stream";
+	memset(req, 0, sizeof(req));
+	t0 = now_ns();
+	for (n = 0;; n++) {
+		j = (int)(n % LC_QD);
+		if (busy[j]) {
+			busy[j] = false;
+			rc = hcomm_wait(&req[j]);
+			CHECK(req[j].done == 1, "request %d: done %d after "
+			      "hcomm_wait", j, req[j].done);
+			if (rc) {
+				first = rc;
+				t_fail = now_ns();
+				break;
+			}
+			ok_ops++;
+		}
+		if (me == 0 && !cutting && now_ns() - t0 > LC_RUN_NS &&
+		    ok_ops >= 2 * LC_QD) {
+			cutting = !pthread_create(&cut.thr, NULL, lc_cut_main,
+						  &cut);
+			CHECK(cutting, "pthread_create");
+			out("cutting (%s) after %" PRIu64 " puts of %d KiB",
+			    how, ok_ops, (int)(LC_SLOT >> 10));
+		}
+		if (now_ns() - t0 > 60000000000ULL) {
+			FAIL("no put failed within 60 s (%ld issued)", n);
+			break;
+		}
+		memset(&req[j], 0, sizeof(req[j]));
+		rc = hcomm_put_nb(w, peer, 1 + (uint64_t)j * LC_SLOT, src,
+				  LC_SLOT, &req[j]);
+		if (rc) {
+			first = rc;
+			t_fail = now_ns();
+			break;
+		}
+		busy[j] = true;
+	}
+	/* Whatever is in flight completes, each request once. */
+	phase = "drain";
+	for (j = 0; j < LC_QD; j++) {
+		if (!busy[j])
+			continue;
+		(void)hcomm_wait(&req[j]);
+		CHECK(req[j].done == 1, "request %d: done %d after hcomm_wait",
+		      j, req[j].done);
+		done++;
+	}
+	CHECK(first < 0, "the stream ended without an error: %s",
+	      errname(first));
+	CHECK(names_rank(hcomm_errmsg(), peer) || first >= 0, "the failure "
+	      "does not name rank %d: %s", peer, hcomm_errmsg());
+	if (cutting) {
+		pthread_join(cut.thr, NULL);
+		CHECK(!cut.rc, "the cut command failed");
+	}
+
+	phase = "event";
+	if (CHECK(ev_wait(HCOMM_EVENT_LINK_DOWN, peer, 10000, &ev),
+		  "no link-down event for rank %d within 10 s", peer)) {
+		CHECK(ev.xport == HCOMM_XPORT_RDMA, "link-down of transport "
+		      "%d, expected rdma", ev.xport);
+		if (me == 0 && cutting) {
+			uint64_t det = ev.time_ns > cut.t_start ?
+				       (ev.time_ns - cut.t_start) / 1000000 : 0;
+
+			out("the cut command ran %" PRIu64 " ms; the link-down "
+			    "event came %" PRIu64 " ms after it started (bound "
+			    "%" PRIu64 ")", (cut.t_end - cut.t_start) / 1000000,
+			    det, bound);
+			CHECK(det <= bound + (cut.t_end - cut.t_start) / 1000000,
+			      "link-down %" PRIu64 " ms after the cut began, "
+			      "bound %" PRIu64 " ms after it ended", det, bound);
+		}
+		out("link-down: the link was silent %.1f ms; the first error "
+		    "(%s) came %.1f ms after the event", (double)ev.silent_ns /
+		    1e6, errname(first), t_fail > ev.time_ns ?
+		    (double)(t_fail - ev.time_ns) / 1e6 : 0.0);
+		if (!strcmp(how, "netem") || !strcmp(how, "tap") || me == 1)
+			CHECK(ev.silent_ns >= (uint64_t)env_int(
+				"HCOMM_KEEPALIVE_TIMEOUT", 80) * 1000000ULL ||
+			      ev.err != HCOMM_ERR_TIMEOUT, "a keep-alive "
+			      "timeout after %.1f ms of silence",
+			      (double)ev.silent_ns / 1e6);
+	}
+	CHECK(!ev_count(HCOMM_EVENT_PEER_LOST, peer), "peer-lost raised for "
+	      "rank %d although only its link was cut", peer);
+
+	/* The bootstrap (first NIC) still works; restore the link. */
+	phase = "restore";
+	if (me == 0 && cutting) {
+		CHECK(!lc_link(how, 1), "restoring the link");
+		if (strcmp(how, "netem"))
+			lc_port_active();
+	}
+	barrier();
+	phase = "after";
+	t0 = now_ns();
+	rc = hcomm_put(w, peer, 1, src, 4096);
+	CHECK(rc < 0 && names_rank(hcomm_errmsg(), peer), "hcomm_put to the "
+	      "cut rank %d: %s, errmsg \"%s\"", peer, errname(rc),
+	      hcomm_errmsg());
+	CHECK((now_ns() - t0) / 1000000 < 1000, "a put to the failed peer "
+	      "took %" PRIu64 " ms", (now_ns() - t0) / 1000000);
+	CHECK(!ev_count(HCOMM_EVENT_PEER_LOST, peer), "peer-lost raised");
+	phase = "win_free";
+	OK(hcomm_win_free(w));
+	phase = "destroy";
+	OK(hcomm_comm_destroy(comm));
+	comm = NULL;
+	out("linkcut (%s): %ld puts issued, %" PRIu64 " completed before the "
+	    "failure, %d drained; %s", how, n, ok_ops, done,
+	    fails ? "FAILED" : "passed");
+	return fails ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
-	const char *mode = NULL, *expect = NULL;
+	const char *mode = NULL, *expect = NULL, *how = "netem";
 	uint64_t max = 16 * MiB;
 	bool allow_io = false, forever = false;
 	struct rlimit rl;
@@ -3057,7 +3441,8 @@ int main(int argc, char **argv)
 	if (argc < 2) {
 		fprintf(stderr, "usage: hcomm_vm_test CASE [--max SIZE] "
 			"[--mode inline|thread|locked] [--expect LAUNCHER] "
-			"[--allow-io] [--iters N] [--victim RANK]\n");
+			"[--allow-io] [--iters N] [--victim RANK] "
+			"[--how netem|link|tap]\n");
 		return 2;
 	}
 	case_name = argv[1];
@@ -3072,6 +3457,8 @@ int main(int argc, char **argv)
 			opt_iters = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--victim") && i + 1 < argc)
 			victim = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--how") && i + 1 < argc)
+			how = argv[++i];
 		else if (!strcmp(argv[i], "--allow-io"))
 			allow_io = true;
 		else if (!strcmp(argv[i], "--forever"))
@@ -3084,6 +3471,12 @@ int main(int argc, char **argv)
 	}
 	signal(SIGALRM, on_alarm);
 	alarm((unsigned int)secs);
+	if (env_int("HCOMM_VMTEST_TRACE", 0)) {
+		pthread_t th;
+
+		if (!pthread_create(&th, NULL, phase_tracer, NULL))
+			pthread_detach(th);
+	}
 	/* Pinned memory counts against RLIMIT_MEMLOCK without CAP_IPC_LOCK. */
 	if (!getrlimit(RLIMIT_MEMLOCK, &rl)) {
 		rl.rlim_cur = rl.rlim_max;
@@ -3110,6 +3503,8 @@ int main(int argc, char **argv)
 		ret = case_rcache();
 	else if (!strcmp(case_name, "fence"))
 		ret = case_fence();
+	else if (!strcmp(case_name, "linkcut"))
+		ret = case_linkcut(how);
 	else if (!strcmp(case_name, "errors"))
 		ret = case_errors();
 	else if (!strcmp(case_name, "threads"))
