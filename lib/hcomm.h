@@ -498,7 +498,7 @@ enum hcomm_event_type {
  * @silent_ns: LINK_DOWN after a keep-alive timeout: how long the link had
  *             made no progress; else 0.
  * @seq:       the communicator's event number (1, 2, ...: a gap means
- *             events were dropped, see hcomm_comm_stats.events_dropped).
+ *             events were dropped: more than 64 waited for delivery).
  * @why:       a sentence for a log.
  */
 struct hcomm_event {

@@ -272,6 +272,9 @@ struct rx_conn {
 					 * empty to busy (lock) */
 	uint64_t gap_ns;		/* atomic: smoothed time between CQEs
 					 * while busy (the lane's reaper) */
+	uint64_t seen;			/* atomic: seq + 1 of the last CQE
+					 * polled (the lane's reaper): WRs
+					 * from here on are still out */
 } __attribute__((aligned(64)));
 
 /* Counters of one peer (relaxed atomic adds). */
@@ -1032,7 +1035,8 @@ static void rx_part_done(struct rx *rx, struct rx_peer *p,
  * the smoothed gap between completions (1/8 of each new gap, as TCP's
  * SRTT) that stretches the keep-alive timeout of a slow but live link.
  */
-static void rx_ka_note(struct rx_conn *k, uint64_t now)
+static void rx_ka_note(struct rx_conn *k, const struct rx_wr *w,
+		       uint64_t now)
 {
 	uint64_t prev = __atomic_load_n(&k->progress_ns, __ATOMIC_RELAXED);
 	uint64_t busy = __atomic_load_n(&k->busy_ns, __ATOMIC_RELAXED);
@@ -1046,24 +1050,28 @@ static void rx_ka_note(struct rx_conn *k, uint64_t now)
 		gap -= gap / 8;
 	__atomic_store_n(&k->gap_ns, gap, __ATOMIC_RELAXED);
 	__atomic_store_n(&k->progress_ns, now, __ATOMIC_RELAXED);
+	__atomic_store_n(&k->seen, w->seq + 1, __ATOMIC_RELEASE);
 }
 
-static int rx_reap_lane_once(struct rx *rx, unsigned int l)
+static int rx_reap_lane_once(struct rx *rx, unsigned int l, int wait)
 {
 	struct rx_cq *q = &rx->scq[l];
 	struct ibv_wc wc[RX_REAP_BATCH];
 	struct rx_done done[RX_REAP_BATCH];
 	uint64_t now = 0;
-	int n, i;
+	int n, i, stashed;
 
-	if (pthread_mutex_trylock(&q->reap))
+	if (wait)
+		pthread_mutex_lock(&q->reap);
+	else if (pthread_mutex_trylock(&q->reap))
 		return 0;
 	n = 0;
 	if (q->nstash) {	/* what the cm thread polled comes first */
 		n = (int)q->nstash;
 		memcpy(wc, q->stash, (size_t)n * sizeof(wc[0]));
-		q->nstash = 0;
+		__atomic_store_n(&q->nstash, 0, __ATOMIC_RELAXED);
 	}
+	stashed = n;		/* the cm thread noted their progress */
 	i = ibv_poll_cq(q->cq, RX_REAP_BATCH - n, wc + n);
 	if (i > 0)
 		n += i;
@@ -1074,8 +1082,8 @@ static int rx_reap_lane_once(struct rx *rx, unsigned int l)
 		struct rx_conn *k = w->conn;
 		struct rx_done *d = &done[i];
 
-		if (now)
-			rx_ka_note(k, now);
+		if (now && i >= stashed)
+			rx_ka_note(k, w, now);
 
 		d->req = w->req;
 		d->mr = w->mr;
@@ -1120,7 +1128,7 @@ static int rx_reap_lane(struct rx *rx, unsigned int l)
 	int n, total = 0, rounds = 16;
 
 	do {
-		n = rx_reap_lane_once(rx, l);
+		n = rx_reap_lane_once(rx, l, 0);
 		total += n;
 	} while (n == RX_REAP_BATCH && --rounds);
 	return total;
@@ -1393,8 +1401,9 @@ static int rx_emit(struct rx *rx, struct rx_conn *k, struct rx_chain *ch,
 	if (ch->n)
 		ch->wr[ch->n - 1].next = wr;
 	ch->n++;
+	/* everything before was polled: the silence starts now */
 	if (rx->ka_timeout_ns &&
-	    k->head == __atomic_load_n(&k->tail, __ATOMIC_ACQUIRE))
+	    k->head == __atomic_load_n(&k->seen, __ATOMIC_ACQUIRE))
 		__atomic_store_n(&k->busy_ns, hcomm__now_ns(),
 				 __ATOMIC_RELAXED);
 	__atomic_store_n(&k->head, k->head + 1, __ATOMIC_RELEASE);
@@ -1918,7 +1927,12 @@ static int rx_block_lane(struct rx *rx, unsigned int l, int64_t timeout_us)
 		sched_yield();
 		return 0;
 	}
-	n = rx_reap_lane(rx, l);
+	/*
+	 * Armed: a CQE from now on raises an event.  One that came before
+	 * may be in the CQ or, polled by the cm thread meanwhile, in the
+	 * stash: wait for the reap lock (a trylock could miss both).
+	 */
+	n = rx_reap_lane_once(rx, l, 1);
 	if (n)
 		return n;
 	rx_timeout_ts(timeout_us, &ts);
@@ -1954,7 +1968,11 @@ static int rx_block_all(struct rx *rx, int64_t timeout_us)
 		pfd[n].fd = rx->wake_fd;
 		pfd[n++].events = POLLIN;
 	}
-	got = rx_progress(rx->c);
+	/* as rx_block_lane: what came before the arming, CQ or stash */
+	got = rx_reap_recv(rx);
+	for (l = 0; l < rx->nlanes; l++)
+		if (__atomic_load_n(&rx->scq[l].posted, __ATOMIC_ACQUIRE))
+			got += rx_reap_lane_once(rx, l, 1);
 	if (got)
 		return got;
 	rx_timeout_ts(timeout_us, &ts);
@@ -2843,6 +2861,15 @@ static void rx_async(struct rx *rx)
 		case IBV_EVENT_PORT_ERR:
 			__atomic_add_fetch(&rx->port_events, 1,
 					   __ATOMIC_RELAXED);
+			if (e.element.port_num != rx->port)
+				break;
+			/* no QP of ours can move a byte: every link is down */
+			for (r = 0; r < rx->c->size; r++)
+				if (r != rx->c->rank)
+					rx_peer_kill(rx, &rx->peers[r], ENETDOWN,
+						     "port %u of %s went down "
+						     "(IBV_EVENT_PORT_ERR)",
+						     rx->port, rx->dev);
 			break;
 		case IBV_EVENT_DEVICE_FATAL:
 			for (r = 0; r < rx->c->size; r++)
@@ -2885,14 +2912,15 @@ static void rx_ka_lane(struct rx *rx, unsigned int l, uint64_t now)
 	for (i = q->nstash; n > 0 && i < q->nstash + (unsigned int)n; i++) {
 		struct rx_wr *w = (struct rx_wr *)(uintptr_t)q->stash[i].wr_id;
 
-		rx_ka_note(w->conn, now);
+		rx_ka_note(w->conn, w, now);
 		if (q->stash[i].status != IBV_WC_SUCCESS) {
 			status[nbad] = q->stash[i].status;
 			bad[nbad++] = w->conn->peer;
 		}
 	}
 	if (n > 0)
-		q->nstash += (unsigned int)n;
+		__atomic_store_n(&q->nstash, q->nstash + (unsigned int)n,
+				 __ATOMIC_RELAXED);
 	while (q->nstash) {
 		struct rx_wr *w = (struct rx_wr *)(uintptr_t)q->stash[0].wr_id;
 		struct rx_conn *k = w->conn;
@@ -2903,8 +2931,9 @@ static void rx_ka_lane(struct rx *rx, unsigned int l, uint64_t now)
 			__atomic_add_fetch(&rx->ooo, 1, __ATOMIC_RELAXED);
 		__atomic_store_n(&k->tail, w->seq + 1, __ATOMIC_RELEASE);
 		__atomic_sub_fetch(&q->posted, 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&q->nstash, q->nstash - 1, __ATOMIC_RELAXED);
 		memmove(q->stash, q->stash + 1,
-			--q->nstash * sizeof(q->stash[0]));
+			q->nstash * sizeof(q->stash[0]));
 	}
 	pthread_mutex_unlock(&q->reap);
 	for (i = 0; i < nbad; i++)
@@ -2974,6 +3003,15 @@ static void rx_keepalive(struct rx *rx)
 
 			if (!k->qp)
 				continue;
+			/*
+			 * A full stash: the application reaps nothing and the
+			 * CQ may hold more than was seen: no verdict.
+			 */
+			if (__atomic_load_n(&rx->scq[l].nstash,
+					    __ATOMIC_RELAXED) == RX_REAP_BATCH) {
+				busy = 1;
+				continue;
+			}
 			since = __atomic_load_n(&k->progress_ns,
 						__ATOMIC_RELAXED);
 			t = __atomic_load_n(&k->busy_ns, __ATOMIC_RELAXED);
@@ -2981,15 +3019,16 @@ static void rx_keepalive(struct rx *rx)
 				since = t;
 			if (since > last)
 				last = since;
+			/* polled (reaped or stashed) WRs are no longer out */
 			if (__atomic_load_n(&k->head, __ATOMIC_ACQUIRE) ==
-			    __atomic_load_n(&k->tail, __ATOMIC_ACQUIRE))
+			    __atomic_load_n(&k->seen, __ATOMIC_ACQUIRE))
 				continue;
 			busy = 1;
 			if (now > since && now - since > silent) {
 				silent = now - since;
 				bl = l;
-				/* a slow link: 8 of its usual gaps */
-				t = 8 * __atomic_load_n(&k->gap_ns,
+				/* a slow link: 4 of its usual gaps */
+				t = 4 * __atomic_load_n(&k->gap_ns,
 							__ATOMIC_RELAXED);
 				limit = t > rx->ka_timeout_ns ? t :
 					rx->ka_timeout_ns;
@@ -3000,13 +3039,13 @@ static void rx_keepalive(struct rx *rx)
 			rx_peer_fail(rx, p, HCOMM_EVENT_LINK_DOWN, ETIMEDOUT,
 				     silent, "keep-alive: lane %u made no "
 				     "progress for %llu ms (limit %llu ms: "
-				     "HCOMM_KEEPALIVE_TIMEOUT=%llu, or 8 "
+				     "HCOMM_KEEPALIVE_TIMEOUT=%llu, or 4 "
 				     "times its usual gap)", bl,
 				     (unsigned long long)(silent / 1000000),
 				     (unsigned long long)(limit / 1000000),
 				     (unsigned long long)(rx->ka_timeout_ns /
 							  1000000));
-		} else if (!busy && !probing &&
+		} else if (!busy && !probing && last < now &&
 			   now - last >= rx->ka_interval_ns) {
 			rx_ka_probe(rx, p);
 		}

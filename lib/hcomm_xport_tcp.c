@@ -1658,11 +1658,13 @@ static void conn_fail(struct tx *tx, struct tx_conn *k, int err,
 	/*
 	 * The peer's first lane to fail says what happened to it: a reset
 	 * or an end of stream came from its kernel (the host answers, the
-	 * process closed or exited: the peer is lost); silence is the link.
+	 * process closed or exited: the peer is lost); anything else
+	 * (silence, a bad frame or CRC, a local error) is the link's.
 	 */
 	if (p && k->lane >= 0 && !p->err && !quiet)
-		hcomm__event(tx->c, err == ETIMEDOUT ? HCOMM_EVENT_LINK_DOWN :
-			     HCOMM_EVENT_PEER_LOST, k->peer, HCOMM_XP_TCP,
+		hcomm__event(tx->c, err == ECONNRESET || err == EPIPE ?
+			     HCOMM_EVENT_PEER_LOST : HCOMM_EVENT_LINK_DOWN,
+			     k->peer, HCOMM_XP_TCP,
 			     err == ETIMEDOUT ? HCOMM_ERR_TIMEOUT : HCOMM_ERR_IO,
 			     err == ETIMEDOUT ? hcomm__now_ns() - k->last_io : 0,
 			     "tcp lane %d to %s: %s: %s", k->lane, k->addr, why,

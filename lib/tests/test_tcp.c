@@ -1147,15 +1147,18 @@ static struct {
 static void ev_rec(struct hcomm_comm *c, const struct hcomm_event *ev,
 		   void *arg)
 {
+	/* must be refused here: it would join this thread */
+	int rc = arg ? hcomm_comm_destroy(c) : 0;
+
 	pthread_mutex_lock(&evr.lock);
 	if (evr.n < 8)
 		evr.ev[evr.n] = *ev;
 	if (ev->seq != (uint64_t)evr.n + 1)
 		evr.gap = 1;
+	if (arg)
+		evr.destroy_rc = rc;
 	evr.n++;
 	pthread_mutex_unlock(&evr.lock);
-	if (arg)	/* must be refused here: it would join this thread */
-		evr.destroy_rc = hcomm_comm_destroy(c);
 }
 
 /* Wait up to ms for event number k (0-based); 1 and *out when there. */
@@ -1389,11 +1392,16 @@ static int rank_killed(void)
 		      "a killed peer: a peer-lost event (tcp, HCOMM_ERR_IO): "
 		      "type %u peer %d xport %d: %s", ev.type, ev.peer,
 		      ev.xport, ev.why);
-		check(evr.destroy_rc == -HCOMM_ERR_INVAL, "hcomm_comm_destroy "
-		      "from the event callback: HCOMM_ERR_INVAL (%d)",
-		      evr.destroy_rc);
-		check(!evr.gap && evr.n == 1, "%d events, gap %d", evr.n,
-		      evr.gap);
+		int drc, n, gap;
+
+		pthread_mutex_lock(&evr.lock);
+		drc = evr.destroy_rc;
+		n = evr.n;
+		gap = evr.gap;
+		pthread_mutex_unlock(&evr.lock);
+		check(drc == -HCOMM_ERR_INVAL, "hcomm_comm_destroy from the "
+		      "event callback: HCOMM_ERR_INVAL (%d)", drc);
+		check(!gap && n == 1, "%d events, gap %d", n, gap);
 	}
 	for (j = 0; j < K_QD && n > j; j++)
 		hcomm_wait(&req[j]);
