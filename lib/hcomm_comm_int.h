@@ -18,7 +18,6 @@
  * Everything is protected by @lock.
  * @q, @head, @n: the events not yet delivered, oldest at q[head].
  * @seq:       the last event number given (dropped ones included).
- * @dropped, @delivered: counters.
  * @cb, @arg:  the application's callback (NULL: events wait in @q).
  * @thr, @thr_up: the event thread (started by the first callback).
  * @stop:      ask the thread to end; @busy: it runs a callback now.
@@ -33,8 +32,6 @@ struct hcomm_events {
 	unsigned int head;
 	unsigned int n;
 	uint64_t seq;
-	uint64_t dropped;
-	uint64_t delivered;
 	hcomm_event_cb cb;
 	void *arg;
 	pthread_t thr;
@@ -194,8 +191,6 @@ void hcomm__event(struct hcomm_comm *c, int type, int peer, int xp, int err,
 HCOMM_HIDDEN const char *hcomm__event_name(int type);
 /* 1 on c's event thread (inside an event callback). */
 HCOMM_HIDDEN int hcomm__in_event_cb(struct hcomm_comm *c);
-/* Events raised so far (the last seq). */
-HCOMM_HIDDEN uint64_t hcomm__events_count(struct hcomm_comm *c);
 
 _Static_assert(sizeof(struct hcomm_req_priv) <=
 	       sizeof(((struct hcomm_request *)0)->priv),

@@ -74,8 +74,7 @@ void hcomm__event(struct hcomm_comm *c, int type, int peer, int xp, int err,
 		return;
 	}
 	e->seq++;
-	if (e->n == HCOMM_EVQ) {	/* the seq gap tells the reader */
-		e->dropped++;
+	if (e->n == HCOMM_EVQ) {	/* dropped: the seq gap tells */
 		pthread_mutex_unlock(&e->lock);
 		return;
 	}
@@ -112,16 +111,6 @@ int hcomm__in_event_cb(struct hcomm_comm *c)
 	return in;
 }
 
-uint64_t hcomm__events_count(struct hcomm_comm *c)
-{
-	uint64_t n;
-
-	pthread_mutex_lock(&c->ev.lock);
-	n = c->ev.seq;
-	pthread_mutex_unlock(&c->ev.lock);
-	return n;
-}
-
 static void *event_main(void *arg)
 {
 	struct hcomm_comm *c = arg;
@@ -146,7 +135,6 @@ static void *event_main(void *arg)
 		cb(c, &ev, cb_arg);
 		pthread_mutex_lock(&e->lock);
 		e->busy = 0;
-		e->delivered++;
 		pthread_cond_broadcast(&e->cond);
 	}
 	pthread_mutex_unlock(&e->lock);

@@ -1031,6 +1031,22 @@ static void rx_part_done(struct rx *rx, struct rx_peer *p,
  * The callbacks they queued run from the caller (hcomm__run_pending).
  */
 /*
+ * The lane's reaper (q->reap held): w's CQE was handled, its ring slot
+ * (and bounce bytes) are the poster's again; a QP's CQEs come in
+ * sequence order, one out of order is counted.
+ */
+static void rx_slot_retire(struct rx *rx, const struct rx_wr *w)
+{
+	struct rx_conn *k = w->conn;
+
+	if (w->seq != __atomic_load_n(&k->tail, __ATOMIC_RELAXED))
+		__atomic_add_fetch(&rx->ooo, 1, __ATOMIC_RELAXED);
+	if (w->bend)
+		__atomic_store_n(&k->btail, w->bend, __ATOMIC_RELEASE);
+	__atomic_store_n(&k->tail, w->seq + 1, __ATOMIC_RELEASE);
+}
+
+/*
  * The lane's reaper (q->reap held) saw a CQE of k at now: progress, and
  * the smoothed gap between completions (1/8 of each new gap, as TCP's
  * SRTT) that stretches the keep-alive timeout of a slow but live link.
@@ -1105,12 +1121,7 @@ static int rx_reap_lane_once(struct rx *rx, unsigned int l, int wait)
 		d->err = rx_wc_errno(wc[i].status);
 		if (!d->err && w->copy_to)
 			memcpy(w->copy_to, w->bounce, w->len);
-		if (w->seq != __atomic_load_n(&k->tail, __ATOMIC_RELAXED))
-			__atomic_add_fetch(&rx->ooo, 1, __ATOMIC_RELAXED);
-		if (w->bend)
-			__atomic_store_n(&k->btail, w->bend, __ATOMIC_RELEASE);
-		/* The slot is the poster's again after this store. */
-		__atomic_store_n(&k->tail, w->seq + 1, __ATOMIC_RELEASE);
+		rx_slot_retire(rx, w);
 	}
 	if (n)
 		__atomic_sub_fetch(&q->posted, n, __ATOMIC_RELEASE);
@@ -2921,19 +2932,19 @@ static void rx_ka_lane(struct rx *rx, unsigned int l, uint64_t now)
 	if (n > 0)
 		__atomic_store_n(&q->nstash, q->nstash + (unsigned int)n,
 				 __ATOMIC_RELAXED);
-	while (q->nstash) {
-		struct rx_wr *w = (struct rx_wr *)(uintptr_t)q->stash[0].wr_id;
-		struct rx_conn *k = w->conn;
+	/* the probes at the head: retired here, as a reaper would */
+	for (i = 0; i < q->nstash; i++) {
+		struct rx_wr *w = (struct rx_wr *)(uintptr_t)q->stash[i].wr_id;
 
 		if (w->req)
 			break;
-		if (w->seq != __atomic_load_n(&k->tail, __ATOMIC_RELAXED))
-			__atomic_add_fetch(&rx->ooo, 1, __ATOMIC_RELAXED);
-		__atomic_store_n(&k->tail, w->seq + 1, __ATOMIC_RELEASE);
-		__atomic_sub_fetch(&q->posted, 1, __ATOMIC_RELEASE);
-		__atomic_store_n(&q->nstash, q->nstash - 1, __ATOMIC_RELAXED);
-		memmove(q->stash, q->stash + 1,
-			q->nstash * sizeof(q->stash[0]));
+		rx_slot_retire(rx, w);
+	}
+	if (i) {
+		__atomic_sub_fetch(&q->posted, i, __ATOMIC_RELEASE);
+		memmove(q->stash, q->stash + i,
+			(q->nstash - i) * sizeof(q->stash[0]));
+		__atomic_store_n(&q->nstash, q->nstash - i, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&q->reap);
 	for (i = 0; i < nbad; i++)
@@ -3632,6 +3643,12 @@ static void rx_log_counters(struct rx *rx)
 			(unsigned long long)s->errors, errs[0] ? ":" : "",
 			errs);
 	}
+	fprintf(stderr, "hcomm rdma: rank %d: keep-alive: %llu probes, %llu "
+		"links failed by it\n", rx->c->rank,
+		(unsigned long long)__atomic_load_n(&rx->probes,
+						    __ATOMIC_RELAXED),
+		(unsigned long long)__atomic_load_n(&rx->ka_fails,
+						    __ATOMIC_RELAXED));
 }
 
 static void rx_fini(struct hcomm_comm *c)
