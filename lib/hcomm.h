@@ -477,12 +477,18 @@ int hcomm_comm_set_coll_timeout(struct hcomm_comm *comm, int timeout_ms);
  *                          timeout (no progress of operations or probes for
  *                          HCOMM_KEEPALIVE_TIMEOUT), a completion error, a
  *                          QP or port event, or a closed connection.
+ *  HCOMM_EVENT_FAILED_OVER the link (rdma) to peer failed and its
+ *                          operations moved to xport (tcp): every one in
+ *                          flight completed once, those the peer had not
+ *                          applied replayed; silent_ns is the stall (from
+ *                          the link's last progress to the switch).
  *  HCOMM_EVENT_PEER_LOST   peer's process is gone or no transport reaches
  *                          it any more: its operations fail with err.
- * (Values 2 .. 3 are kept for "failed over" and "recovered".)
+ * (Value 3 is kept for "recovered".)
  */
 enum hcomm_event_type {
 	HCOMM_EVENT_LINK_DOWN = 1,
+	HCOMM_EVENT_FAILED_OVER = 2,
 	HCOMM_EVENT_PEER_LOST = 4,
 };
 

@@ -193,6 +193,11 @@ void hcomm__complete(struct hcomm_comm *c, struct hcomm_request *req,
 	rp->err = err;
 	req->bytes = bytes;
 	req->t_complete_ns = hcomm__now_ns();
+	if (rp->target == HCOMM_TGT_INTERNAL) {
+		__atomic_sub_fetch(&c->inflight, 1, __ATOMIC_RELEASE);
+		req->cb(req, req->cb_arg);
+		return;
+	}
 	if (!req->cb) {
 		/* After this store the request is the user's: no more access. */
 		__atomic_store_n(&req->done, 1, __ATOMIC_RELEASE);
@@ -558,7 +563,48 @@ static const char *op_name(uint32_t op)
 static int route_of(const struct hcomm_comm *c,
 		    const struct hcomm_xfer_desc *d)
 {
-	return hcomm__route_xp(&c->routes[d->target], d->len);
+	uint8_t o = c->xp_over ? __atomic_load_n(&c->xp_over[d->target],
+						 __ATOMIC_ACQUIRE) : 0xff;
+
+	return o != 0xff ? o : hcomm__route_xp(&c->routes[d->target], d->len);
+}
+
+void hcomm__route_override(struct hcomm_comm *c, int peer, int xp)
+{
+	if (c->xp_over)
+		__atomic_store_n(&c->xp_over[peer], (uint8_t)xp,
+				 __ATOMIC_RELEASE);
+}
+
+void hcomm__cb_hold(int delta)
+{
+	t_issuing += delta;
+}
+
+int hcomm__post_internal(struct hcomm_comm *c, struct hcomm_win *w, int xp,
+			 const struct hcomm_xfer_desc *d,
+			 struct hcomm_request *req)
+{
+	struct hcomm_req_priv *rp = hcomm__req_priv(req);
+	int ret;
+
+	if (!c->xo[xp])
+		return -HCOMM_ERR_NOTSUP;
+	req->status = 0;
+	req->done = 0;
+	req->bytes = 0;
+	req->t_complete_ns = 0;
+	memset(rp, 0, sizeof(*rp));
+	rp->comm = c;
+	rp->target = HCOMM_TGT_INTERNAL;
+	rp->xport = (uint8_t)xp;
+	__atomic_add_fetch(&c->inflight, 1, __ATOMIC_RELAXED);
+	t_issuing++;
+	ret = c->xo[xp]->post(c, w, d, 1, req);
+	t_issuing--;
+	if (ret)
+		__atomic_sub_fetch(&c->inflight, 1, __ATOMIC_RELEASE);
+	return ret;
 }
 
 static int check_desc(const struct hcomm_win *w,
@@ -1571,7 +1617,10 @@ static int routes_choose(struct hcomm_comm *c, const uint32_t *caps)
 
 	c->links = calloc((size_t)c->size * HCOMM_XP_MAX, sizeof(*c->links));
 	c->routes = calloc(c->size, sizeof(*c->routes));
-	if (!c->links || !c->routes)
+	c->xp_over = malloc(c->size);
+	if (c->xp_over)
+		memset(c->xp_over, 0xff, c->size);
+	if (!c->links || !c->routes || !c->xp_over)
 		return hcomm__fail(HCOMM_ERR_NOMEM, ENOMEM, "hcomm_comm_init");
 	for (r = 0; r < c->size; r++) {
 		struct hcomm_link *l = &c->links[(size_t)r * HCOMM_XP_MAX];
@@ -1594,6 +1643,9 @@ static int xports_init(struct hcomm_comm *c, const int *use)
 {
 	int ret = 0, i, n;
 
+	for (i = 0; i < HCOMM_XP_MAX; i++)
+		if (use[i])
+			c->xp_use |= 1u << i;
 	for (i = 0; i < HCOMM_XP_MAX && !ret; i++) {
 		if (!use[i])
 			continue;
@@ -1922,6 +1974,30 @@ HCOMM_EXPORT int hcomm_comm_print_peers(struct hcomm_comm *c, FILE *f,
 	return ferror(f) ? hcomm__fail(HCOMM_ERR_IO, EIO, "print peers") : 0;
 }
 
+/*
+ * The failover window (collective): rdma's failover tells the peer over
+ * tcp what it applied of the peer's work requests by a put into it
+ * (Documentation/failover.rst).  Every rank uses rdma and tcp alike.
+ */
+static int fo_win_create(struct hcomm_comm *c)
+{
+	size_t len = (size_t)c->size * HCOMM_FO_SLOT;
+	struct hcomm_win *w;
+	int ret;
+
+	if (!c->xo[HCOMM_XP_RDMA] || !c->xo[HCOMM_XP_TCP])
+		return 0;
+	c->fo_mem = aligned_alloc(4096, (len + 4095) & ~(size_t)4095);
+	if (c->fo_mem)
+		memset(c->fo_mem, 0, len);
+	/* a NULL base for len bytes fails every rank's collective alike */
+	ret = hcomm_win_create(c, c->fo_mem, c->fo_mem ? len : 1, &w);
+	if (ret)
+		return ret;
+	__atomic_store_n(&c->fo_win, w, __ATOMIC_RELEASE);
+	return 0;
+}
+
 static void comm_free(struct hcomm_comm *c)
 {
 	free(c->links);
@@ -1932,6 +2008,8 @@ static void comm_free(struct hcomm_comm *c)
 	pthread_mutex_destroy(&c->peers_lock);
 	pthread_mutex_destroy(&c->lock);
 	hcomm__events_fini(c);
+	free(c->xp_over);
+	free(c->fo_mem);
 	free(c);
 }
 
@@ -2036,7 +2114,9 @@ HCOMM_EXPORT int hcomm_comm_init(struct hcomm_comm **out,
 	}
 	free(st);
 	free(caps);
-	ret = comm_probe(c, &budget);
+	ret = fo_win_create(c);
+	if (!ret)
+		ret = comm_probe(c, &budget);
 	if (ret) {
 		/* every rank failed it alike: the channel is out of step */
 		hcomm_comm_destroy(c);
@@ -2067,6 +2147,9 @@ HCOMM_EXPORT int hcomm_comm_destroy(struct hcomm_comm *c)
 				   "called from the communicator's event "
 				   "callback");
 	ret = hcomm_flush(c);
+	/* No failover from here on: a link that fails now fails. */
+	if (c->xo[HCOMM_XP_RDMA])
+		hcomm__rdma_fo_stop(c);
 	/* The peers' connections close from here on: that is no event. */
 	hcomm__events_stop(c);
 	pthread_mutex_lock(&c->lock);

@@ -79,6 +79,13 @@ struct hcomm_events {
  *              @peers_path is set);
  * @probing:    hcomm_comm_probe() runs: the routes are in flux;
  * @peers_last: the file's last content (malloc'd), or NULL.
+ * @xp_use:     bit id: the transport is (being) set up (xports_init).
+ * @xp_over:    per peer [size]: 0xff, or the transport every operation to
+ *              it takes from now on (a failed-over link; atomic bytes,
+ *              written by the transport that failed over).
+ * @fo_win, @fo_mem: the failover window (HCOMM_FO_SLOT bytes per rank,
+ *              slot r written by rank r) when the communicator has both
+ *              rdma and tcp, else NULL; @fo_mem lives until comm_free.
  */
 struct hcomm_comm {
 	struct hcomm_config cfg;
@@ -126,7 +133,21 @@ struct hcomm_comm {
 	char *peers_last;
 	size_t peers_last_len;
 	struct hcomm_events ev;
+	uint32_t xp_use;
+	uint8_t *xp_over;
+	struct hcomm_win *fo_win;
+	void *fo_mem;
 };
+
+/*
+ * The failover window's slot of one rank in another rank's memory: what
+ * the writer's receive side applied of the owner's RDMA work requests
+ * (HCOMM_FO_LANES counts, one per lane), then the failover's epoch,
+ * written by a second put once the first landed.
+ */
+#define HCOMM_FO_LANES	64
+#define HCOMM_FO_SLOT	(8 * (HCOMM_FO_LANES + 2))
+#define HCOMM_FO_EPOCH	(8 * HCOMM_FO_LANES)
 
 /*
  * struct hcomm_win - one window.
@@ -156,7 +177,9 @@ struct hcomm_win {
  *        at most HCOMM_NUM_QPS, 64).
  * @xport: the transport it went to (enum hcomm_xp_id).
  * @target: the rank it went to (< 1024), for hcomm_wait()'s message;
- *        0xffff for the library's own requests (a fence).
+ *        0xffff for the library's own requests (a fence);
+ *        HCOMM_TGT_INTERNAL for a transport's internal request
+ *        (hcomm__post_internal).
  * @q:    link while queued for the callback dispatcher.
  */
 struct hcomm_req_priv {
@@ -174,6 +197,29 @@ struct hcomm_req_priv {
 		struct hcomm_request *next;
 	} q;
 };
+
+#define HCOMM_TGT_INTERNAL 0xfffe
+
+/*
+ * Issue one checked descriptor d of window w on transport xp for another
+ * transport (a failover's replay): req is the caller's (cb and cb_arg
+ * set, cb != NULL), counted in c->inflight until it completes.  Its cb
+ * runs inside hcomm__complete(), on whatever thread completes it, with
+ * status, bytes and priv's err set; it must not block.  0 or a negated
+ * hcomm_err (then nothing was issued and cb never runs).
+ */
+HCOMM_HIDDEN int hcomm__post_internal(struct hcomm_comm *c,
+				      struct hcomm_win *w, int xp,
+				      const struct hcomm_xfer_desc *d,
+				      struct hcomm_request *req);
+/* Route every later operation to peer over xp (a failover). */
+HCOMM_HIDDEN void hcomm__route_override(struct hcomm_comm *c, int peer,
+					int xp);
+/*
+ * Hold (delta 1) or release (-1) this thread's callbacks: while held,
+ * hcomm__run_pending() runs none (as inside an issuing call).
+ */
+HCOMM_HIDDEN void hcomm__cb_hold(int delta);
 
 /* Link events (hcomm_event.c). */
 HCOMM_HIDDEN void hcomm__events_init(struct hcomm_comm *c);

@@ -21,6 +21,8 @@ const char *hcomm__event_name(int type)
 	switch (type) {
 	case HCOMM_EVENT_LINK_DOWN:
 		return "link-down";
+	case HCOMM_EVENT_FAILED_OVER:
+		return "failed-over";
 	case HCOMM_EVENT_PEER_LOST:
 		return "peer-lost";
 	default:

@@ -153,6 +153,11 @@ HCOMM_HIDDEN extern const struct hcomm_xport_ops hcomm__xport_kernel;
 HCOMM_HIDDEN extern const struct hcomm_xport_ops hcomm__xport_tcp;
 /* RoCEv2 RC queue pairs over rdma-core (hcomm_xport_rdma.c). */
 HCOMM_HIDDEN extern const struct hcomm_xport_ops hcomm__xport_rdma;
+/*
+ * Stop rdma's failover (destroy): wait for one in progress, start none;
+ * a link that fails later fails its operations.
+ */
+HCOMM_HIDDEN void hcomm__rdma_fo_stop(struct hcomm_comm *c);
 /* For the tests: where the tcp transport of c listens, "ip:port" ("" if
  * c uses another transport). */
 HCOMM_HIDDEN const char *hcomm__tcp_listen_addr(const struct hcomm_comm *c);

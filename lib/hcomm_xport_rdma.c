@@ -137,6 +137,10 @@
 #define RX_BACKOFF_MIN_MS	20
 #define RX_BACKOFF_MAX_MS	1000
 #define RX_WC_STATUS		32		/* counters by ibv_wc_status */
+#define RX_IMM_MARK		0u		/* a data part's immediate: signal 0
+						 * += 0 (counted, applies nothing) */
+#define RX_FO_SETTLE_NS		2000000ULL	/* a quiesced QP's receive CQ is
+						 * drained until quiet this long */
 #define RX_RNR_RETRY		7		/* infinite: an SRQ refill is
 						 * flow control, not failure */
 
@@ -223,6 +227,10 @@ struct rx_wr {
 	uint64_t raddr;
 	uint64_t laddr;
 	uint64_t value;		/* put_signal: the signal's value */
+	uint64_t imm_ord;	/* WRITE_WITH_IMM: the QP's count of them up
+				 * to this one (failover: applied when the
+				 * target received that many); else 0 */
+	struct hcomm_win *win;	/* the operation's window */
 	uint32_t rkey;
 	uint32_t len;
 	uint32_t sig;
@@ -231,6 +239,7 @@ struct rx_wr {
 	uint8_t op;		/* HCOMM_OP_* of the request */
 	uint8_t defer;		/* a stripe of a striped put_signal */
 	uint8_t payload;	/* counts in bytes/ops statistics */
+	uint8_t sigimm;		/* its immediate carries a signal piece */
 };
 
 struct rx_peer;
@@ -275,6 +284,9 @@ struct rx_conn {
 	uint64_t seen;			/* atomic: seq + 1 of the last CQE
 					 * polled (the lane's reaper): WRs
 					 * from here on are still out */
+	uint64_t imm_posted;		/* WRITE_WITH_IMMs posted (lock) */
+	uint64_t rcvd;			/* WRITE_WITH_IMMs of the peer received
+					 * on this QP (atomic; rcq.reap) */
 } __attribute__((aligned(64)));
 
 /* Counters of one peer (relaxed atomic adds). */
@@ -293,6 +305,35 @@ struct rx_peer_stats {
  *         peer failed with (atomic; set once).  @why is written by the
  *         thread that set -1, before the errno is stored (release).
  */
+struct rx_done;
+
+/*
+ * Failover states of a peer (rx_peer.fo; Documentation/failover.rst).
+ * NONE: rdma carries its operations.  ACTIVE: the link failed and the
+ * failover thread owns the peer's rdma work: it collects every work
+ * request still out (rx_peer.fo_list), learns over tcp what the peer
+ * applied, completes those and replays the rest over tcp; issuers wait.
+ * TCP: failed over: its operations go to tcp.
+ */
+enum { RX_FO_NONE, RX_FO_ACTIVE, RX_FO_TCP };
+
+/*
+ * struct rx_peer - one other rank.
+ * @dead:  0, -1 while the failure is being recorded, or the errno the
+ *         peer failed with (atomic; set once).  @why is written by the
+ *         thread that set -1, before the errno is stored (release).
+ * @fo:    RX_FO_* (atomic; NONE -> ACTIVE by rx_peer_fail, ACTIVE -> TCP
+ *         by the failover thread).  @fo_epoch: failovers begun (written
+ *         with the NONE -> ACTIVE exchange).  @fo_t0, @fo_silent: when
+ *         the link was declared down and the silence before it.
+ * @fo_lock: protects @fo_list, @fo_n, @fo_cap: the failed work requests
+ *         of the ACTIVE peer, parked by whoever reaped them.
+ * @fo_undo: posts refused while a failover collects (their WRs are
+ *         parked once the poster holds no lock; atomic).
+ * @fo_kids: replayed parts in flight over tcp (atomic).
+ * @fo_run:  the failover thread's: 0 not started, 1 running, 2 done
+ *         (rx->fo_lock).
+ */
 struct rx_peer {
 	int rank;
 	struct rx_conn *conns;		/* [nlanes] */
@@ -303,11 +344,23 @@ struct rx_peer {
 	int lost;			/* atomic: PEER_LOST raised */
 	char why[160];
 	struct rx_peer_stats st;
+	int fo;
+	int fo_run;
+	uint64_t fo_epoch;
+	uint64_t fo_t0;
+	uint64_t fo_silent;
+	pthread_mutex_t fo_lock;
+	struct rx_done *fo_list;
+	size_t fo_n, fo_cap;
+	int fo_nomem;			/* fo_lock: a parked WR was lost */
+	unsigned int fo_undo;
+	uint64_t fo_kids;
 };
 
-/* A QP number and its peer (receive completions name only the QP). */
+/* A QP number, its peer and lane (receive completions name the QP). */
 struct rx_qpn {
 	uint32_t qpn;
+	unsigned int lane;
 	struct rx_peer *peer;
 };
 
@@ -435,6 +488,19 @@ struct rx {
 	uint64_t probes;		/* atomic: keep-alive probes posted */
 	uint64_t ka_fails;		/* atomic: links failed by keep-alive */
 	struct hcomm_comm_stats *pub;	/* published copy, or NULL */
+	/* failover (Documentation/failover.rst) */
+	int fo_on;			/* HCOMM_FAILOVER and tcp: writes carry
+					 * an immediate, failed links fail over */
+	int fo_stop;			/* fo_lock: start no more failovers */
+	int fo_busy;			/* fo_lock: a failover runs */
+	pthread_mutex_t fo_lock;
+	pthread_cond_t fo_cond;
+	pthread_t fo_thr;
+	int fo_thr_up;
+	uint64_t fo_count;		/* atomic: failovers completed */
+	uint64_t fo_replayed;		/* atomic: WRs replayed over tcp */
+	uint64_t fo_applied;		/* atomic: failed WRs the peer had
+					 * applied (not replayed) */
 };
 
 static struct rx *rx_of(const struct hcomm_comm *c)
@@ -544,6 +610,14 @@ static int rx_wc_errno(enum ibv_wc_status s)
 
 static int rx_peer_dead(const struct rx_peer *p);
 
+/* Can a failed link fail over now (tcp set up, not being destroyed)? */
+static int rx_fo_can(const struct rx *rx)
+{
+	return rx->fo_on &&
+	       __atomic_load_n(&rx->c->fo_win, __ATOMIC_ACQUIRE) &&
+	       !__atomic_load_n(&rx->fo_stop, __ATOMIC_ACQUIRE);
+}
+
 /*
  * Record p's first failure (later ones are ignored) and move its QPs to
  * the error state: every WR still queued on them completes, flushed.
@@ -558,10 +632,53 @@ void rx_peer_fail(struct rx *rx, struct rx_peer *p, int type, int err,
 		  uint64_t silent_ns, const char *fmt, ...)
 {
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
-	int zero = 0;
+	int zero = 0, claimed = 0;
 	unsigned int l;
 	va_list ap;
 
+	/*
+	 * A link that fails while tcp reaches the peer fails over (once; the
+	 * failover thread takes it from here); a lost peer fails.
+	 */
+	if (type == HCOMM_EVENT_LINK_DOWN && rx_fo_can(rx) &&
+	    !__atomic_load_n(&p->dead, __ATOMIC_ACQUIRE)) {
+		if (__atomic_load_n(&p->fo, __ATOMIC_ACQUIRE) != RX_FO_NONE)
+			return;
+		pthread_mutex_lock(&p->fo_lock);
+		if (p->fo == RX_FO_NONE &&
+		    !__atomic_load_n(&p->dead, __ATOMIC_ACQUIRE)) {
+			va_start(ap, fmt);
+			vsnprintf(p->why, sizeof(p->why), fmt, ap);
+			va_end(ap);
+			p->fo_epoch++;
+			p->fo_t0 = hcomm__now_ns();
+			p->fo_silent = silent_ns;
+			__atomic_store_n(&p->fo, RX_FO_ACTIVE, __ATOMIC_RELEASE);
+			claimed = 1;
+		}
+		pthread_mutex_unlock(&p->fo_lock);
+		if (!claimed)
+			return;
+		hcomm__event(rx->c, type, p->rank, HCOMM_XP_RDMA,
+			     rx_code(err ? err : EIO), silent_ns,
+			     "rdma: %s (failing over to tcp)", p->why);
+		if (rx->log)
+			fprintf(stderr, "hcomm rdma: rank %d [%s %s]: link to "
+				"rank %d [%s] failed, failing over to tcp: "
+				"%s\n", rx->c->rank, rx->dev, rx->where,
+				p->rank, p->where, p->why);
+		for (l = 0; l < rx->nlanes; l++)
+			if (p->conns[l].qp)
+				(void)ibv_modify_qp(p->conns[l].qp, &a,
+						    IBV_QP_STATE);
+		pthread_mutex_lock(&rx->fo_lock);
+		pthread_cond_broadcast(&rx->fo_cond);
+		pthread_mutex_unlock(&rx->fo_lock);
+		return;
+	}
+	if (type == HCOMM_EVENT_LINK_DOWN &&
+	    __atomic_load_n(&p->fo, __ATOMIC_ACQUIRE) != RX_FO_NONE)
+		return;		/* its failover's business (or done) */
 	if (!__atomic_compare_exchange_n(&p->dead, &zero, -1, 0,
 					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
 		if (type == HCOMM_EVENT_PEER_LOST &&
@@ -588,6 +705,10 @@ void rx_peer_fail(struct rx *rx, struct rx_peer *p, int type, int err,
 	for (l = 0; l < rx->nlanes; l++)
 		if (p->conns[l].qp)
 			(void)ibv_modify_qp(p->conns[l].qp, &a, IBV_QP_STATE);
+	/* a failover waiting for the peer gives up */
+	pthread_mutex_lock(&rx->fo_lock);
+	pthread_cond_broadcast(&rx->fo_cond);
+	pthread_mutex_unlock(&rx->fo_lock);
 }
 
 #define rx_peer_kill(rx, p, err, ...) \
@@ -949,7 +1070,10 @@ struct rx_done {
 	struct hcomm_request *req;
 	struct rx_mr *mr;
 	struct rx_peer *peer;
+	struct hcomm_win *win;
 	uint64_t raddr;
+	uint64_t laddr;
+	uint64_t imm_ord;
 	uint64_t value;
 	uint64_t seq;
 	uint64_t peer_seq;
@@ -961,12 +1085,17 @@ struct rx_done {
 	int status;			/* enum ibv_wc_status */
 	int err;
 	unsigned int lane;
+	uint32_t imm;
 	uint8_t op;
+	uint8_t opcode;
 	uint8_t defer;
 	uint8_t payload;
+	uint8_t sigimm;
 };
 
 static void rx_finish(struct rx *rx, struct rx_done *d);
+static void rx_wr_failed(struct rx *rx, struct rx_peer *p,
+			 const struct rx_done *d);
 static void rx_signal_post(struct rx *rx, struct rx_peer *p,
 			   struct hcomm_request *req, const struct rx_done *d);
 static void rx_publish_now(struct rx *rx);
@@ -1022,6 +1151,32 @@ static void rx_part_done(struct rx *rx, struct rx_peer *p,
 	hcomm__complete(rx->c, req, err, bytes);
 }
 
+
+/* What finishing (or replaying) w needs, copied out of its ring slot. */
+static void rx_done_of(struct rx_done *d, const struct rx_wr *w)
+{
+	memset(d, 0, sizeof(*d));
+	d->req = w->req;
+	d->mr = w->mr;
+	d->peer = w->conn->peer;
+	d->win = w->win;
+	d->raddr = w->raddr;
+	d->laddr = w->laddr;
+	d->imm_ord = w->imm_ord;
+	d->value = w->value;
+	d->seq = w->seq;
+	d->peer_seq = w->peer_seq;
+	d->rkey = w->rkey;
+	d->sig = w->sig;
+	d->len = w->len;
+	d->imm = w->imm;
+	d->op = w->op;
+	d->opcode = w->opcode;
+	d->defer = w->defer;
+	d->payload = w->payload;
+	d->sigimm = w->sigimm;
+	d->lane = w->conn->lane;
+}
 
 /*
  * Reap up to RX_REAP_BATCH CQEs of lane l's send CQ (if no other thread
@@ -1101,20 +1256,7 @@ static int rx_reap_lane_once(struct rx *rx, unsigned int l, int wait)
 		if (now && i >= stashed)
 			rx_ka_note(k, w, now);
 
-		d->req = w->req;
-		d->mr = w->mr;
-		d->peer = k->peer;
-		d->raddr = w->raddr;
-		d->value = w->value;
-		d->seq = w->seq;
-		d->peer_seq = w->peer_seq;
-		d->rkey = w->rkey;
-		d->sig = w->sig;
-		d->len = w->len;
-		d->op = w->op;
-		d->defer = w->defer;
-		d->payload = w->payload;
-		d->lane = l;
+		rx_done_of(d, w);
 		d->qp_num = wc[i].qp_num;
 		d->vendor_err = wc[i].vendor_err;
 		d->status = wc[i].status;
@@ -1183,6 +1325,9 @@ static void rx_finish(struct rx *rx, struct rx_done *d)
 			     d->lane, d->qp_num, rx_wr_name(d->op), d->len,
 			     (unsigned long long)d->seq,
 			     (unsigned long long)d->peer_seq);
+		d->mr = NULL;
+		rx_wr_failed(rx, p, d);
+		return;
 	} else if (d->payload) {
 		bytes = d->len;
 		__atomic_add_fetch(d->op == HCOMM_OP_GET ? &p->st.rx_bytes :
@@ -1198,15 +1343,14 @@ static int rx_qpn_cmp(const void *a, const void *b)
 	return x->qpn < y->qpn ? -1 : x->qpn > y->qpn;
 }
 
-/* The peer whose QP has number qpn (counters only), or NULL. */
-static struct rx_peer *rx_peer_of_qpn(const struct rx *rx, uint32_t qpn)
+/* The peer and lane of our QP number qpn, or NULL. */
+static const struct rx_qpn *rx_qpn_find(const struct rx *rx, uint32_t qpn)
 {
-	struct rx_qpn key = { .qpn = qpn }, *hit;
+	struct rx_qpn key = { .qpn = qpn };
 
 	if (!rx->nqpmap)
 		return NULL;
-	hit = bsearch(&key, rx->qpmap, rx->nqpmap, sizeof(key), rx_qpn_cmp);
-	return hit ? hit->peer : NULL;
+	return bsearch(&key, rx->qpmap, rx->nqpmap, sizeof(key), rx_qpn_cmp);
 }
 
 /*
@@ -1226,6 +1370,7 @@ static int rx_reap_recv_locked(struct rx *rx, int *applied)
 	if (n < 0)
 		n = 0;
 	for (i = 0; i < n; i++) {
+		const struct rx_qpn *q;
 		uint32_t imm, piece, sig;
 		uint64_t v;
 
@@ -1234,17 +1379,24 @@ static int rx_reap_recv_locked(struct rx *rx, int *applied)
 		if (wc[i].status != IBV_WC_SUCCESS ||
 		    wc[i].opcode != IBV_WC_RECV_RDMA_WITH_IMM)
 			continue;
+		q = rx_qpn_find(rx, wc[i].qp_num);
+		p = q ? q->peer : NULL;
+		/* what landed of the peer's writes on this QP (failover) */
+		if (p)
+			__atomic_add_fetch(&p->conns[q->lane].rcvd, 1,
+					   __ATOMIC_RELEASE);
 		imm = ntohl(wc[i].imm_data);
 		piece = imm >> 30;
 		sig = (imm >> RX_MANT_BITS) & ((1u << RX_SIG_BITS) - 1);
 		v = (uint64_t)(imm & ((1u << RX_MANT_BITS) - 1)) <<
 		    (piece * RX_MANT_BITS);
+		if (!v)		/* a data part's mark, or a signal += 0 */
+			continue;
 		/* the communicator's signals may live in another transport */
 		if (!hcomm__signal_deliver(rx->c, HCOMM_XP_RDMA, sig, v))
 			__atomic_add_fetch(&rx->sigs[sig], v,
 					   __ATOMIC_RELEASE);
 		(*applied)++;
-		p = rx_peer_of_qpn(rx, wc[i].qp_num);
 		if (p)
 			__atomic_add_fetch(&p->st.signals_in, 1,
 					   __ATOMIC_RELAXED);
@@ -1319,6 +1471,7 @@ struct rx_chain {
 /* What one WR does. */
 struct rx_spec {
 	struct hcomm_request *req;
+	struct hcomm_win *win;
 	struct rx_mr *mr;		/* a reference is taken for the WR */
 	uint64_t laddr;
 	uint64_t raddr;
@@ -1335,7 +1488,14 @@ struct rx_spec {
 	uint8_t defer;
 };
 
-enum { RX_M_NOP, RX_M_SELF, RX_M_INLINE, RX_M_KEY, RX_M_BOUNCE };
+enum { RX_M_NOP, RX_M_SELF, RX_M_INLINE, RX_M_KEY, RX_M_BOUNCE, RX_M_FWD };
+
+/* failover (below) */
+static int rx_fo_settle(struct rx *rx, struct rx_peer *p);
+static void rx_replay(struct rx *rx, struct rx_peer *p,
+		      const struct rx_done *d, unsigned int units);
+static void rx_replay_spec(struct rx *rx, struct rx_peer *p,
+			   const struct rx_spec *s);
 
 /* conn->lock held.  Room for wrs more WRs plus res reserved ones? */
 static int rx_room(const struct rx *rx, const struct rx_conn *k,
@@ -1369,6 +1529,7 @@ static int rx_emit(struct rx *rx, struct rx_conn *k, struct rx_chain *ch,
 	memset(w, 0, sizeof(*w));
 	w->conn = k;
 	w->req = s->req;
+	w->win = s->win;
 	w->seq = k->head;
 	w->peer_seq = s->peer_seq;
 	w->raddr = s->raddr;
@@ -1379,6 +1540,18 @@ static int rx_emit(struct rx *rx, struct rx_conn *k, struct rx_chain *ch,
 	w->sig = s->sig;
 	w->imm = s->imm;
 	w->opcode = s->opcode;
+	w->sigimm = s->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
+	/*
+	 * Failover: every write of an operation carries an immediate (a
+	 * data part's adds nothing), so the target counts, per QP, what
+	 * landed (Documentation/failover.rst).
+	 */
+	if (rx->fo_on && s->req && s->opcode == IBV_WR_RDMA_WRITE) {
+		w->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+		w->imm = RX_IMM_MARK;
+	}
+	if (w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)
+		w->imm_ord = ++k->imm_posted;
 	w->op = s->op;
 	w->defer = s->defer;
 	w->payload = s->len > 0;
@@ -1394,12 +1567,12 @@ static int rx_emit(struct rx *rx, struct rx_conn *k, struct rx_chain *ch,
 
 	memset(wr, 0, sizeof(*wr));
 	wr->wr_id = (uintptr_t)w;
-	wr->opcode = s->opcode;
+	wr->opcode = w->opcode;
 	wr->send_flags = IBV_SEND_SIGNALED;
 	wr->wr.rdma.remote_addr = s->raddr;
 	wr->wr.rdma.rkey = s->rkey;
-	if (s->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)
-		wr->imm_data = htonl(s->imm);
+	if (w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)
+		wr->imm_data = htonl(w->imm);
 	if (s->len) {
 		sge->addr = buf ? (uintptr_t)buf : s->laddr;
 		sge->length = s->len;
@@ -1448,25 +1621,16 @@ static void rx_chain_post(struct rx *rx, struct rx_conn *k,
 		struct rx_done *d = &ch->undo[ch->nundo++];
 
 		w = &k->wrs[s % rx->qd];
-		memset(d, 0, sizeof(*d));
-		d->req = w->req;
-		d->mr = w->mr;
-		d->peer = k->peer;
-		d->raddr = w->raddr;
-		d->value = w->value;
-		d->seq = w->seq;
-		d->peer_seq = w->peer_seq;
-		d->rkey = w->rkey;
-		d->sig = w->sig;
-		d->len = w->len;
-		d->op = w->op;
-		d->defer = w->defer;
-		d->lane = k->lane;
+		rx_done_of(d, w);
 		d->status = IBV_WC_GENERAL_ERR;
 		d->err = ret;
+		d->imm_ord = 0;		/* never posted: never applied */
 		if (w->bend && s == from)
 			k->bhead = w->bstart;
+		if (w->imm_ord && w->imm_ord <= k->imm_posted)
+			k->imm_posted = w->imm_ord - 1;
 	}
+	__atomic_add_fetch(&k->peer->fo_undo, 1, __ATOMIC_ACQ_REL);
 	__atomic_sub_fetch(&rx->scq[k->lane].posted, k->head - from,
 			   __ATOMIC_RELAXED);
 	__atomic_store_n(&k->head, from, __ATOMIC_RELEASE);
@@ -1485,11 +1649,12 @@ static void rx_chain_undo(struct rx *rx, struct rx_conn *k,
 		     strerror(ch->undo[0].err));
 	for (i = 0; i < ch->nundo; i++) {
 		rx_mr_put(rx, ch->undo[i].mr);
+		ch->undo[i].mr = NULL;
 		if (ch->undo[i].req)	/* else a keep-alive probe */
-			rx_part_done(rx, k->peer, ch->undo[i].req,
-				     ch->undo[i].err, 0, &ch->undo[i]);
+			rx_wr_failed(rx, k->peer, &ch->undo[i]);
 	}
 	ch->nundo = 0;
+	__atomic_sub_fetch(&k->peer->fo_undo, 1, __ATOMIC_ACQ_REL);
 }
 
 /*
@@ -1539,9 +1704,28 @@ static void rx_signal_post(struct rx *rx, struct rx_peer *p,
 	k->reserved -= n;
 	if (!err)
 		err = rx_peer_dead(p);
+	if (!err && __atomic_load_n(&p->fo, __ATOMIC_ACQUIRE) !=
+	    RX_FO_NONE) {
+		struct rx_done sd = *d;
+
+		/*
+		 * Every stripe has landed (over rdma or tcp): the whole
+		 * signal goes over tcp, as the n pieces it stands for.
+		 */
+		pthread_mutex_unlock(&k->lock);
+		__atomic_sub_fetch(&rx->deferred, 1, __ATOMIC_RELEASE);
+		sd.len = 0;
+		sd.laddr = 0;
+		sd.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+		sd.sigimm = 2;		/* the whole value, not one piece */
+		sd.defer = 0;
+		rx_replay(rx, p, &sd, n);
+		return;
+	}
 	if (!err) {
 		memset(&s, 0, sizeof(s));
 		s.req = req;
+		s.win = d->win;
 		s.raddr = d->raddr;
 		s.rkey = d->rkey;
 		s.value = d->value;
@@ -1607,7 +1791,7 @@ static int rx_plan_one(struct rx *rx, struct hcomm_win *w,
 	struct rx_peer *p;
 	uint64_t part;
 	uint32_t j;
-	int ret, dead;
+	int ret, dead, fo;
 
 	memset(pl, 0, sizeof(*pl));
 	if (d->target == rx->c->rank) {
@@ -1619,12 +1803,17 @@ static int rx_plan_one(struct rx *rx, struct hcomm_win *w,
 		return 0;
 	}
 	p = &rx->peers[d->target];
+	fo = rx_fo_settle(rx, p);
 	dead = rx_peer_dead(p);
 	if (dead)
 		return rx_pfail(rx, p, HCOMM_ERR_IO, dead, "%s of %llu bytes: "
 				"the peer failed earlier: %s",
 				rx_wr_name(d->op), (unsigned long long)d->len,
 				p->why);
+	if (fo != RX_FO_NONE) {
+		pl->mode = RX_M_FWD;
+		return 0;
+	}
 	if (d->op == HCOMM_OP_PUT_SIGNAL)
 		pl->npieces = rx_pieces(d->sig, d->value, pl->imm);
 	pl->mode = RX_M_KEY;
@@ -1697,17 +1886,22 @@ static void rx_self(struct rx *rx, struct hcomm_win *w,
 /*
  * conn->lock held.  Append one WR (plus res WRs reserved for a later
  * signal) to ch, posting the chain when it is full and, when k has no
- * room, waiting unlocked for its lane to complete some.
+ * room, waiting unlocked for its lane to complete some.  0 (nothing
+ * appended, the lock still held) once the peer began to fail over.
  */
-static void rx_put_wr(struct rx *rx, struct rx_conn *k, struct rx_chain *ch,
-		      const struct rx_spec *s, unsigned int res)
+static int rx_put_wr(struct rx *rx, struct rx_conn *k, struct rx_chain *ch,
+		     const struct rx_spec *s, unsigned int res)
 {
 	for (;;) {
+		/* a failover collects the lane from here on: not on it */
+		if (__atomic_load_n(&k->peer->fo, __ATOMIC_ACQUIRE) !=
+		    RX_FO_NONE)
+			return 0;
 		if (ch->n == RX_CHAIN)
 			rx_chain_post(rx, k, ch);
 		if (rx_room(rx, k, 1, res) && rx_emit(rx, k, ch, s)) {
 			k->reserved += res;
-			return;
+			return 1;
 		}
 		rx_chain_post(rx, k, ch);
 		pthread_mutex_unlock(&k->lock);
@@ -1733,21 +1927,46 @@ static void rx_issue_conn(struct rx *rx, struct hcomm_win *w,
 	unsigned int i, q, res, step;
 	uint64_t j, off;
 
+	int stopped = 0;
+
 	ch.n = 0;
 	ch.nundo = 0;
 	pthread_mutex_lock(&k->lock);
+	/*
+	 * One WR of the plan: on the lane, or - once the peer began to fail
+	 * over - replayed over tcp when the failover is through.
+	 */
+#define RX_UNIT(sp, r) do {						\
+		if (!stopped && !rx_put_wr(rx, k, &ch, (sp), (r))) {	\
+			stopped = 1;					\
+			rx_chain_post(rx, k, &ch);			\
+			pthread_mutex_unlock(&k->lock);			\
+			rx_chain_undo(rx, k, &ch);			\
+			(void)rx_fo_settle(rx, k->peer);		\
+		}							\
+		if (stopped) {						\
+			if (r) {	/* rx_signal_post gives it back */ \
+				pthread_mutex_lock(&k->lock);		\
+				k->reserved += (r);			\
+				pthread_mutex_unlock(&k->lock);		\
+			}						\
+			rx_replay_spec(rx, k->peer, (sp));		\
+		}							\
+	} while (0)
 	for (i = i0; i < m; i++) {
 		const struct rx_plan *p = &pl[i];
 		int sigop = d[i].op == HCOMM_OP_PUT_SIGNAL;
 
 		if (d[i].target != k->peer->rank ||
 		    !(p->lanes & (1ULL << k->lane)) ||
-		    p->mode == RX_M_NOP || p->mode == RX_M_SELF)
+		    p->mode == RX_M_NOP || p->mode == RX_M_SELF ||
+		    p->mode == RX_M_FWD)
 			continue;
 		res = p->striped && sigop && !k->lane ? p->npieces : 0;
 		step = p->striped ? rx->nlanes : 1;
 		memset(&s, 0, sizeof(s));
 		s.req = &reqs[i];
+		s.win = w;
 		s.mr = p->mr;
 		s.lkey = p->lkey;
 		s.rkey = (uint32_t)wp->key;
@@ -1769,7 +1988,7 @@ static void rx_issue_conn(struct rx *rx, struct hcomm_win *w,
 				s.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
 				s.imm = p->imm[0];
 			}
-			rx_put_wr(rx, k, &ch, &s, res);
+			RX_UNIT(&s, res);
 			res = 0;
 		}
 		if (!sigop || p->striped)
@@ -1782,9 +2001,12 @@ static void rx_issue_conn(struct rx *rx, struct hcomm_win *w,
 		s.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
 		for (q = 1; q < p->npieces; q++) {
 			s.imm = p->imm[q];
-			rx_put_wr(rx, k, &ch, &s, 0);
+			RX_UNIT(&s, 0);
 		}
 	}
+#undef RX_UNIT
+	if (stopped)
+		return;
 	rx_chain_post(rx, k, &ch);
 	pthread_mutex_unlock(&k->lock);
 	rx_chain_undo(rx, k, &ch);
@@ -1811,6 +2033,17 @@ static void rx_issue(struct rx *rx, struct hcomm_win *w,
 			rx_self(rx, w, &d[i], &reqs[i]);
 			continue;
 		}
+		if (pl[i].mode == RX_M_FWD) {
+			/* failed over: the request is tcp's from now on */
+			rp->xport = HCOMM_XP_TCP;
+			rp->xp = 0;
+			if (rx->c->xo[HCOMM_XP_TCP]->post(rx->c, w, &d[i], 1,
+							   &reqs[i]))
+				hcomm__complete(rx->c, &reqs[i],
+						hcomm_errno() ? hcomm_errno() :
+						EIO, 0);
+			continue;
+		}
 		if (d[i].op == HCOMM_OP_PUT_SIGNAL)
 			left += pl[i].striped ? 1 : pl[i].npieces - 1u;
 		rp->xp = left;
@@ -1821,11 +2054,13 @@ static void rx_issue(struct rx *rx, struct hcomm_win *w,
 			__atomic_add_fetch(&rx->deferred, 1, __ATOMIC_RELAXED);
 	}
 	for (i = 0; i < m; i++) {
-		if (pl[i].mode == RX_M_NOP || pl[i].mode == RX_M_SELF)
+		if (pl[i].mode == RX_M_NOP || pl[i].mode == RX_M_SELF ||
+		    pl[i].mode == RX_M_FWD)
 			continue;
 		for (j = 0; j < i; j++)
 			if (d[j].target == d[i].target &&
-			    pl[j].mode != RX_M_NOP && pl[j].mode != RX_M_SELF)
+			    pl[j].mode != RX_M_NOP && pl[j].mode != RX_M_SELF &&
+			    pl[j].mode != RX_M_FWD)
 				break;
 		if (j < i)
 			continue;	/* this peer was done with j */
@@ -2830,6 +3065,7 @@ static void rx_qpmap_build(struct rx *rx)
 	for (r = 0; r < rx->c->size; r++)
 		for (l = 0; r != rx->c->rank && l < rx->nlanes; l++) {
 			rx->qpmap[i].qpn = rx->peers[r].conns[l].qp->qp_num;
+			rx->qpmap[i].lane = l;
 			rx->qpmap[i++].peer = &rx->peers[r];
 		}
 	qsort(rx->qpmap, i, sizeof(*rx->qpmap), rx_qpn_cmp);
@@ -2968,6 +3204,7 @@ static void rx_ka_probe(struct rx *rx, struct rx_peer *p)
 	sp.mode = RX_M_NOP;
 	pthread_mutex_lock(&k->lock);
 	if (!__atomic_load_n(&p->dead, __ATOMIC_ACQUIRE) &&
+	    __atomic_load_n(&p->fo, __ATOMIC_ACQUIRE) == RX_FO_NONE &&
 	    rx_room(rx, k, 1, 0) && rx_emit(rx, k, &ch, &sp)) {
 		rx_chain_post(rx, k, &ch);
 		__atomic_add_fetch(&rx->probes, 1, __ATOMIC_RELAXED);
@@ -3006,7 +3243,8 @@ static void rx_keepalive(struct rx *rx)
 		int busy = 0;
 
 		if (r == rx->c->rank ||
-		    __atomic_load_n(&p->dead, __ATOMIC_ACQUIRE))
+		    __atomic_load_n(&p->dead, __ATOMIC_ACQUIRE) ||
+		    __atomic_load_n(&p->fo, __ATOMIC_ACQUIRE) != RX_FO_NONE)
 			continue;
 		for (l = 0; l < rx->nlanes; l++) {
 			struct rx_conn *k = &p->conns[l];
@@ -3063,12 +3301,510 @@ static void rx_keepalive(struct rx *rx)
 	}
 }
 
+/* ------------------------------------------------------------------ */
+/* failover (Documentation/failover.rst)                               */
+/* ------------------------------------------------------------------ */
+
+static __thread int t_rx_fo;		/* 1 on the failover thread */
+
+/*
+ * A WR of p that completed in error (or was never posted): parked for
+ * p's failover while it collects, else the part fails.
+ */
+static void rx_wr_failed(struct rx *rx, struct rx_peer *p,
+			 const struct rx_done *d)
+{
+	struct rx_done *nl;
+	int err = d->err ? d->err : EIO;
+
+	if (__atomic_load_n(&p->fo, __ATOMIC_ACQUIRE) == RX_FO_ACTIVE) {
+		pthread_mutex_lock(&p->fo_lock);
+		if (p->fo == RX_FO_ACTIVE &&
+		    !__atomic_load_n(&p->dead, __ATOMIC_ACQUIRE)) {
+			if (p->fo_n == p->fo_cap) {
+				size_t cap = p->fo_cap ? 2 * p->fo_cap : 256;
+
+				nl = realloc(p->fo_list, cap * sizeof(*nl));
+				if (nl) {
+					p->fo_list = nl;
+					p->fo_cap = cap;
+				}
+			}
+			if (p->fo_n < p->fo_cap) {
+				p->fo_list[p->fo_n++] = *d;
+				pthread_mutex_unlock(&p->fo_lock);
+				return;
+			}
+			p->fo_nomem = 1;
+			err = ENOMEM;
+		}
+		pthread_mutex_unlock(&p->fo_lock);
+	}
+	rx_part_done(rx, p, d->req, err, 0, d);
+}
+
+/*
+ * The peer's state once no failover of it is in progress (issuers to an
+ * ACTIVE peer wait here, progressing tcp, so that nothing overtakes the
+ * replay).  The failover thread itself does not wait (its callbacks may
+ * issue): its operations go to tcp at once.
+ */
+static int rx_fo_settle(struct rx *rx, struct rx_peer *p)
+{
+	const struct hcomm_xport_ops *t = rx->c->xo[HCOMM_XP_TCP];
+	int fo;
+
+	while ((fo = __atomic_load_n(&p->fo, __ATOMIC_ACQUIRE)) ==
+	       RX_FO_ACTIVE && !t_rx_fo &&
+	       !__atomic_load_n(&p->dead, __ATOMIC_ACQUIRE)) {
+		if (!t || !t->progress(rx->c))
+			usleep(200);
+	}
+	return fo;
+}
+
+/*
+ * A replayed part over tcp: units parts of parent (as rx_part_done
+ * counts them) complete with its status.  @d keeps what the parent's
+ * last stripe needs to post a striped put_signal's signal.
+ */
+struct rx_kid {
+	struct hcomm_request req;
+	struct rx *rx;
+	struct rx_peer *p;
+	struct hcomm_request *parent;
+	struct rx_done d;
+	unsigned int units;
+};
+
+static void rx_kid_done(struct hcomm_request *req, void *arg)
+{
+	struct rx_kid *kid = arg;
+	struct rx_peer *p = kid->p;
+	int err = hcomm__req_priv(req)->err;
+	uint64_t bytes = req->bytes;
+	unsigned int u;
+
+	if (!err && req->status)
+		err = EIO;
+	for (u = 0; u < kid->units; u++)
+		rx_part_done(kid->rx, p, kid->parent, err, u ? 0 : bytes,
+			     &kid->d);
+	__atomic_sub_fetch(&p->fo_kids, 1, __ATOMIC_ACQ_REL);
+	free(kid);
+}
+
+/*
+ * Replay d (a part of d->req standing for units of its parts) to p over
+ * tcp: a get, a put, or a put_signal (a piece's value, or with sigimm 2
+ * the whole value).  Fails the parts when that is impossible.
+ */
+static void rx_replay(struct rx *rx, struct rx_peer *p,
+		      const struct rx_done *d, unsigned int units)
+{
+	struct hcomm_comm *c = rx->c;
+	const struct hcomm_win_peer *wp;
+	struct hcomm_xfer_desc x;
+	struct rx_kid *kid;
+	unsigned int u, piece;
+	int err = rx_peer_dead(p);
+
+	kid = err ? NULL : calloc(1, sizeof(*kid));
+	if (!kid) {
+		for (u = 0; u < units; u++)
+			rx_part_done(rx, p, d->req, err ? err : ENOMEM, 0, d);
+		return;
+	}
+	wp = &d->win->peers[p->rank].x[HCOMM_XP_RDMA];
+	memset(&x, 0, sizeof(x));
+	x.target = p->rank;
+	x.target_off = d->raddr - wp->addr;
+	x.local = d->laddr;
+	x.len = d->len;
+	if (d->opcode == IBV_WR_RDMA_READ) {
+		x.op = HCOMM_OP_GET;
+	} else if (d->sigimm) {
+		x.op = HCOMM_OP_PUT_SIGNAL;
+		x.sig = d->sig;
+		piece = d->imm >> 30;
+		x.value = d->sigimm == 2 ? d->value :
+			  (uint64_t)(d->imm & ((1u << RX_MANT_BITS) - 1)) <<
+			  (piece * RX_MANT_BITS);
+	} else {
+		x.op = HCOMM_OP_PUT;
+	}
+	kid->rx = rx;
+	kid->p = p;
+	kid->parent = d->req;
+	kid->d = *d;
+	kid->units = units;
+	kid->req.cb = rx_kid_done;
+	kid->req.cb_arg = kid;
+	__atomic_add_fetch(&p->fo_kids, 1, __ATOMIC_ACQ_REL);
+	__atomic_add_fetch(&rx->fo_replayed, 1, __ATOMIC_RELAXED);
+	if (hcomm__post_internal(c, d->win, HCOMM_XP_TCP, &x, &kid->req)) {
+		err = hcomm_errno() ? hcomm_errno() : EIO;
+		__atomic_sub_fetch(&p->fo_kids, 1, __ATOMIC_ACQ_REL);
+		free(kid);
+		for (u = 0; u < units; u++)
+			rx_part_done(rx, p, d->req, err, 0, d);
+	}
+}
+
+/* A WR that was planned but not posted (the peer began to fail over). */
+static void rx_replay_spec(struct rx *rx, struct rx_peer *p,
+			   const struct rx_spec *s)
+{
+	struct rx_done d;
+
+	memset(&d, 0, sizeof(d));
+	d.req = s->req;
+	d.peer = p;
+	d.win = s->win;
+	d.raddr = s->raddr;
+	d.laddr = s->laddr;
+	d.value = s->value;
+	d.peer_seq = s->peer_seq;
+	d.rkey = s->rkey;
+	d.sig = s->sig;
+	d.len = s->len;
+	d.imm = s->imm;
+	d.op = s->op;
+	d.opcode = s->opcode;
+	d.defer = s->defer;
+	d.payload = s->len > 0;
+	d.sigimm = s->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
+	rx_replay(rx, p, &d, 1);
+}
+
+/* The failover's own tcp operations: a flag set by their completion. */
+struct rx_flag {
+	struct hcomm_request req;
+	int done;
+	int err;
+};
+
+static void rx_flag_done(struct hcomm_request *req, void *arg)
+{
+	struct rx_flag *f = arg;
+	int err = hcomm__req_priv(req)->err;
+
+	f->err = err ? err : req->status ? EIO : 0;
+	__atomic_store_n(&f->done, 1, __ATOMIC_RELEASE);
+}
+
+/* Put len bytes at src to offset off of p's failover window; wait. */
+static int rx_fo_put(struct rx *rx, struct rx_peer *p, uint64_t off,
+		     const void *src, size_t len)
+{
+	struct hcomm_comm *c = rx->c;
+	const struct hcomm_xport_ops *t = c->xo[HCOMM_XP_TCP];
+	struct hcomm_xfer_desc x;
+	struct rx_flag f;
+
+	memset(&x, 0, sizeof(x));
+	x.op = HCOMM_OP_PUT;
+	x.target = p->rank;
+	x.target_off = off;
+	x.local = (uintptr_t)src;
+	x.len = len;
+	memset(&f, 0, sizeof(f));
+	f.req.cb = rx_flag_done;
+	f.req.cb_arg = &f;
+	if (hcomm__post_internal(c, c->fo_win, HCOMM_XP_TCP, &x, &f.req))
+		return hcomm_errno() ? hcomm_errno() : EIO;
+	while (!__atomic_load_n(&f.done, __ATOMIC_ACQUIRE))
+		if (!t->progress(c))
+			(void)t->block(c, NULL, 1000);
+	return f.err;
+}
+
+/* Parked WRs in the order they were issued (peer_seq, then the QP's). */
+static int rx_done_cmp(const void *a, const void *b)
+{
+	const struct rx_done *x = a, *y = b;
+
+	if (x->peer_seq != y->peer_seq)
+		return x->peer_seq < y->peer_seq ? -1 : 1;
+	if (x->lane != y->lane)
+		return x->lane < y->lane ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/*
+ * The failover gave up (the peer is gone, tcp failed, or destroy began):
+ * the peer fails like a lost one, and every parked WR fails.
+ */
+static void rx_fo_abort(struct rx *rx, struct rx_peer *p, int err,
+			const char *why)
+{
+	struct rx_done *l;
+	size_t n, i;
+
+	rx_peer_fail(rx, p, HCOMM_EVENT_PEER_LOST, err, 0, "failover to tcp "
+		     "failed: %s (the link: %s)", why, p->why);
+	pthread_mutex_lock(&p->fo_lock);
+	l = p->fo_list;
+	n = p->fo_n;
+	p->fo_list = NULL;
+	p->fo_n = p->fo_cap = 0;
+	pthread_mutex_unlock(&p->fo_lock);
+	for (i = 0; i < n; i++)
+		rx_part_done(rx, p, l[i].req, err, 0, &l[i]);
+	free(l);
+}
+
+/*
+ * The failover of p (the failover thread, callbacks held):
+ *  1. no poster is on p's lanes any more (each lane's lock taken once
+ *     after fo became ACTIVE: later posters see it and wait), and the
+ *     refused posts are parked;
+ *  2. every WR of p completes (the QPs are in the error state: flushed)
+ *     and the failed ones are parked;
+ *  3. the receive CQ is drained until quiet: no WR of p lands here any
+ *     more, and rcvd[] counts every one of p's writes applied here;
+ *  4. rcvd[] goes to p's failover window over tcp, then the epoch;
+ *  5. p's counts of our writes arrive in ours the same way;
+ *  6. a parked write that p counted is complete; everything else is
+ *     replayed over tcp in issue order, and the replay has landed;
+ *  7. p's operations go to tcp from now on.
+ */
+static void rx_fo_run(struct rx *rx, struct rx_peer *p)
+{
+	struct hcomm_comm *c = rx->c;
+	const struct hcomm_xport_ops *t = c->xo[HCOMM_XP_TCP];
+	uint64_t rcvd[HCOMM_FO_LANES], epoch = p->fo_epoch, t0, quiet;
+	uint64_t deadline = hcomm__now_ns() +
+			    (uint64_t)c->cfg.timeout_ms * 1000000ULL;
+	const volatile uint64_t *slot = (const volatile uint64_t *)
+		((char *)c->fo_mem + (size_t)p->rank * HCOMM_FO_SLOT);
+	struct rx_done *l;
+	unsigned int li;
+	size_t n, i, replayed = 0;
+	int err, busy;
+	uint64_t ts[6];
+
+	ts[0] = hcomm__now_ns();
+	/* 1 */
+	for (li = 0; li < rx->nlanes; li++) {
+		pthread_mutex_lock(&p->conns[li].lock);
+		pthread_mutex_unlock(&p->conns[li].lock);
+	}
+	/* 1, 2 */
+	do {
+		busy = !!__atomic_load_n(&p->fo_undo, __ATOMIC_ACQUIRE);
+		for (li = 0; li < rx->nlanes; li++) {
+			struct rx_conn *k = &p->conns[li];
+
+			if (__atomic_load_n(&k->tail, __ATOMIC_ACQUIRE) ==
+			    __atomic_load_n(&k->head, __ATOMIC_ACQUIRE))
+				continue;
+			busy = 1;
+			if (!rx_reap_lane_once(rx, li, 1))
+				(void)rx_block_lane(rx, li, 1000);
+		}
+		err = rx_peer_dead(p);
+		if (!err && busy && hcomm__now_ns() > deadline)
+			err = ETIMEDOUT;
+		if (err) {
+			rx_fo_abort(rx, p, err, "collecting the QPs' work "
+				    "requests");
+			return;
+		}
+	} while (busy);
+	/* 3 */
+	t0 = hcomm__now_ns();
+	ts[1] = t0;
+	quiet = t0;
+	while (hcomm__now_ns() - quiet < RX_FO_SETTLE_NS) {
+		int applied = 0, got;
+
+		pthread_mutex_lock(&rx->rcq.reap);
+		got = rx_reap_recv_locked(rx, &applied);
+		pthread_mutex_unlock(&rx->rcq.reap);
+		rx_recv_wake(rx, applied);
+		if (got)
+			quiet = hcomm__now_ns();
+		else
+			usleep(200);
+	}
+	memset(rcvd, 0, sizeof(rcvd));
+	for (li = 0; li < rx->nlanes; li++)
+		rcvd[li] = __atomic_load_n(&p->conns[li].rcvd,
+					   __ATOMIC_ACQUIRE);
+	/* 4 */
+	ts[2] = hcomm__now_ns();
+	err = rx_peer_dead(p);
+	if (!err)
+		err = rx_fo_put(rx, p, (uint64_t)c->rank * HCOMM_FO_SLOT, rcvd,
+				rx->nlanes * sizeof(rcvd[0]));
+	if (!err)
+		err = rx_fo_put(rx, p, (uint64_t)c->rank * HCOMM_FO_SLOT +
+				HCOMM_FO_EPOCH, &epoch, sizeof(epoch));
+	if (err) {
+		rx_fo_abort(rx, p, err, "telling the peer what landed");
+		return;
+	}
+	/* 5 */
+	ts[3] = hcomm__now_ns();
+	while (__atomic_load_n((const uint64_t *)&slot[HCOMM_FO_LANES],
+			       __ATOMIC_ACQUIRE) < epoch) {
+		err = rx_peer_dead(p);
+		if (!err && hcomm__now_ns() > deadline)
+			err = ETIMEDOUT;
+		if (err) {
+			rx_fo_abort(rx, p, err, "waiting for the peer's "
+				    "count of what landed");
+			return;
+		}
+		if (!t->progress(c))
+			usleep(200);
+	}
+	/* 6 */
+	ts[4] = hcomm__now_ns();
+	pthread_mutex_lock(&p->fo_lock);
+	l = p->fo_list;
+	n = p->fo_n;
+	p->fo_list = NULL;
+	p->fo_n = p->fo_cap = 0;
+	pthread_mutex_unlock(&p->fo_lock);
+	qsort(l, n, sizeof(*l), rx_done_cmp);
+	for (i = 0; i < n; i++) {
+		struct rx_done *d = &l[i];
+
+		if (d->imm_ord && d->imm_ord <= slot[d->lane]) {
+			__atomic_add_fetch(&rx->fo_applied, 1,
+					   __ATOMIC_RELAXED);
+			rx_part_done(rx, p, d->req, 0, d->payload ? d->len : 0,
+				     d);
+			continue;
+		}
+		rx_replay(rx, p, d, 1);
+		replayed++;
+	}
+	free(l);
+	while (__atomic_load_n(&p->fo_kids, __ATOMIC_ACQUIRE) &&
+	       !rx_peer_dead(p))
+		if (!t->progress(c))
+			(void)t->block(c, NULL, 1000);
+	/* 7 */
+	hcomm__route_override(c, p->rank, HCOMM_XP_TCP);
+	pthread_mutex_lock(&p->fo_lock);
+	__atomic_store_n(&p->fo, RX_FO_TCP, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&p->fo_lock);
+	__atomic_add_fetch(&rx->fo_count, 1, __ATOMIC_RELAXED);
+	t0 = hcomm__now_ns();
+	hcomm__event(c, HCOMM_EVENT_FAILED_OVER, p->rank, HCOMM_XP_TCP, 0,
+		     t0 - p->fo_t0 + p->fo_silent, "rdma -> tcp: %zu of %zu "
+		     "failed work requests replayed, %llu ms after the link "
+		     "was declared down", replayed, n,
+		     (unsigned long long)((t0 - p->fo_t0) / 1000000));
+	if (rx->log)
+		fprintf(stderr, "hcomm rdma: rank %d: rank %d failed over to "
+			"tcp in %.1f ms (%zu of %zu failed WRs replayed; ms: "
+			"start %.1f, collect %.1f, drain %.1f, tell %.1f, "
+			"hear %.1f, replay %.1f)\n", c->rank, p->rank,
+			(double)(t0 - p->fo_t0) / 1e6, replayed, n,
+			(double)(ts[0] - p->fo_t0) / 1e6,
+			(double)(ts[1] - ts[0]) / 1e6,
+			(double)(ts[2] - ts[1]) / 1e6,
+			(double)(ts[3] - ts[2]) / 1e6,
+			(double)(ts[4] - ts[3]) / 1e6,
+			(double)(t0 - ts[4]) / 1e6);
+}
+
+/* The failover thread: runs the failovers of the ACTIVE peers in turn. */
+static void *rx_fo_main(void *arg)
+{
+	struct rx *rx = arg;
+	struct rx_peer *p;
+	int r;
+
+	t_rx_fo = 1;
+	hcomm__cb_hold(1);
+	pthread_mutex_lock(&rx->fo_lock);
+	for (;;) {
+		p = NULL;
+		for (r = 0; r < rx->c->size && !p; r++)
+			if (r != rx->c->rank && !rx->peers[r].fo_run &&
+			    __atomic_load_n(&rx->peers[r].fo,
+					    __ATOMIC_ACQUIRE) == RX_FO_ACTIVE)
+				p = &rx->peers[r];
+		if (!p) {
+			/* between failovers, this thread's callbacks run */
+			pthread_mutex_unlock(&rx->fo_lock);
+			hcomm__cb_hold(-1);
+			hcomm__run_pending();
+			hcomm__cb_hold(1);
+			pthread_mutex_lock(&rx->fo_lock);
+			if (rx->fo_stop == 2)
+				break;
+			pthread_cond_wait(&rx->fo_cond, &rx->fo_lock);
+			continue;
+		}
+		p->fo_run = 1;
+		rx->fo_busy = 1;
+		pthread_mutex_unlock(&rx->fo_lock);
+		rx_fo_run(rx, p);
+		pthread_mutex_lock(&rx->fo_lock);
+		p->fo_run = 2;
+		rx->fo_busy = 0;
+		pthread_cond_broadcast(&rx->fo_cond);
+	}
+	pthread_mutex_unlock(&rx->fo_lock);
+	hcomm__cb_hold(-1);
+	return NULL;
+}
+
+/*
+ * cm thread: a peer that failed its link over first tells us so through
+ * our failover window (its epoch): fail the link over here too, so that
+ * both ends quiesce their QPs and exchange counts.
+ */
+static void rx_fo_poll(struct rx *rx)
+{
+	const char *mem = rx->c->fo_mem;
+	int r;
+
+	if (!mem || !rx_fo_can(rx))
+		return;
+	for (r = 0; r < rx->c->size; r++) {
+		struct rx_peer *p = &rx->peers[r];
+		uint64_t e;
+
+		if (r == rx->c->rank ||
+		    __atomic_load_n(&p->fo, __ATOMIC_ACQUIRE) != RX_FO_NONE ||
+		    __atomic_load_n(&p->dead, __ATOMIC_ACQUIRE))
+			continue;
+		e = __atomic_load_n((const uint64_t *)(mem + (size_t)r *
+			HCOMM_FO_SLOT + HCOMM_FO_EPOCH), __ATOMIC_ACQUIRE);
+		if (e > p->fo_epoch)
+			rx_peer_kill(rx, p, ECONNABORTED, "rank %d failed the "
+				     "link over to tcp (failover %llu)", r,
+				     (unsigned long long)e);
+	}
+}
+
+void hcomm__rdma_fo_stop(struct hcomm_comm *c)
+{
+	struct rx *rx = rx_of(c);
+
+	if (!rx)
+		return;
+	pthread_mutex_lock(&rx->fo_lock);
+	__atomic_store_n(&rx->fo_stop, 1, __ATOMIC_RELEASE);
+	while (rx->fo_busy)
+		pthread_cond_wait(&rx->fo_cond, &rx->fo_lock);
+	pthread_mutex_unlock(&rx->fo_lock);
+}
+
 /* After init: disconnects, late connects, device events, keep-alive. */
 static void *rx_cm_main(void *arg)
 {
 	struct rx *rx = arg;
 	struct pollfd pfd[3];
-	int ms = rx->ka_timeout_ns ? (int)(rx->ka_interval_ns / 1000000) : -1;
+	int ms = rx->ka_timeout_ns || rx->fo_on ?
+		 (int)(rx->ka_interval_ns / 1000000) : -1;
 	uint64_t next = hcomm__now_ns() + rx->ka_interval_ns;
 
 	pfd[0].fd = rx->ech->fd;
@@ -3088,7 +3824,9 @@ static void *rx_cm_main(void *arg)
 		if (pfd[1].revents)
 			rx_async(rx);
 		if (ms >= 0 && hcomm__now_ns() >= next) {
-			rx_keepalive(rx);
+			rx_fo_poll(rx);
+			if (rx->ka_timeout_ns)
+				rx_keepalive(rx);
 			next = hcomm__now_ns() + rx->ka_interval_ns;
 		}
 	}
@@ -3174,6 +3912,11 @@ static int rx_params(struct rx *rx)
 	rx->spin_ns = getenv("HCOMM_RDMA_SPIN_US") ? v * 1000 :
 		      hcomm__spin_ns(rx->c, v * 1000);
 	rx->log = getenv("HCOMM_LOG") && strcmp(getenv("HCOMM_LOG"), "0");
+	ret = rx_env("HCOMM_FAILOVER", 0, 1, 1, &v);
+	if (ret)
+		return ret;
+	/* every rank plans tcp alike (xports_plan) */
+	rx->fo_on = v && (rx->c->xp_use & (1u << HCOMM_XP_TCP));
 	return 0;
 }
 
@@ -3582,6 +4325,7 @@ static int rx_setup_local(struct rx *rx)
 		struct rx_peer *p = &rx->peers[r];
 
 		p->rank = r;
+		pthread_mutex_init(&p->fo_lock, NULL);
 		if (r == c->rank)
 			continue;
 		p->conns = aligned_alloc(64, sizeof(*p->conns) * rx->nlanes);
@@ -3660,6 +4404,13 @@ static void rx_fini(struct hcomm_comm *c)
 
 	if (!rx)
 		return;
+	if (rx->fo_thr_up) {
+		pthread_mutex_lock(&rx->fo_lock);
+		rx->fo_stop = 2;
+		pthread_cond_broadcast(&rx->fo_cond);
+		pthread_mutex_unlock(&rx->fo_lock);
+		pthread_join(rx->fo_thr, NULL);
+	}
 	if (rx->cm_thr_up) {
 		(void)!write(rx->stop_fd, &one, sizeof(one));
 		pthread_join(rx->cm_thr, NULL);
@@ -3682,6 +4433,8 @@ static void rx_fini(struct hcomm_comm *c)
 			pthread_mutex_destroy(&k->lock);
 		}
 		free(p->conns);
+		free(p->fo_list);
+		pthread_mutex_destroy(&p->fo_lock);
 	}
 	free(rx->peers);
 	free(rx->qpmap);
@@ -3709,6 +4462,8 @@ static void rx_fini(struct hcomm_comm *c)
 		close(rx->stop_fd);
 	if (rx->wake_fd >= 0)
 		close(rx->wake_fd);
+	pthread_cond_destroy(&rx->fo_cond);
+	pthread_mutex_destroy(&rx->fo_lock);
 	free(rx);
 	c->xps[HCOMM_XP_RDMA] = NULL;
 }
@@ -3727,6 +4482,8 @@ static int rx_init(struct hcomm_comm *c)
 		return hcomm__fail(HCOMM_ERR_NOMEM, ENOMEM, "rdma transport");
 	}
 	rx->c = c;
+	pthread_mutex_init(&rx->fo_lock, NULL);
+	pthread_cond_init(&rx->fo_cond, NULL);
 	rx->wake_fd = rx->stop_fd = rx->sig_evfd = -1;
 	rx->sgid_index = rx->gid_type = -1;
 	rx->nonce = hcomm__boot_nonce(c->boot);
@@ -3799,6 +4556,15 @@ static int rx_init(struct hcomm_comm *c)
 		goto err;
 	}
 	rx->cm_thr_up = 1;
+	if (rx->fo_on) {
+		ret = pthread_create(&rx->fo_thr, NULL, rx_fo_main, rx);
+		if (ret) {
+			ret = rx_fail(rx, HCOMM_ERR_LIMIT, ret, "starting the "
+				      "failover thread");
+			goto err;
+		}
+		rx->fo_thr_up = 1;
+	}
 	free(all);
 	return 0;
 err:

@@ -2622,6 +2622,7 @@ static struct {
 static const char *ev_name(uint32_t t)
 {
 	return t == HCOMM_EVENT_LINK_DOWN ? "link-down" :
+	       t == HCOMM_EVENT_FAILED_OVER ? "failed-over" :
 	       t == HCOMM_EVENT_PEER_LOST ? "peer-lost" : "?";
 }
 
@@ -3296,8 +3297,13 @@ static int case_linkcut(const char *how)
 		return FAIL("linkcut: 2 ranks, not %d", np), 1;
 	peer = 1 - me;
 	OK(hcomm_comm_set_event_cb(comm, ev_record, NULL));
-	CHECK(!strcmp(hcomm_comm_transport(comm), "rdma"), "transport %s, "
-	      "expected rdma", hcomm_comm_transport(comm));
+	/* rdma alone, or with tcp and HCOMM_FAILOVER=0: no failover */
+	CHECK(!strcmp(hcomm_comm_transport(comm), "rdma") ||
+	      (!strcmp(hcomm_comm_transport(comm), "rdma+tcp") &&
+	       getenv("HCOMM_FAILOVER") &&
+	       !strcmp(getenv("HCOMM_FAILOVER"), "0")), "transport %s, "
+	      "expected rdma (or rdma+tcp with HCOMM_FAILOVER=0)",
+	      hcomm_comm_transport(comm));
 	ka_ms = (uint64_t)env_int("HCOMM_KEEPALIVE_TIMEOUT", 80) +
 		(uint64_t)env_int("HCOMM_KEEPALIVE_INTERVAL", 10);
 	bound = ka_ms + (uint64_t)env_int("HCOMM_VMTEST_CUT_SLACK_MS", 1500);
@@ -3477,6 +3483,247 @@ static int case_linkcut(const char *how)
 	return fails ? 1 : 0;
 }
 
+/* ------------------------------------------------------------------ */
+/* failover: the RoCE link dies under a stream; tcp takes over         */
+/* ------------------------------------------------------------------ */
+
+#define FO_SLOTS	8		/* fewer than in flight: slots are
+					 * overwritten while earlier puts to
+					 * them may still be out */
+#define FO_SLOT		(64 * KiB)
+#define FO_QD		16
+#define FO_SIG		1
+#define FO_OPS_MIN	1500
+#define FO_AFTER_NS	4000000000ULL	/* stream this long past the switch */
+
+/* Completions seen per request slot (the callback): exactly once each. */
+static unsigned int fo_cbs[FO_QD];
+
+static void fo_cb(struct hcomm_request *r, void *arg)
+{
+	(void)r;
+	__atomic_add_fetch(&fo_cbs[(uintptr_t)arg], 1, __ATOMIC_RELAXED);
+}
+
+/* Operation n of rank w: its size, and its signal (0: a plain put). */
+static size_t fo_len(uint64_t n)
+{
+	static const size_t sz[] = { 8, 4 * KiB, 17 * KiB + 3, 64 * KiB,
+				     60 * KiB + 5, 200 };
+
+	return sz[n % (sizeof(sz) / sizeof(sz[0]))];
+}
+
+static uint64_t fo_sig(uint64_t n)
+{
+	if (n % 7)
+		return 0;
+	/* now and then a value of several 18-bit pieces */
+	return n % 49 ? 1 : (3ULL << 36) | (5ULL << 18) | 1;
+}
+
+/* Its payload: the op number, then bytes only it has. */
+static void fo_fill(unsigned char *b, uint64_t n, int w)
+{
+	size_t len = fo_len(n);
+
+	fill(b, len, 0xf0000000ULL * (uint64_t)(w + 1) + n * 131);
+	if (len >= 8)
+		memcpy(b, &n, 8);
+}
+
+/*
+ * Two ranks, one per VM, rdma (over the second NIC) and tcp (over the
+ * first) both up, every size routed to rdma (HCOMM_PROBE=off).  Both
+ * stream put_nb / put_signal_nb of mixed sizes to FO_SLOTS slots of the
+ * other (FO_QD in flight, so a slot is written again while earlier puts
+ * to it may be out); rank 0 cuts its RoCE NIC (--how netem|link|tap)
+ * after LC_RUN_NS, and both go on until FO_AFTER_NS after the switch
+ * (FO_OPS_MIN at least).  Checked: no operation fails; every request
+ * completes once (callback count) and hcomm_wait returns 0; both ranks
+ * see LINK_DOWN then FAILED_OVER (rdma -> tcp) and no PEER_LOST; every
+ * slot holds the last operation issued to it, byte for byte; the signal
+ * holds exactly the sum of the values sent (no piece lost or doubled).
+ * Printed: the stall (FAILED_OVER's silent_ns, and the longest gap
+ * between two completions the application saw), bandwidth before and
+ * after.
+ */
+static int case_failover(const char *how)
+{
+	unsigned char *win, *src;
+	struct hcomm_request req[FO_QD];
+	uint64_t opn[FO_QD];
+	bool busy[FO_QD] = { false };
+	struct hcomm_event ev, evf;
+	struct hcomm_win *w;
+	struct lc_cutter cut = { .how = how };
+	uint64_t t0, t_last, gap = 0, t_sw = 0, n, sent_sig = 0, want;
+	uint64_t bytes_pre = 0, bytes_post = 0, t_cut = 0, last_n[FO_SLOTS];
+	int peer, j, rc, cutting = 0, s;
+	int64_t got;
+
+	comm_up();
+	if (np != 2)
+		return FAIL("failover: 2 ranks, not %d", np), 1;
+	peer = 1 - me;
+	OK(hcomm_comm_set_event_cb(comm, ev_record, NULL));
+	CHECK(strstr(hcomm_comm_transport(comm), "rdma") &&
+	      strstr(hcomm_comm_transport(comm), "tcp"), "transports %s, "
+	      "expected rdma and tcp", hcomm_comm_transport(comm));
+	win = xmap(FO_SLOTS * FO_SLOT + PAD);
+	src = xmap(FO_QD * FO_SLOT);
+	memset(win, POISON, FO_SLOTS * FO_SLOT + PAD);
+	w = win_make(win, FO_SLOTS * FO_SLOT + PAD);
+	barrier();
+
+	phase = "stream";
+	memset(req, 0, sizeof(req));
+	memset(last_n, 0xff, sizeof(last_n));
+	t0 = t_last = now_ns();
+	for (n = 0;; n++) {
+		j = (int)(n % FO_QD);
+		if (busy[j]) {
+			busy[j] = false;
+			rc = hcomm_wait(&req[j]);
+			CHECK(!rc, "operation %" PRIu64 " failed: %s: %s",
+			      opn[j], errname(rc), hcomm_errmsg());
+			CHECK(fo_cbs[j] == 1, "operation %" PRIu64 ": %u "
+			      "completions", opn[j], fo_cbs[j]);
+			if (now_ns() - t_last > gap)
+				gap = now_ns() - t_last;
+			t_last = now_ns();
+			if (t_sw)
+				bytes_post += fo_len(opn[j]);
+			else if (!cutting)
+				bytes_pre += fo_len(opn[j]);
+			if (rc)
+				break;
+		}
+		if (me == 0 && !cutting && now_ns() - t0 > LC_RUN_NS) {
+			cutting = !pthread_create(&cut.thr, NULL, lc_cut_main,
+						  &cut);
+			CHECK(cutting, "pthread_create");
+			t_cut = now_ns();
+			out("cutting (%s) after %" PRIu64 " operations", how, n);
+		}
+		if (!t_sw && ev_count(HCOMM_EVENT_FAILED_OVER, peer))
+			t_sw = now_ns();
+		if (t_sw && n >= FO_OPS_MIN && now_ns() - t_sw > FO_AFTER_NS)
+			break;
+		if (now_ns() - t0 > 120000000000ULL) {
+			FAIL("no failover within 120 s (%" PRIu64 " issued)",
+			     n);
+			break;
+		}
+		fo_fill(src + (size_t)j * FO_SLOT, n, me);
+		memset(&req[j], 0, sizeof(req[j]));
+		req[j].cb = fo_cb;
+		req[j].cb_arg = (void *)(uintptr_t)j;
+		fo_cbs[j] = 0;
+		opn[j] = n;
+		if (fo_sig(n))
+			rc = hcomm_put_signal_nb(w, peer, (n % FO_SLOTS) *
+						 FO_SLOT, src + (size_t)j *
+						 FO_SLOT, fo_len(n), FO_SIG,
+						 fo_sig(n), &req[j]);
+		else
+			rc = hcomm_put_nb(w, peer, (n % FO_SLOTS) * FO_SLOT,
+					  src + (size_t)j * FO_SLOT, fo_len(n),
+					  &req[j]);
+		if (!CHECK(!rc, "issuing operation %" PRIu64 ": %s: %s", n,
+			   errname(rc), hcomm_errmsg()))
+			break;
+		sent_sig += fo_sig(n);
+		last_n[n % FO_SLOTS] = n;
+		busy[j] = true;
+	}
+	phase = "drain";
+	for (j = 0; j < FO_QD; j++) {
+		if (!busy[j])
+			continue;
+		rc = hcomm_wait(&req[j]);
+		CHECK(!rc && fo_cbs[j] == 1, "operation %" PRIu64 ": %s, %u "
+		      "completions", opn[j], errname(rc), fo_cbs[j]);
+	}
+	OK(hcomm_flush(comm));
+	if (cutting) {
+		pthread_join(cut.thr, NULL);
+		CHECK(!cut.rc, "the cut command failed");
+	}
+
+	phase = "events";
+	if (CHECK(ev_wait(HCOMM_EVENT_LINK_DOWN, peer, 10000, &ev), "no "
+		  "link-down for rank %d", peer) &&
+	    CHECK(ev_wait(HCOMM_EVENT_FAILED_OVER, peer, 10000, &evf), "no "
+		  "failed-over for rank %d", peer)) {
+		CHECK(ev.xport == HCOMM_XPORT_RDMA && evf.xport ==
+		      HCOMM_XPORT_TCP && evf.seq > ev.seq, "link-down on %d "
+		      "(#%" PRIu64 "), failed-over to %d (#%" PRIu64 ")",
+		      ev.xport, ev.seq, evf.xport, evf.seq);
+		out("failover (%s): link-down after %.1f ms of silence, "
+		    "switched to tcp %.1f ms later: stall %.1f ms; the longest "
+		    "gap between two completions here %.1f ms", how,
+		    (double)ev.silent_ns / 1e6,
+		    (double)(evf.time_ns - ev.time_ns) / 1e6,
+		    (double)evf.silent_ns / 1e6, (double)gap / 1e6);
+	}
+	CHECK(!ev_count(HCOMM_EVENT_PEER_LOST, peer), "peer-lost raised for "
+	      "rank %d although only its link was cut", peer);
+	if (t_cut && t_sw > t_cut)
+		out("before the cut %.1f MB/s (rdma), after the switch %.1f "
+		    "MB/s (tcp)", (double)bytes_pre * 1e3 / (double)(t_cut - t0),
+		    (double)bytes_post * 1e3 / (double)(now_ns() - t_sw));
+
+	/* What landed here: every slot its last put, the signal its sum. */
+	phase = "verify";
+	{
+		uint64_t peer_n[FO_SLOTS], total;
+
+		/* the peer's last operation number, through the bootstrap */
+		total = n;
+		OK(hcomm_allgather(comm, &total, peer_n, sizeof(total)));
+		total = peer_n[peer];
+		want = 0;
+		for (n = 0; n < total; n++)
+			want += fo_sig(n);
+		got = hcomm_signal_wait(comm, FO_SIG, want, 20000);
+		CHECK(got == (int64_t)want, "signal %d: %" PRId64 ", expected "
+		      "%" PRIu64 " (%" PRIu64 " operations of rank %d)",
+		      FO_SIG, got, want, total, peer);
+		for (s = 0; s < FO_SLOTS; s++) {
+			uint64_t k = total - 1 - ((total - 1 - s) % FO_SLOTS);
+
+			if (total <= (uint64_t)s)
+				continue;
+			fo_fill(src, k, peer);
+			SAME(win + (size_t)s * FO_SLOT, src, fo_len(k),
+			     "slot %d: operation %" PRIu64 " of rank %d", s, k,
+			     peer);
+		}
+	}
+	barrier();
+	CHECK(hcomm_signal_read(comm, FO_SIG) == want, "signal %d moved to "
+	      "%" PRIu64 " after the check (%" PRIu64 " expected)", FO_SIG,
+	      hcomm_signal_read(comm, FO_SIG), want);
+
+	phase = "restore";
+	if (me == 0 && cutting) {
+		CHECK(!lc_link(how, 1), "restoring the link");
+		if (strcmp(how, "netem"))
+			lc_port_active();
+	}
+	barrier();
+	phase = "win_free";
+	OK(hcomm_win_free(w));
+	phase = "destroy";
+	OK(hcomm_comm_destroy(comm));
+	comm = NULL;
+	(void)sent_sig;
+	out("failover (%s): %" PRIu64 " operations; %s", how, n,
+	    fails ? "FAILED" : "passed");
+	return fails ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = NULL, *expect = NULL, *how = "netem";
@@ -3552,6 +3799,8 @@ int main(int argc, char **argv)
 		ret = case_fence();
 	else if (!strcmp(case_name, "linkcut"))
 		ret = case_linkcut(how);
+	else if (!strcmp(case_name, "failover"))
+		ret = case_failover(how);
 	else if (!strcmp(case_name, "errors"))
 		ret = case_errors();
 	else if (!strcmp(case_name, "threads"))
