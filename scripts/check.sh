@@ -298,9 +298,12 @@ if [ "${HCOMM_NET:-1}" = 1 ] && [ "${kmod_ok[stock612]:-0}" = 1 ]; then
 	# Open MPI's mpirun across the two VMs (lib/tests/vm/mpi.sh)
 	net_run stock612 mpi-stock612 mpi bash lib/tests/vm/mpi.sh
 	# Cut the RoCE link under a stream: two NICs per VM (rdma over the
-	# second, the bootstrap over the first), a netem qdisc on each.
+	# second, the bootstrap and tcp over the first), a netem qdisc on
+	# each; rdma alone (or HCOMM_FAILOVER=0) fails cleanly, rdma+tcp
+	# fails over.
 	net_opts=(--nics 2 --prenetem)
-	net_one stock612 cut-stock612 cut-netem-2 cut-link-2 cut-tap-2
+	net_one stock612 cut-stock612 cut-netem-2 cut-link-2 cut-tap-2 \
+		cut-nofo-2 fo-netem-2 fo-link-2 fo-tap-2
 	net_opts=()
 fi
 # The killed cases: a rank dies with kernel-transport operations of its
