@@ -482,13 +482,16 @@ int hcomm_comm_set_coll_timeout(struct hcomm_comm *comm, int timeout_ms);
  *                          flight completed once, those the peer had not
  *                          applied replayed; silent_ns is the stall (from
  *                          the link's last progress to the switch).
+ *  HCOMM_EVENT_RECOVERED   a new link (rdma) to peer is up after a
+ *                          failover and carries its operations again
+ *                          (HCOMM_FAILBACK=0: never).
  *  HCOMM_EVENT_PEER_LOST   peer's process is gone or no transport reaches
  *                          it any more: its operations fail with err.
- * (Value 3 is kept for "recovered".)
  */
 enum hcomm_event_type {
 	HCOMM_EVENT_LINK_DOWN = 1,
 	HCOMM_EVENT_FAILED_OVER = 2,
+	HCOMM_EVENT_RECOVERED = 3,
 	HCOMM_EVENT_PEER_LOST = 4,
 };
 

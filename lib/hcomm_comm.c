@@ -111,6 +111,9 @@ static __thread struct hcomm_comm *t_dispatcher; /* this thread's comm */
 /* Completed requests whose callback this thread runs (oldest first). */
 static __thread struct hcomm_request *t_pend_head, *t_pend_tail;
 static __thread int t_issuing;			/* > 0 inside issue() */
+static __thread int t_cb_foreign;		/* a library thread: its
+						 * inline callbacks go to
+						 * the communicator's orphans */
 
 /* The callbacks running on this thread, innermost first. */
 struct cb_frame {
@@ -220,7 +223,39 @@ void hcomm__complete(struct hcomm_comm *c, struct hcomm_request *req,
 		c->lq_tail = req;
 		pthread_cond_signal(&c->lq_cond);
 		pthread_mutex_unlock(&c->lq_lock);
+	} else if (t_cb_foreign) {
+		/* an application thread runs it (orphans_take) */
+		rp->q.next = NULL;
+		pthread_mutex_lock(&c->lq_lock);
+		if (c->orph_tail)
+			hcomm__req_priv(c->orph_tail)->q.next = req;
+		else
+			c->orph_head = req;
+		c->orph_tail = req;
+		pthread_mutex_unlock(&c->lq_lock);
 	} else {
+		pend_push(req);
+	}
+}
+
+/*
+ * HCOMM_CB_INLINE: the callbacks of requests that a library thread
+ * completed (rdma's failover) run on the next application thread that
+ * progresses: moved to its pending list here.
+ */
+static void orphans_take(struct hcomm_comm *c)
+{
+	struct hcomm_request *req, *next;
+
+	if (!__atomic_load_n(&c->orph_head, __ATOMIC_ACQUIRE) ||
+	    t_cb_foreign)
+		return;
+	pthread_mutex_lock(&c->lq_lock);
+	req = c->orph_head;
+	c->orph_head = c->orph_tail = NULL;
+	pthread_mutex_unlock(&c->lq_lock);
+	for (; req; req = next) {
+		next = hcomm__req_priv(req)->q.next;
 		pend_push(req);
 	}
 }
@@ -419,7 +454,10 @@ static void idle_step(struct hcomm_comm *c, struct hcomm_request *req,
 /* Callbacks this thread owes first, then the transport's completions. */
 static int progress_once(struct hcomm_comm *c)
 {
-	int n = hcomm__run_pending();
+	int n;
+
+	orphans_take(c);
+	n = hcomm__run_pending();
 
 	if (t_dispatcher == c)
 		n += dispatch_some(c, DISPATCH_MAX);
@@ -430,6 +468,7 @@ HCOMM_EXPORT int hcomm_progress(struct hcomm_comm *c)
 {
 	if (!c)
 		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "hcomm_progress");
+	orphans_take(c);
 	hcomm__run_pending();
 	if (t_dispatcher == c)
 		dispatch_some(c, DISPATCH_MAX);
@@ -563,22 +602,12 @@ static const char *op_name(uint32_t op)
 static int route_of(const struct hcomm_comm *c,
 		    const struct hcomm_xfer_desc *d)
 {
-	uint8_t o = c->xp_over ? __atomic_load_n(&c->xp_over[d->target],
-						 __ATOMIC_ACQUIRE) : 0xff;
-
-	return o != 0xff ? o : hcomm__route_xp(&c->routes[d->target], d->len);
+	return hcomm__route_xp(&c->routes[d->target], d->len);
 }
 
-void hcomm__route_override(struct hcomm_comm *c, int peer, int xp)
+void hcomm__cb_foreign(void)
 {
-	if (c->xp_over)
-		__atomic_store_n(&c->xp_over[peer], (uint8_t)xp,
-				 __ATOMIC_RELEASE);
-}
-
-void hcomm__cb_hold(int delta)
-{
-	t_issuing += delta;
+	t_cb_foreign = 1;
 }
 
 int hcomm__post_internal(struct hcomm_comm *c, struct hcomm_win *w, int xp,
@@ -1617,10 +1646,7 @@ static int routes_choose(struct hcomm_comm *c, const uint32_t *caps)
 
 	c->links = calloc((size_t)c->size * HCOMM_XP_MAX, sizeof(*c->links));
 	c->routes = calloc(c->size, sizeof(*c->routes));
-	c->xp_over = malloc(c->size);
-	if (c->xp_over)
-		memset(c->xp_over, 0xff, c->size);
-	if (!c->links || !c->routes || !c->xp_over)
+	if (!c->links || !c->routes)
 		return hcomm__fail(HCOMM_ERR_NOMEM, ENOMEM, "hcomm_comm_init");
 	for (r = 0; r < c->size; r++) {
 		struct hcomm_link *l = &c->links[(size_t)r * HCOMM_XP_MAX];
@@ -2008,7 +2034,6 @@ static void comm_free(struct hcomm_comm *c)
 	pthread_mutex_destroy(&c->peers_lock);
 	pthread_mutex_destroy(&c->lock);
 	hcomm__events_fini(c);
-	free(c->xp_over);
 	free(c->fo_mem);
 	free(c);
 }

@@ -80,9 +80,6 @@ struct hcomm_events {
  * @probing:    hcomm_comm_probe() runs: the routes are in flux;
  * @peers_last: the file's last content (malloc'd), or NULL.
  * @xp_use:     bit id: the transport is (being) set up (xports_init).
- * @xp_over:    per peer [size]: 0xff, or the transport every operation to
- *              it takes from now on (a failed-over link; atomic bytes,
- *              written by the transport that failed over).
  * @fo_win, @fo_mem: the failover window (HCOMM_FO_SLOT bytes per rank,
  *              slot r written by rank r) when the communicator has both
  *              rdma and tcp, else NULL; @fo_mem lives until comm_free.
@@ -134,7 +131,8 @@ struct hcomm_comm {
 	size_t peers_last_len;
 	struct hcomm_events ev;
 	uint32_t xp_use;
-	uint8_t *xp_over;
+	struct hcomm_request *orph_head;	/* lq_lock: see hcomm__cb_foreign */
+	struct hcomm_request *orph_tail;
 	struct hcomm_win *fo_win;
 	void *fo_mem;
 };
@@ -212,14 +210,12 @@ HCOMM_HIDDEN int hcomm__post_internal(struct hcomm_comm *c,
 				      struct hcomm_win *w, int xp,
 				      const struct hcomm_xfer_desc *d,
 				      struct hcomm_request *req);
-/* Route every later operation to peer over xp (a failover). */
-HCOMM_HIDDEN void hcomm__route_override(struct hcomm_comm *c, int peer,
-					int xp);
 /*
- * Hold (delta 1) or release (-1) this thread's callbacks: while held,
- * hcomm__run_pending() runs none (as inside an issuing call).
+ * This thread is the library's (rdma's failover thread): it runs no
+ * application callback.  HCOMM_CB_INLINE callbacks of the requests it
+ * completes run on the next application thread that progresses.
  */
-HCOMM_HIDDEN void hcomm__cb_hold(int delta);
+HCOMM_HIDDEN void hcomm__cb_foreign(void);
 
 /* Link events (hcomm_event.c). */
 HCOMM_HIDDEN void hcomm__events_init(struct hcomm_comm *c);

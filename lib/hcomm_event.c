@@ -23,6 +23,8 @@ const char *hcomm__event_name(int type)
 		return "link-down";
 	case HCOMM_EVENT_FAILED_OVER:
 		return "failed-over";
+	case HCOMM_EVENT_RECOVERED:
+		return "recovered";
 	case HCOMM_EVENT_PEER_LOST:
 		return "peer-lost";
 	default:

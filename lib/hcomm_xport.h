@@ -158,6 +158,11 @@ HCOMM_HIDDEN extern const struct hcomm_xport_ops hcomm__xport_rdma;
  * a link that fails later fails its operations.
  */
 HCOMM_HIDDEN void hcomm__rdma_fo_stop(struct hcomm_comm *c);
+/*
+ * The errno with which a tcp connection to peer closed (0: none did):
+ * rdma's failover gives up on a peer that tcp lost too.
+ */
+HCOMM_HIDDEN int hcomm__tcp_peer_err(const struct hcomm_comm *c, int peer);
 /* For the tests: where the tcp transport of c listens, "ip:port" ("" if
  * c uses another transport). */
 HCOMM_HIDDEN const char *hcomm__tcp_listen_addr(const struct hcomm_comm *c);

@@ -35,10 +35,8 @@
  * operations to that peer.  RC completes a QP's WRs in order, so the
  * reaper checks that the CQE it sees is the ring's tail: the ring *is*
  * the list of unacknowledged operations of the QP in issue order, and
- * merging the lanes by peer_seq gives the peer's.  A later failover can
- * replay a dead peer's rings on new QPs from these (rx_wr keeps every
- * field a replay needs); nothing replays today: a failed QP fails its
- * requests.
+ * merging the lanes by peer_seq gives the peer's; rx_wr keeps every
+ * field a replay needs (below).
  *
  * Locking.
  *  - conn->lock: the posting side of one QP: head, reserved, the bounce
@@ -48,6 +46,12 @@
  *    a time, and it alone advances the tails (conn->tail, conn->btail) of
  *    that lane's QPs.  Requests are completed after the lock is dropped.
  *  - mrc.lock: the registration cache (never held with the above).
+ *  - rx->fo_lock: fo_stop, fo_busy and each peer's fo_run (the failover
+ *    thread's state machine); taken before a peer's fo_lock.
+ *  - peer->fo_lock: the peer's parked WRs and its fo moves (fo is read
+ *    without it, atomically); never held while reaping or posting.
+ *    A poster checks fo under conn->lock, so a failover that took each
+ *    lane's lock once after fo left NONE knows nothing more is posted.
  *  - the rdma_cm channel: the init thread until init returns, then the cm
  *    thread alone; fini stops that thread before it destroys anything.
  *
@@ -85,8 +89,25 @@
  *    buffer is registered for the operation and deregistered at its
  *    completion.
  *
- * Failure.  A CQE with an error fails its request with an errno that maps
- * to HCOMM_ERR_IO (rx_wc_errno) and marks the peer dead: its QPs are moved
+ * Failover (HCOMM_FAILOVER, on when tcp is set up too; the protocol is in
+ * Documentation/failover.rst).  Every write of an operation is posted as
+ * WRITE_WITH_IMM (a data part's immediate adds nothing), so the target
+ * counts per QP the writes that landed (rx_conn.rcvd) and each WR knows
+ * its place in that count (rx_wr.imm_ord).  A failed link (keep-alive,
+ * error CQE, QP or port event) moves the peer to ACTIVE: its QPs go to
+ * the error state, whoever reaps a failed WR parks it (rx_wr_failed), and
+ * the failover thread collects them all, drains the receive CQ, puts its
+ * counts into the peer's failover window over tcp and reads the peer's in
+ * its own (the peer does the same: its cm thread sees our epoch there),
+ * completes what the peer counted and replays the rest over tcp.  Then
+ * rx_post forwards the peer's operations to tcp (TCP), the cm thread
+ * connects new QPs in the background (HCOMM_FAILBACK), and once they are
+ * up the failover thread switches back (BACK, then NONE) after a tcp
+ * fence.  A peer whose process is gone is lost, not failed over.
+ *
+ * Failure without failover.  A CQE with an error fails its request with an
+ * errno that maps to HCOMM_ERR_IO (rx_wc_errno) and marks the peer dead:
+ * its QPs are moved
  * to the error state, which flushes every other WR of the peer, and each
  * flushed request fails exactly once (its ring slot is consumed once).
  * An rdma_cm DISCONNECTED (the peer's process exited: the kernel sent a
@@ -139,6 +160,7 @@
 #define RX_WC_STATUS		32		/* counters by ibv_wc_status */
 #define RX_IMM_MARK		0u		/* a data part's immediate: signal 0
 						 * += 0 (counted, applies nothing) */
+#define RX_REC_ATTEMPT_MS	1000		/* a reconnect attempt, at most */
 #define RX_FO_SETTLE_NS		2000000ULL	/* a quiesced QP's receive CQ is
 						 * drained until quiet this long */
 #define RX_RNR_RETRY		7		/* infinite: an SRQ refill is
@@ -194,6 +216,8 @@ struct rx_pub {
 	uint16_t port;		/* network order */
 	int32_t err;		/* hcomm_err of this rank's local setup */
 	char dev[32];
+	uint32_t fo;		/* bit 0: HCOMM_FAILOVER, 1: HCOMM_FAILBACK */
+	uint32_t reserved;
 };
 
 enum { CONN_IDLE, CONN_RESOLVING, CONN_CONNECTING, CONN_BACKOFF, CONN_UP };
@@ -276,6 +300,9 @@ struct rx_conn {
 	struct ibv_qp *qp;
 	uint64_t retry_ms;
 	unsigned int tries;
+	int recon;			/* cm thread: a new QP after a failover
+					 * (events after setup are its own) */
+	uint64_t start_ms;		/* cm loop: when the connect began */
 	uint64_t progress_ns;		/* atomic: last CQE seen (any status) */
 	uint64_t busy_ns;		/* atomic: when the ring last went from
 					 * empty to busy (lock) */
@@ -313,9 +340,13 @@ struct rx_done;
  * failover thread owns the peer's rdma work: it collects every work
  * request still out (rx_peer.fo_list), learns over tcp what the peer
  * applied, completes those and replays the rest over tcp; issuers wait.
- * TCP: failed over: its operations go to tcp.
+ * TCP: failed over: its operations go to tcp (forwarded by rdma's post,
+ * each holding a token, @fwd, while it does), and the cm thread connects
+ * new QPs in the background (@rec_*).  BACK: the new QPs are up; the
+ * failover thread waits for the forwarders and for tcp to finish what
+ * it has (a tcp fence), then NONE: rdma again (RECOVERED).
  */
-enum { RX_FO_NONE, RX_FO_ACTIVE, RX_FO_TCP };
+enum { RX_FO_NONE, RX_FO_ACTIVE, RX_FO_TCP, RX_FO_BACK };
 
 /*
  * struct rx_peer - one other rank.
@@ -352,9 +383,14 @@ struct rx_peer {
 	pthread_mutex_t fo_lock;
 	struct rx_done *fo_list;
 	size_t fo_n, fo_cap;
-	int fo_nomem;			/* fo_lock: a parked WR was lost */
+	uint64_t fo_deadline;		/* the failover gives up then */
+	uint64_t fo_ts[5];		/* its steps' start times (HCOMM_LOG) */
 	unsigned int fo_undo;
 	uint64_t fo_kids;
+	unsigned int fwd;		/* atomic: posts forwarding to tcp */
+	int rec_ready;			/* atomic: every lane's new QP is up */
+	int rec_on;			/* cm thread: reconnecting */
+	uint64_t rec_next_ns;		/* cm thread: next attempt */
 };
 
 /* A QP number, its peer and lane (receive completions name the QP). */
@@ -362,6 +398,13 @@ struct rx_qpn {
 	uint32_t qpn;
 	unsigned int lane;
 	struct rx_peer *peer;
+};
+
+/* The map of every live QP, sorted by number; @old: replaced maps. */
+struct rx_qpmap {
+	struct rx_qpmap *old;
+	size_t n;
+	struct rx_qpn e[];
 };
 
 /*
@@ -375,6 +418,8 @@ struct rx_cq {
 	struct ibv_cq *cq;
 	pthread_mutex_t reap;		/* trylock */
 	uint64_t posted;		/* atomic: WRs in flight on it */
+	unsigned int finishing;		/* atomic: reaped (tails moved), not
+					 * yet finished (rx_finish) */
 	int ready;
 	unsigned int nstash;
 	struct ibv_wc stash[RX_REAP_BATCH];
@@ -462,8 +507,10 @@ struct rx {
 	struct ibv_srq *srq;
 	unsigned int srq_depth;
 	struct rx_peer *peers;		/* [size]; peers[rank] unused */
-	struct rx_qpn *qpmap;		/* QP number -> peer, sorted */
-	size_t nqpmap;
+	struct rx_qpmap *qpmap;		/* QP number -> peer and lane (atomic
+					 * pointer: the cm thread replaces it
+					 * when QPs change; old ones are freed
+					 * by fini) */
 	char *bounce;
 	size_t bounce_len;
 	struct ibv_mr *bounce_mr;
@@ -491,6 +538,9 @@ struct rx {
 	/* failover (Documentation/failover.rst) */
 	int fo_on;			/* HCOMM_FAILOVER and tcp: writes carry
 					 * an immediate, failed links fail over */
+	int fb_on;			/* HCOMM_FAILBACK: back to rdma once a
+					 * new connection is up */
+	uint64_t fo_back;		/* atomic: switch-backs completed */
 	int fo_stop;			/* fo_lock: start no more failovers */
 	int fo_busy;			/* fo_lock: a failover runs */
 	pthread_mutex_t fo_lock;
@@ -644,21 +694,29 @@ void rx_peer_fail(struct rx *rx, struct rx_peer *p, int type, int err,
 	    !__atomic_load_n(&p->dead, __ATOMIC_ACQUIRE)) {
 		if (__atomic_load_n(&p->fo, __ATOMIC_ACQUIRE) != RX_FO_NONE)
 			return;
+		/* no failover starts once destroy stopped them */
+		pthread_mutex_lock(&rx->fo_lock);
 		pthread_mutex_lock(&p->fo_lock);
-		if (p->fo == RX_FO_NONE &&
+		if (p->fo == RX_FO_NONE && !rx->fo_stop &&
 		    !__atomic_load_n(&p->dead, __ATOMIC_ACQUIRE)) {
 			va_start(ap, fmt);
 			vsnprintf(p->why, sizeof(p->why), fmt, ap);
 			va_end(ap);
 			p->fo_epoch++;
 			p->fo_t0 = hcomm__now_ns();
+			p->fo_deadline = p->fo_t0 + (uint64_t)
+				rx->c->cfg.timeout_ms * 1000000ULL;
 			p->fo_silent = silent_ns;
 			__atomic_store_n(&p->fo, RX_FO_ACTIVE, __ATOMIC_RELEASE);
 			claimed = 1;
 		}
 		pthread_mutex_unlock(&p->fo_lock);
-		if (!claimed)
+		pthread_mutex_unlock(&rx->fo_lock);
+		if (!claimed &&
+		    __atomic_load_n(&p->fo, __ATOMIC_ACQUIRE) != RX_FO_NONE)
 			return;
+	}
+	if (claimed) {
 		hcomm__event(rx->c, type, p->rank, HCOMM_XP_RDMA,
 			     rx_code(err ? err : EIO), silent_ns,
 			     "rdma: %s (failing over to tcp)", p->why);
@@ -1265,11 +1323,16 @@ static int rx_reap_lane_once(struct rx *rx, unsigned int l, int wait)
 			memcpy(w->copy_to, w->bounce, w->len);
 		rx_slot_retire(rx, w);
 	}
-	if (n)
+	if (n) {
 		__atomic_sub_fetch(&q->posted, n, __ATOMIC_RELEASE);
+		/* a failover waits for these to be parked (rx_fo_tell) */
+		__atomic_add_fetch(&q->finishing, n, __ATOMIC_ACQ_REL);
+	}
 	pthread_mutex_unlock(&q->reap);
 	for (i = 0; i < n; i++)
 		rx_finish(rx, &done[i]);
+	if (n)
+		__atomic_sub_fetch(&q->finishing, n, __ATOMIC_ACQ_REL);
 	if (n && rx->pub)
 		rx_publish_now(rx);
 	hcomm__run_pending();
@@ -1346,11 +1409,12 @@ static int rx_qpn_cmp(const void *a, const void *b)
 /* The peer and lane of our QP number qpn, or NULL. */
 static const struct rx_qpn *rx_qpn_find(const struct rx *rx, uint32_t qpn)
 {
+	struct rx_qpmap *m = __atomic_load_n(&rx->qpmap, __ATOMIC_ACQUIRE);
 	struct rx_qpn key = { .qpn = qpn };
 
-	if (!rx->nqpmap)
+	if (!m || !m->n)
 		return NULL;
-	return bsearch(&key, rx->qpmap, rx->nqpmap, sizeof(key), rx_qpn_cmp);
+	return bsearch(&key, m->e, m->n, sizeof(key), rx_qpn_cmp);
 }
 
 /*
@@ -1492,6 +1556,7 @@ enum { RX_M_NOP, RX_M_SELF, RX_M_INLINE, RX_M_KEY, RX_M_BOUNCE, RX_M_FWD };
 
 /* failover (below) */
 static int rx_fo_settle(struct rx *rx, struct rx_peer *p);
+static void rx_fwd_put(struct rx_peer *p);
 static void rx_replay(struct rx *rx, struct rx_peer *p,
 		      const struct rx_done *d, unsigned int units);
 static void rx_replay_spec(struct rx *rx, struct rx_peer *p,
@@ -1604,7 +1669,7 @@ static void rx_chain_post(struct rx *rx, struct rx_conn *k,
 			  struct rx_chain *ch)
 {
 	struct ibv_send_wr *bad = NULL;
-	unsigned int cnt = ch->n;
+	unsigned int cnt = ch->n, had = ch->nundo;
 	struct rx_wr *w;
 	uint64_t from, s;
 	int ret;
@@ -1630,7 +1695,8 @@ static void rx_chain_post(struct rx *rx, struct rx_conn *k,
 		if (w->imm_ord && w->imm_ord <= k->imm_posted)
 			k->imm_posted = w->imm_ord - 1;
 	}
-	__atomic_add_fetch(&k->peer->fo_undo, 1, __ATOMIC_ACQ_REL);
+	if (!had)	/* one per chain with undo entries: rx_chain_undo */
+		__atomic_add_fetch(&k->peer->fo_undo, 1, __ATOMIC_ACQ_REL);
 	__atomic_sub_fetch(&rx->scq[k->lane].posted, k->head - from,
 			   __ATOMIC_RELAXED);
 	__atomic_store_n(&k->head, from, __ATOMIC_RELEASE);
@@ -1775,6 +1841,7 @@ struct rx_plan {
 	uint8_t npieces;
 	uint8_t mode;
 	uint8_t striped;
+	uint8_t tok;			/* RX_M_FWD: a forwarding token held */
 };
 
 static int rx_progress(struct hcomm_comm *c);
@@ -1805,13 +1872,17 @@ static int rx_plan_one(struct rx *rx, struct hcomm_win *w,
 	p = &rx->peers[d->target];
 	fo = rx_fo_settle(rx, p);
 	dead = rx_peer_dead(p);
-	if (dead)
+	if (dead) {
+		if (fo == RX_FO_TCP)
+			rx_fwd_put(p);
 		return rx_pfail(rx, p, HCOMM_ERR_IO, dead, "%s of %llu bytes: "
 				"the peer failed earlier: %s",
 				rx_wr_name(d->op), (unsigned long long)d->len,
 				p->why);
+	}
 	if (fo != RX_FO_NONE) {
 		pl->mode = RX_M_FWD;
+		pl->tok = fo == RX_FO_TCP;
 		return 0;
 	}
 	if (d->op == HCOMM_OP_PUT_SIGNAL)
@@ -1893,8 +1964,12 @@ static int rx_put_wr(struct rx *rx, struct rx_conn *k, struct rx_chain *ch,
 		     const struct rx_spec *s, unsigned int res)
 {
 	for (;;) {
-		/* a failover collects the lane from here on: not on it */
-		if (__atomic_load_n(&k->peer->fo, __ATOMIC_ACQUIRE) !=
+		/*
+		 * A failover collects the lane from here on: not on it; nor
+		 * after a refused post (its undo entries come first).
+		 */
+		if (ch->nundo ||
+		    __atomic_load_n(&k->peer->fo, __ATOMIC_ACQUIRE) !=
 		    RX_FO_NONE)
 			return 0;
 		if (ch->n == RX_CHAIN)
@@ -1909,6 +1984,33 @@ static int rx_put_wr(struct rx *rx, struct rx_conn *k, struct rx_chain *ch,
 		rx_make_room(rx, k->lane);
 		pthread_mutex_lock(&k->lock);
 	}
+}
+
+/*
+ * One WR of a plan on lane k: appended to ch (k->lock held, *st NONE),
+ * or - once the peer began to fail over - forwarded over tcp when the
+ * failover is through (*st: the rx_fo_settle() state, k->lock not held;
+ * with RX_FO_TCP the caller gives the token back after its last WR).
+ */
+static void rx_unit(struct rx *rx, struct rx_conn *k, struct rx_chain *ch,
+		    const struct rx_spec *s, unsigned int res, int *st)
+{
+	while (*st == RX_FO_NONE) {
+		if (rx_put_wr(rx, k, ch, s, res))
+			return;
+		rx_chain_post(rx, k, ch);
+		pthread_mutex_unlock(&k->lock);
+		rx_chain_undo(rx, k, ch);
+		*st = rx_fo_settle(rx, k->peer);
+		if (*st == RX_FO_NONE)	/* failed over and back meanwhile */
+			pthread_mutex_lock(&k->lock);
+	}
+	if (res) {		/* rx_signal_post gives them back */
+		pthread_mutex_lock(&k->lock);
+		k->reserved += res;
+		pthread_mutex_unlock(&k->lock);
+	}
+	rx_replay_spec(rx, k->peer, s);
 }
 
 /*
@@ -1927,32 +2029,12 @@ static void rx_issue_conn(struct rx *rx, struct hcomm_win *w,
 	unsigned int i, q, res, step;
 	uint64_t j, off;
 
-	int stopped = 0;
+	int st = RX_FO_NONE;
 
 	ch.n = 0;
 	ch.nundo = 0;
 	pthread_mutex_lock(&k->lock);
-	/*
-	 * One WR of the plan: on the lane, or - once the peer began to fail
-	 * over - replayed over tcp when the failover is through.
-	 */
-#define RX_UNIT(sp, r) do {						\
-		if (!stopped && !rx_put_wr(rx, k, &ch, (sp), (r))) {	\
-			stopped = 1;					\
-			rx_chain_post(rx, k, &ch);			\
-			pthread_mutex_unlock(&k->lock);			\
-			rx_chain_undo(rx, k, &ch);			\
-			(void)rx_fo_settle(rx, k->peer);		\
-		}							\
-		if (stopped) {						\
-			if (r) {	/* rx_signal_post gives it back */ \
-				pthread_mutex_lock(&k->lock);		\
-				k->reserved += (r);			\
-				pthread_mutex_unlock(&k->lock);		\
-			}						\
-			rx_replay_spec(rx, k->peer, (sp));		\
-		}							\
-	} while (0)
+#define RX_UNIT(sp, r) rx_unit(rx, k, &ch, (sp), (r), &st)
 	for (i = i0; i < m; i++) {
 		const struct rx_plan *p = &pl[i];
 		int sigop = d[i].op == HCOMM_OP_PUT_SIGNAL;
@@ -2005,8 +2087,11 @@ static void rx_issue_conn(struct rx *rx, struct hcomm_win *w,
 		}
 	}
 #undef RX_UNIT
-	if (stopped)
+	if (st != RX_FO_NONE) {
+		if (st == RX_FO_TCP)
+			rx_fwd_put(k->peer);
 		return;
+	}
 	rx_chain_post(rx, k, &ch);
 	pthread_mutex_unlock(&k->lock);
 	rx_chain_undo(rx, k, &ch);
@@ -2042,6 +2127,8 @@ static void rx_issue(struct rx *rx, struct hcomm_win *w,
 				hcomm__complete(rx->c, &reqs[i],
 						hcomm_errno() ? hcomm_errno() :
 						EIO, 0);
+			if (pl[i].tok)
+				rx_fwd_put(&rx->peers[d[i].target]);
 			continue;
 		}
 		if (d[i].op == HCOMM_OP_PUT_SIGNAL)
@@ -2078,6 +2165,19 @@ static void rx_issue(struct rx *rx, struct hcomm_win *w,
 		rx_mr_put(rx, pl[i].mr);
 }
 
+/* Is a descriptor before i to i's target planned for its QPs? */
+static int rx_same_peer_rdma(const struct hcomm_xfer_desc *d,
+			     const struct rx_plan *pl, unsigned int i)
+{
+	unsigned int j;
+
+	for (j = 0; j < i; j++)
+		if (d[j].target == d[i].target && pl[j].mode != RX_M_NOP &&
+		    pl[j].mode != RX_M_SELF && pl[j].mode != RX_M_FWD)
+			return 1;
+	return 0;
+}
+
 /*
  * @post: plan RX_CHUNK descriptors at a time (registrations included),
  * then issue them.  A failure while planning the first chunk issues
@@ -2099,10 +2199,26 @@ static int rx_post(struct hcomm_comm *c, struct hcomm_win *w,
 			ret = rx_plan_one(rx, w, &d[off + i], &pl[i], tl);
 			if (ret)
 				break;
+			/*
+			 * A peer that began to fail over after an earlier
+			 * descriptor of this chunk was planned for its QPs:
+			 * that one goes first (its WRs are forwarded as it is
+			 * issued), this one with the next chunk.
+			 */
+			if (pl[i].mode == RX_M_FWD && i && rx_same_peer_rdma(
+					d + off, pl, i)) {
+				if (pl[i].tok)
+					rx_fwd_put(&rx->peers[d[off + i].target]);
+				m = i;
+				break;
+			}
 		}
 		if (ret) {
-			while (i--)
+			while (i--) {
 				rx_mr_put(rx, pl[i].mr);
+				if (pl[i].tok)
+					rx_fwd_put(&rx->peers[d[off + i].target]);
+			}
 			if (!off)
 				return ret;
 			err = hcomm_errno() ? hcomm_errno() : EIO;
@@ -2707,6 +2823,7 @@ static void rx_conn_start(struct rx *rx, struct rx_conn *k)
 		((struct sockaddr_in *)&src)->sin_port = 0;
 	else
 		((struct sockaddr_in6 *)&src)->sin6_port = 0;
+	k->start_ms = now_ms();
 	if (rdma_create_id(rx->ech, &k->id, k, RDMA_PS_TCP)) {
 		k->id = NULL;
 		rx_setup_note(rx, "rdma_create_id: %s", strerror(errno));
@@ -2742,6 +2859,147 @@ static int rx_qp_create(struct rx *rx, struct rx_conn *k,
 		return -errno;
 	k->qp = id->qp;
 	return 0;
+}
+
+static void rx_qpmap_build(struct rx *rx);
+
+/*
+ * Reconnecting after a failover (cm thread): k is a new connection of a
+ * failed-over peer.  Its events after setup are handled here, not as a
+ * setup's (whose failures are final) nor as a live link's.
+ */
+static int rx_reconnecting(const struct rx_conn *k)
+{
+	return k->recon && __atomic_load_n(&k->peer->fo, __ATOMIC_ACQUIRE) ==
+			   RX_FO_TCP;
+}
+
+/* The new connection failed: the connector tries again (backoff). */
+static void rx_rec_fail(struct rx *rx, struct rx_conn *k)
+{
+	__atomic_store_n(&k->peer->rec_ready, 0, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&k->lock);
+	if (k->active)
+		rx_conn_retry(rx, k);
+	else
+		rx_conn_drop(rx, k);
+	pthread_mutex_unlock(&k->lock);
+}
+
+static void rx_rec_addr(struct rx *rx, struct rx_conn *k)
+{
+	if (k->id->verbs != rx->verbs) {
+		rx_rec_fail(rx, k);
+		return;
+	}
+	rx_set_timeout(rx, k->id);
+	if (rdma_resolve_route(k->id, RX_RESOLVE_MS))
+		rx_rec_fail(rx, k);
+}
+
+static void rx_rec_route(struct rx *rx, struct rx_conn *k)
+{
+	struct rdma_conn_param cp;
+	struct rx_hello h;
+	int ret;
+
+	pthread_mutex_lock(&k->lock);
+	ret = rx_qp_create(rx, k, k->id);
+	k->imm_posted = 0;		/* a new QP counts from 0 */
+	__atomic_store_n(&k->rcvd, 0, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&k->lock);
+	if (ret) {
+		rx_rec_fail(rx, k);
+		return;
+	}
+	rx_qpmap_build(rx);
+	rx_hello_fill(rx, &h, k->peer->rank, k->lane, RX_REJ_NONE);
+	rx_conn_param(rx, &cp, &h);
+	if (rdma_connect(k->id, &cp)) {
+		rx_rec_fail(rx, k);
+		return;
+	}
+	k->state = CONN_CONNECTING;
+}
+
+/* A new lane is up; with all of them, the failover thread switches back. */
+static void rx_rec_up(struct rx *rx, struct rx_conn *k,
+		      const struct rx_hello *h, size_t hl)
+{
+	struct rx_peer *p = k->peer;
+	unsigned int l;
+
+	if (k->active && (hl < sizeof(*h) || h->magic != RX_MAGIC ||
+			  h->version != RX_VERSION || h->nonce != rx->nonce ||
+			  h->rank != p->rank || h->to != rx->c->rank ||
+			  h->lane != k->lane)) {
+		(void)rdma_disconnect(k->id);
+		rx_rec_fail(rx, k);
+		return;
+	}
+	k->state = CONN_UP;
+	k->tries = 0;
+	for (l = 0; l < rx->nlanes; l++)
+		if (p->conns[l].state != CONN_UP || !p->conns[l].recon)
+			return;
+	__atomic_store_n(&p->rec_ready, 1, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&rx->fo_lock);
+	pthread_cond_broadcast(&rx->fo_cond);
+	pthread_mutex_unlock(&rx->fo_lock);
+}
+
+/*
+ * cm thread, every tick: a failed-over peer this rank connects to gets
+ * new QPs (all lanes; each lane retries on its own with backoff); once
+ * switched back, the lanes are ordinary again.
+ */
+static void rx_rec_tick(struct rx *rx, struct rx_peer *p)
+{
+	uint64_t now = now_ms();
+	unsigned int l;
+	int fo = __atomic_load_n(&p->fo, __ATOMIC_ACQUIRE);
+
+	if (fo == RX_FO_NONE && p->rec_on) {
+		for (l = 0; l < rx->nlanes; l++)
+			p->conns[l].recon = 0;
+		p->rec_on = 0;
+		return;
+	}
+	if (fo != RX_FO_TCP || !rx->fb_on ||
+	    __atomic_load_n(&p->dead, __ATOMIC_ACQUIRE))
+		return;
+	if (p->rank < rx->c->rank && !p->rec_on) {
+		p->rec_on = 1;
+		for (l = 0; l < rx->nlanes; l++) {
+			struct rx_conn *k = &p->conns[l];
+
+			pthread_mutex_lock(&k->lock);
+			rx_conn_drop(rx, k);
+			k->recon = 1;
+			k->active = 1;
+			k->tries = 0;
+			pthread_mutex_unlock(&k->lock);
+			rx_conn_start(rx, k);
+		}
+		return;
+	}
+	for (l = 0; p->rec_on && l < rx->nlanes; l++) {
+		struct rx_conn *k = &p->conns[l];
+
+		if (!k->recon)
+			continue;
+		if (k->state == CONN_BACKOFF && now >= k->retry_ms)
+			rx_conn_start(rx, k);
+		/*
+		 * A connect into a dead link waits for rdma_cm's own retries
+		 * (seconds each): start over instead, so that the link is
+		 * taken again soon after it returns.
+		 */
+		else if ((k->state == CONN_RESOLVING ||
+			  k->state == CONN_CONNECTING) &&
+			 now - k->start_ms > RX_REC_ATTEMPT_MS)
+			rx_rec_fail(rx, k);
+	}
 }
 
 static void rx_on_addr(struct rx *rx, struct rx_conn *k)
@@ -2812,6 +3070,10 @@ static void rx_on_error(struct rx *rx, struct rx_conn *k,
 {
 	int ours = hl >= sizeof(*h) && h->magic == RX_MAGIC;
 
+	if (!rx->setup && rx_reconnecting(k)) {
+		rx_rec_fail(rx, k);
+		return;
+	}
 	if (!rx->setup) {
 		rx_peer_kill(rx, k->peer, ECONNRESET, "lane %u: rdma_cm %s "
 			     "(status %d)", k->lane, rdma_event_str(type),
@@ -2847,6 +3109,18 @@ static void rx_on_disconnect(struct rx *rx, struct rx_conn *k)
 			rx_conn_drop(rx, k);
 		return;
 	}
+	if (rx_reconnecting(k)) {
+		rx_rec_fail(rx, k);
+		return;
+	}
+	if (__atomic_load_n(&k->peer->fo, __ATOMIC_ACQUIRE) != RX_FO_NONE) {
+		/*
+		 * Failed over: tcp is the judge of the peer's life now (an old
+		 * QP's connection ends when either side drops it).
+		 */
+		(void)rdma_disconnect(k->id);
+		return;
+	}
 	/*
 	 * Before rdma_disconnect(), which flushes the QP: a flushed WR reaped
 	 * first would report a link failure instead of the peer's exit.
@@ -2870,7 +3144,7 @@ static void rx_on_request(struct rx *rx, struct rdma_cm_event *ev,
 	struct rx_conn *k = NULL;
 	struct rx_hello r;
 	uint32_t code = RX_REJ_NONE;
-	int c_rank = rx->c->rank;
+	int c_rank = rx->c->rank, ret;
 
 	if (hl < sizeof(*h) || h->magic != RX_MAGIC ||
 	    h->version != RX_VERSION)
@@ -2880,17 +3154,31 @@ static void rx_on_request(struct rx *rx, struct rdma_cm_event *ev,
 	else if (h->to != c_rank || h->rank <= c_rank ||
 		 h->rank >= rx->c->size || h->lane >= rx->nlanes)
 		code = RX_REJ_RANK;
-	else if (!rx->setup)
-		code = RX_REJ_LATE;
+	else if (!rx->setup && !(rx->fb_on &&
+				 __atomic_load_n(&rx->peers[h->rank].fo,
+						 __ATOMIC_ACQUIRE) == RX_FO_TCP))
+		code = RX_REJ_LATE;	/* after a failover: reconnect */
 	else if (id->verbs != rx->verbs)
 		code = RX_REJ_LOCAL;
 	if (!code) {
 		k = &rx->peers[h->rank].conns[h->lane];
+		pthread_mutex_lock(&k->lock);
 		if (k->id)
 			rx_conn_drop(rx, k);
+		if (!rx->setup) {
+			k->recon = 1;
+			k->imm_posted = 0;
+			__atomic_store_n(&k->rcvd, 0, __ATOMIC_RELEASE);
+			__atomic_store_n(&k->peer->rec_ready, 0,
+					 __ATOMIC_RELEASE);
+		}
 		id->context = k;
 		rx_set_timeout(rx, id);
-		if (rx_qp_create(rx, k, id)) {
+		ret = rx_qp_create(rx, k, id);
+		pthread_mutex_unlock(&k->lock);
+		if (!ret && !rx->setup)
+			rx_qpmap_build(rx);
+		if (ret) {
 			code = RX_REJ_LOCAL;
 		} else {
 			rx_hello_fill(rx, &r, h->rank, h->lane, RX_REJ_NONE);
@@ -2958,14 +3246,20 @@ static void rx_cm_event(struct rx *rx, struct rdma_cm_event *ev)
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
 		if (rx->setup)
 			rx_on_addr(rx, k);
+		else if (rx_reconnecting(k))
+			rx_rec_addr(rx, k);
 		break;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
 		if (rx->setup)
 			rx_on_route(rx, k);
+		else if (rx_reconnecting(k))
+			rx_rec_route(rx, k);
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
 		if (rx->setup)
 			rx_on_established(rx, k, &h, hl);
+		else if (rx_reconnecting(k))
+			rx_rec_up(rx, k, &h, hl);
 		break;
 	case RDMA_CM_EVENT_ADDR_ERROR:
 	case RDMA_CM_EVENT_ROUTE_ERROR:
@@ -3056,20 +3350,25 @@ static int rx_connect_all(struct rx *rx)
 static void rx_qpmap_build(struct rx *rx)
 {
 	size_t n = (size_t)(rx->c->size - 1) * rx->nlanes, i = 0;
+	struct rx_qpmap *m;
 	unsigned int l;
 	int r;
 
-	rx->qpmap = calloc(n ? n : 1, sizeof(*rx->qpmap));
-	if (!rx->qpmap)
-		return;
+	m = calloc(1, sizeof(*m) + (n ? n : 1) * sizeof(m->e[0]));
+	if (!m)
+		return;		/* the old map stays: a new QP is not counted */
 	for (r = 0; r < rx->c->size; r++)
 		for (l = 0; r != rx->c->rank && l < rx->nlanes; l++) {
-			rx->qpmap[i].qpn = rx->peers[r].conns[l].qp->qp_num;
-			rx->qpmap[i].lane = l;
-			rx->qpmap[i++].peer = &rx->peers[r];
+			if (!rx->peers[r].conns[l].qp)
+				continue;
+			m->e[i].qpn = rx->peers[r].conns[l].qp->qp_num;
+			m->e[i].lane = l;
+			m->e[i++].peer = &rx->peers[r];
 		}
-	qsort(rx->qpmap, i, sizeof(*rx->qpmap), rx_qpn_cmp);
-	rx->nqpmap = i;
+	qsort(m->e, i, sizeof(m->e[0]), rx_qpn_cmp);
+	m->n = i;
+	m->old = rx->qpmap;
+	__atomic_store_n(&rx->qpmap, m, __ATOMIC_RELEASE);
 }
 
 /* The lane a QP belongs to (async events), or NULL. */
@@ -3335,7 +3634,6 @@ static void rx_wr_failed(struct rx *rx, struct rx_peer *p,
 				pthread_mutex_unlock(&p->fo_lock);
 				return;
 			}
-			p->fo_nomem = 1;
 			err = ENOMEM;
 		}
 		pthread_mutex_unlock(&p->fo_lock);
@@ -3344,23 +3642,44 @@ static void rx_wr_failed(struct rx *rx, struct rx_peer *p,
 }
 
 /*
- * The peer's state once no failover of it is in progress (issuers to an
- * ACTIVE peer wait here, progressing tcp, so that nothing overtakes the
- * replay).  The failover thread itself does not wait (its callbacks may
- * issue): its operations go to tcp at once.
+ * The peer's state once no failover or switch-back of it is in progress
+ * (issuers wait here, progressing tcp, so that nothing overtakes the
+ * replay or the tcp operations before the switch-back): RX_FO_NONE, or
+ * RX_FO_TCP with a forwarding token taken (give it back with
+ * rx_fwd_put() once the tcp post returned), or -1 when the peer failed.
+ * The failover thread itself does not wait (its callbacks may issue):
+ * it gets ACTIVE or BACK, no token, and forwards at once.
  */
 static int rx_fo_settle(struct rx *rx, struct rx_peer *p)
 {
 	const struct hcomm_xport_ops *t = rx->c->xo[HCOMM_XP_TCP];
 	int fo;
 
-	while ((fo = __atomic_load_n(&p->fo, __ATOMIC_ACQUIRE)) ==
-	       RX_FO_ACTIVE && !t_rx_fo &&
-	       !__atomic_load_n(&p->dead, __ATOMIC_ACQUIRE)) {
+	for (;;) {
+		if (__atomic_load_n(&p->dead, __ATOMIC_ACQUIRE))
+			return -1;
+		fo = __atomic_load_n(&p->fo, __ATOMIC_SEQ_CST);
+		if (fo == RX_FO_NONE)
+			return fo;
+		if (fo == RX_FO_TCP) {
+			/* Dekker with rx_fo_back: token, then re-read */
+			__atomic_add_fetch(&p->fwd, 1, __ATOMIC_SEQ_CST);
+			if (__atomic_load_n(&p->fo, __ATOMIC_SEQ_CST) ==
+			    RX_FO_TCP)
+				return fo;
+			__atomic_sub_fetch(&p->fwd, 1, __ATOMIC_SEQ_CST);
+			continue;
+		}
+		if (t_rx_fo)
+			return fo;
 		if (!t || !t->progress(rx->c))
 			usleep(200);
 	}
-	return fo;
+}
+
+static void rx_fwd_put(struct rx_peer *p)
+{
+	__atomic_sub_fetch(&p->fwd, 1, __ATOMIC_SEQ_CST);
 }
 
 /*
@@ -3515,7 +3834,7 @@ static int rx_fo_put(struct rx *rx, struct rx_peer *p, uint64_t off,
 		return hcomm_errno() ? hcomm_errno() : EIO;
 	while (!__atomic_load_n(&f.done, __ATOMIC_ACQUIRE))
 		if (!t->progress(c))
-			(void)t->block(c, NULL, 1000);
+			(void)t->block(c, &f.req, 1000);
 	return f.err;
 }
 
@@ -3531,71 +3850,85 @@ static int rx_done_cmp(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+/* Take p's parked WRs (*n of them; free the list). */
+static struct rx_done *rx_fo_take(struct rx_peer *p, size_t *n)
+{
+	struct rx_done *l;
+
+	pthread_mutex_lock(&p->fo_lock);
+	l = p->fo_list;
+	*n = p->fo_n;
+	p->fo_list = NULL;
+	p->fo_n = p->fo_cap = 0;
+	pthread_mutex_unlock(&p->fo_lock);
+	return l;
+}
+
 /*
  * The failover gave up (the peer is gone, tcp failed, or destroy began):
  * the peer fails like a lost one, and every parked WR fails.
  */
 static void rx_fo_abort(struct rx *rx, struct rx_peer *p, int err,
-			const char *why)
+			const char *what)
 {
 	struct rx_done *l;
+	char link[sizeof(p->why)];
 	size_t n, i;
 
+	snprintf(link, sizeof(link), "%s", p->why);
 	rx_peer_fail(rx, p, HCOMM_EVENT_PEER_LOST, err, 0, "failover to tcp "
-		     "failed: %s (the link: %s)", why, p->why);
-	pthread_mutex_lock(&p->fo_lock);
-	l = p->fo_list;
-	n = p->fo_n;
-	p->fo_list = NULL;
-	p->fo_n = p->fo_cap = 0;
-	pthread_mutex_unlock(&p->fo_lock);
+		     "failed: %s: %s (the link: %s)", what, strerror(err),
+		     link);
+	l = rx_fo_take(p, &n);
 	for (i = 0; i < n; i++)
 		rx_part_done(rx, p, l[i].req, err, 0, &l[i]);
 	free(l);
 }
 
+/* 0, or why p's failover cannot go on (the peer failed, tcp lost it). */
+static int rx_fo_broken(struct rx *rx, struct rx_peer *p)
+{
+	int err = rx_peer_dead(p);
+
+	return err ? err : hcomm__tcp_peer_err(rx->c, p->rank);
+}
+
 /*
- * The failover of p (the failover thread, callbacks held):
+ * The first half of p's failover (the failover thread):
  *  1. no poster is on p's lanes any more (each lane's lock taken once
  *     after fo became ACTIVE: later posters see it and wait), and the
- *     refused posts are parked;
- *  2. every WR of p completes (the QPs are in the error state: flushed)
- *     and the failed ones are parked;
- *  3. the receive CQ is drained until quiet: no WR of p lands here any
- *     more, and rcvd[] counts every one of p's writes applied here;
- *  4. rcvd[] goes to p's failover window over tcp, then the epoch;
- *  5. p's counts of our writes arrive in ours the same way;
- *  6. a parked write that p counted is complete; everything else is
- *     replayed over tcp in issue order, and the replay has landed;
- *  7. p's operations go to tcp from now on.
+ *     posts refused meanwhile are parked;
+ *  2. every WR of p completed (the QPs are in the error state: flushed)
+ *     and whoever reaped it has parked it;
+ *  3. the receive CQ is drained until p's counts stay still for
+ *     RX_FO_SETTLE_NS: rcvd[] is every write of p applied here;
+ *  4. rcvd[] goes to p's failover window over tcp, then the epoch (in
+ *     that order: the second put starts once the first has landed).
+ * 0, or an errno (then the failover is aborted).
  */
-static void rx_fo_run(struct rx *rx, struct rx_peer *p)
+static int rx_fo_tell(struct rx *rx, struct rx_peer *p, const char **what)
 {
 	struct hcomm_comm *c = rx->c;
-	const struct hcomm_xport_ops *t = c->xo[HCOMM_XP_TCP];
-	uint64_t rcvd[HCOMM_FO_LANES], epoch = p->fo_epoch, t0, quiet;
-	uint64_t deadline = hcomm__now_ns() +
-			    (uint64_t)c->cfg.timeout_ms * 1000000ULL;
-	const volatile uint64_t *slot = (const volatile uint64_t *)
-		((char *)c->fo_mem + (size_t)p->rank * HCOMM_FO_SLOT);
-	struct rx_done *l;
+	uint64_t rcvd[HCOMM_FO_LANES], epoch = p->fo_epoch, quiet, sum, last;
 	unsigned int li;
-	size_t n, i, replayed = 0;
 	int err, busy;
-	uint64_t ts[6];
 
-	ts[0] = hcomm__now_ns();
+	p->fo_ts[0] = hcomm__now_ns();
 	/* 1 */
 	for (li = 0; li < rx->nlanes; li++) {
 		pthread_mutex_lock(&p->conns[li].lock);
 		pthread_mutex_unlock(&p->conns[li].lock);
 	}
 	/* 1, 2 */
+	*what = "collecting the QPs' work requests";
 	do {
 		busy = !!__atomic_load_n(&p->fo_undo, __ATOMIC_ACQUIRE);
 		for (li = 0; li < rx->nlanes; li++) {
 			struct rx_conn *k = &p->conns[li];
 
+			if (__atomic_load_n(&rx->scq[li].finishing,
+					    __ATOMIC_ACQUIRE))
+				busy = 1;
 			if (__atomic_load_n(&k->tail, __ATOMIC_ACQUIRE) ==
 			    __atomic_load_n(&k->head, __ATOMIC_ACQUIRE))
 				continue;
@@ -3604,180 +3937,358 @@ static void rx_fo_run(struct rx *rx, struct rx_peer *p)
 				(void)rx_block_lane(rx, li, 1000);
 		}
 		err = rx_peer_dead(p);
-		if (!err && busy && hcomm__now_ns() > deadline)
+		if (!err && busy && hcomm__now_ns() > p->fo_deadline)
 			err = ETIMEDOUT;
-		if (err) {
-			rx_fo_abort(rx, p, err, "collecting the QPs' work "
-				    "requests");
-			return;
-		}
+		if (err)
+			return err;
+		if (busy)
+			sched_yield();
 	} while (busy);
 	/* 3 */
-	t0 = hcomm__now_ns();
-	ts[1] = t0;
-	quiet = t0;
-	while (hcomm__now_ns() - quiet < RX_FO_SETTLE_NS) {
-		int applied = 0, got;
-
-		pthread_mutex_lock(&rx->rcq.reap);
-		got = rx_reap_recv_locked(rx, &applied);
-		pthread_mutex_unlock(&rx->rcq.reap);
-		rx_recv_wake(rx, applied);
-		if (got)
+	p->fo_ts[1] = hcomm__now_ns();
+	*what = "draining the receive queue";
+	quiet = p->fo_ts[1];
+	last = ~0ULL;
+	for (;;) {
+		rx_reap_recv_all(rx);
+		for (li = 0, sum = 0; li < rx->nlanes; li++)
+			sum += __atomic_load_n(&p->conns[li].rcvd,
+					       __ATOMIC_ACQUIRE);
+		if (sum != last) {
+			last = sum;
 			quiet = hcomm__now_ns();
-		else
-			usleep(200);
+		} else if (hcomm__now_ns() - quiet >= RX_FO_SETTLE_NS) {
+			break;
+		}
+		if (hcomm__now_ns() > p->fo_deadline)
+			return ETIMEDOUT;
+		usleep(200);
 	}
 	memset(rcvd, 0, sizeof(rcvd));
 	for (li = 0; li < rx->nlanes; li++)
 		rcvd[li] = __atomic_load_n(&p->conns[li].rcvd,
 					   __ATOMIC_ACQUIRE);
 	/* 4 */
-	ts[2] = hcomm__now_ns();
-	err = rx_peer_dead(p);
+	p->fo_ts[2] = hcomm__now_ns();
+	*what = "telling the peer what landed";
+	err = rx_fo_broken(rx, p);
 	if (!err)
 		err = rx_fo_put(rx, p, (uint64_t)c->rank * HCOMM_FO_SLOT, rcvd,
 				rx->nlanes * sizeof(rcvd[0]));
 	if (!err)
 		err = rx_fo_put(rx, p, (uint64_t)c->rank * HCOMM_FO_SLOT +
 				HCOMM_FO_EPOCH, &epoch, sizeof(epoch));
-	if (err) {
-		rx_fo_abort(rx, p, err, "telling the peer what landed");
-		return;
-	}
-	/* 5 */
-	ts[3] = hcomm__now_ns();
-	while (__atomic_load_n((const uint64_t *)&slot[HCOMM_FO_LANES],
-			       __ATOMIC_ACQUIRE) < epoch) {
-		err = rx_peer_dead(p);
-		if (!err && hcomm__now_ns() > deadline)
-			err = ETIMEDOUT;
-		if (err) {
-			rx_fo_abort(rx, p, err, "waiting for the peer's "
-				    "count of what landed");
-			return;
-		}
-		if (!t->progress(c))
-			usleep(200);
-	}
-	/* 6 */
-	ts[4] = hcomm__now_ns();
-	pthread_mutex_lock(&p->fo_lock);
-	l = p->fo_list;
-	n = p->fo_n;
-	p->fo_list = NULL;
-	p->fo_n = p->fo_cap = 0;
-	pthread_mutex_unlock(&p->fo_lock);
-	qsort(l, n, sizeof(*l), rx_done_cmp);
-	for (i = 0; i < n; i++) {
-		struct rx_done *d = &l[i];
+	p->fo_ts[3] = hcomm__now_ns();
+	return err;
+}
 
-		if (d->imm_ord && d->imm_ord <= slot[d->lane]) {
-			__atomic_add_fetch(&rx->fo_applied, 1,
-					   __ATOMIC_RELAXED);
-			rx_part_done(rx, p, d->req, 0, d->payload ? d->len : 0,
-				     d);
+/* p's slot of this rank's failover window: word i (acquire). */
+static uint64_t rx_fo_slot(const struct rx *rx, const struct rx_peer *p,
+			   unsigned int i)
+{
+	const uint64_t *slot = (const uint64_t *)(const void *)
+		((const char *)rx->c->fo_mem +
+		 (size_t)p->rank * HCOMM_FO_SLOT);
+
+	return __atomic_load_n(&slot[i], __ATOMIC_ACQUIRE);
+}
+
+/* Has p told this rank what landed there (step 5)? */
+static int rx_fo_heard(const struct rx *rx, const struct rx_peer *p)
+{
+	return rx_fo_slot(rx, p, HCOMM_FO_LANES) >= p->fo_epoch;
+}
+
+/* Does [a, a + la) overlap [b, b + lb)? */
+static int rx_overlap(uint64_t a, uint64_t la, uint64_t b, uint64_t lb)
+{
+	return la && lb && a < b + lb && b < a + la;
+}
+
+/* Wait for p's replays in flight over tcp (0, or why they cannot end). */
+static int rx_fo_kids_wait(struct rx *rx, struct rx_peer *p)
+{
+	const struct hcomm_xport_ops *t = rx->c->xo[HCOMM_XP_TCP];
+	int err;
+
+	while (__atomic_load_n(&p->fo_kids, __ATOMIC_ACQUIRE)) {
+		err = rx_fo_broken(rx, p);
+		if (err)
+			return err;
+		if (!t->progress(rx->c))
+			usleep(100);
+	}
+	return 0;
+}
+
+/*
+ * The second half (p told us what landed there):
+ *  6. a parked write that p counted is complete; everything else is
+ *     replayed over tcp in issue order (a replay that overlaps an
+ *     earlier one in the window, or a signal piece, waits for the
+ *     earlier ones to land: tcp's lanes do not keep an order), and the
+ *     replay has landed;
+ *  7. p's operations go to tcp from now on (forwarded by rx_post).
+ */
+static int rx_fo_finish(struct rx *rx, struct rx_peer *p)
+{
+	struct hcomm_comm *c = rx->c;
+	struct rx_done *l, *g;
+	uint64_t t0;
+	size_t n, i, j, ng = 0, replayed = 0, total = 0;
+	int err = 0;
+
+	p->fo_ts[4] = hcomm__now_ns();
+	g = NULL;
+	for (;;) {
+		l = rx_fo_take(p, &n);
+		if (!n) {
+			free(l);
+			/* nothing can be parked after this (steps 1-2) */
+			pthread_mutex_lock(&p->fo_lock);
+			if (!p->fo_n) {
+				__atomic_store_n(&p->fo, RX_FO_TCP,
+						 __ATOMIC_SEQ_CST);
+				pthread_mutex_unlock(&p->fo_lock);
+				break;
+			}
+			pthread_mutex_unlock(&p->fo_lock);
 			continue;
 		}
-		rx_replay(rx, p, d, 1);
-		replayed++;
+		total += n;
+		qsort(l, n, sizeof(*l), rx_done_cmp);
+		free(g);
+		g = calloc(n, sizeof(*g));	/* the replays in flight */
+		ng = 0;
+		for (i = 0; i < n; i++) {
+			struct rx_done *d = &l[i];
+
+			if (d->imm_ord && d->imm_ord <= rx_fo_slot(rx, p,
+								  d->lane)) {
+				__atomic_add_fetch(&rx->fo_applied, 1,
+						   __ATOMIC_RELAXED);
+				if (d->payload)
+					__atomic_add_fetch(&p->st.tx_bytes,
+							   d->len,
+							   __ATOMIC_RELAXED);
+				rx_part_done(rx, p, d->req, 0,
+					     d->payload ? d->len : 0, d);
+				continue;
+			}
+			for (j = 0; g && j < ng; j++)
+				if (d->sigimm || d->req == g[j].req ||
+				    rx_overlap(d->raddr, d->len, g[j].raddr,
+					       g[j].len))
+					break;
+			if (!g || j < ng) {
+				err = err ? err : rx_fo_kids_wait(rx, p);
+				ng = 0;
+			}
+			if (g)
+				g[ng++] = *d;
+			rx_replay(rx, p, d, 1);
+			replayed++;
+		}
+		free(l);
+		err = err ? err : rx_fo_kids_wait(rx, p);
 	}
-	free(l);
-	while (__atomic_load_n(&p->fo_kids, __ATOMIC_ACQUIRE) &&
-	       !rx_peer_dead(p))
-		if (!t->progress(c))
-			(void)t->block(c, NULL, 1000);
-	/* 7 */
-	hcomm__route_override(c, p->rank, HCOMM_XP_TCP);
-	pthread_mutex_lock(&p->fo_lock);
-	__atomic_store_n(&p->fo, RX_FO_TCP, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&p->fo_lock);
+	free(g);
+	if (!err)
+		err = rx_fo_kids_wait(rx, p);
+	if (!err)
+		err = rx_fo_broken(rx, p);
+	if (err)
+		return err;
 	__atomic_add_fetch(&rx->fo_count, 1, __ATOMIC_RELAXED);
 	t0 = hcomm__now_ns();
 	hcomm__event(c, HCOMM_EVENT_FAILED_OVER, p->rank, HCOMM_XP_TCP, 0,
 		     t0 - p->fo_t0 + p->fo_silent, "rdma -> tcp: %zu of %zu "
-		     "failed work requests replayed, %llu ms after the link "
-		     "was declared down", replayed, n,
-		     (unsigned long long)((t0 - p->fo_t0) / 1000000));
+		     "failed work requests replayed, %.1f ms after the link "
+		     "was declared down", replayed, total,
+		     (double)(t0 - p->fo_t0) / 1e6);
 	if (rx->log)
 		fprintf(stderr, "hcomm rdma: rank %d: rank %d failed over to "
 			"tcp in %.1f ms (%zu of %zu failed WRs replayed; ms: "
 			"start %.1f, collect %.1f, drain %.1f, tell %.1f, "
 			"hear %.1f, replay %.1f)\n", c->rank, p->rank,
-			(double)(t0 - p->fo_t0) / 1e6, replayed, n,
-			(double)(ts[0] - p->fo_t0) / 1e6,
-			(double)(ts[1] - ts[0]) / 1e6,
-			(double)(ts[2] - ts[1]) / 1e6,
-			(double)(ts[3] - ts[2]) / 1e6,
-			(double)(ts[4] - ts[3]) / 1e6,
-			(double)(t0 - ts[4]) / 1e6);
+			(double)(t0 - p->fo_t0) / 1e6, replayed, total,
+			(double)(p->fo_ts[0] - p->fo_t0) / 1e6,
+			(double)(p->fo_ts[1] - p->fo_ts[0]) / 1e6,
+			(double)(p->fo_ts[2] - p->fo_ts[1]) / 1e6,
+			(double)(p->fo_ts[3] - p->fo_ts[2]) / 1e6,
+			(double)(p->fo_ts[4] - p->fo_ts[3]) / 1e6,
+			(double)(t0 - p->fo_ts[4]) / 1e6);
+	return 0;
 }
 
-/* The failover thread: runs the failovers of the ACTIVE peers in turn. */
+/*
+ * Back to rdma (the failover thread): p's new QPs are up.  New
+ * operations wait (BACK) while the posts forwarding to tcp finish, the
+ * replays complete and tcp finishes everything issued to it before (a
+ * tcp fence: no tcp operation of ours is in flight after it), so that no
+ * rdma operation overtakes a tcp one; then rdma carries p again.
+ */
+static void rx_fo_back(struct rx *rx, struct rx_peer *p)
+{
+	struct hcomm_comm *c = rx->c;
+	const struct hcomm_xport_ops *t = c->xo[HCOMM_XP_TCP];
+	uint64_t t0 = hcomm__now_ns(), now;
+	unsigned int l;
+	int err;
+
+	pthread_mutex_lock(&p->fo_lock);
+	__atomic_store_n(&p->fo, RX_FO_BACK, __ATOMIC_SEQ_CST);
+	pthread_mutex_unlock(&p->fo_lock);
+	while (__atomic_load_n(&p->fwd, __ATOMIC_SEQ_CST))
+		usleep(50);
+	err = rx_fo_kids_wait(rx, p);
+	if (!err)
+		err = t->fence(c) ? EIO : 0;
+	now = hcomm__now_ns();
+	for (l = 0; l < rx->nlanes; l++) {
+		struct rx_conn *k = &p->conns[l];
+
+		pthread_mutex_lock(&k->lock);
+		__atomic_store_n(&k->seen, k->head, __ATOMIC_RELEASE);
+		__atomic_store_n(&k->progress_ns, now, __ATOMIC_RELAXED);
+		__atomic_store_n(&k->busy_ns, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&k->gap_ns, 0, __ATOMIC_RELAXED);
+		pthread_mutex_unlock(&k->lock);
+	}
+	__atomic_store_n(&p->rec_ready, 0, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&p->fo_lock);
+	p->fo_run = 0;
+	__atomic_store_n(&p->fo, RX_FO_NONE, __ATOMIC_SEQ_CST);
+	pthread_mutex_unlock(&p->fo_lock);
+	__atomic_add_fetch(&rx->fo_back, 1, __ATOMIC_RELAXED);
+	hcomm__event(c, HCOMM_EVENT_RECOVERED, p->rank, HCOMM_XP_RDMA, 0, 0,
+		     "tcp -> rdma: new QPs up %.1f s after the failover (%s); "
+		     "switched back in %.1f ms%s",
+		     (double)(now - p->fo_t0) / 1e9, p->rank < c->rank ?
+		     "this rank connected" : "the peer connected",
+		     (double)(now - t0) / 1e6,
+		     err ? " (tcp failed meanwhile)" : "");
+	if (rx->log)
+		fprintf(stderr, "hcomm rdma: rank %d: rank %d back on rdma "
+			"(switch %.1f ms)\n", c->rank, p->rank,
+			(double)(now - t0) / 1e6);
+}
+
+/*
+ * The failover thread.  Each peer's failover is a small state machine
+ * (fo_run: 0 idle, 1 told the peer and waiting to hear from it, 2 done)
+ * so that several failovers go on together: a peer tells us what landed
+ * only once its own failover thread reached us, and waiting for one peer
+ * while another waits for us would stall both.  Between failovers it
+ * switches recovered peers back.  It runs no application callback
+ * (hcomm__cb_foreign).
+ */
 static void *rx_fo_main(void *arg)
 {
 	struct rx *rx = arg;
-	struct rx_peer *p;
-	int r;
+	const char *what;
+	int r, err, did, waiting;
 
 	t_rx_fo = 1;
-	hcomm__cb_hold(1);
+	hcomm__cb_foreign();
 	pthread_mutex_lock(&rx->fo_lock);
 	for (;;) {
-		p = NULL;
-		for (r = 0; r < rx->c->size && !p; r++)
-			if (r != rx->c->rank && !rx->peers[r].fo_run &&
-			    __atomic_load_n(&rx->peers[r].fo,
-					    __ATOMIC_ACQUIRE) == RX_FO_ACTIVE)
-				p = &rx->peers[r];
-		if (!p) {
-			/* between failovers, this thread's callbacks run */
-			pthread_mutex_unlock(&rx->fo_lock);
-			hcomm__cb_hold(-1);
-			hcomm__run_pending();
-			hcomm__cb_hold(1);
-			pthread_mutex_lock(&rx->fo_lock);
-			if (rx->fo_stop == 2)
-				break;
-			pthread_cond_wait(&rx->fo_cond, &rx->fo_lock);
+		did = 0;
+		waiting = 0;
+		for (r = 0; r < rx->c->size; r++) {
+			struct rx_peer *p = &rx->peers[r];
+			int fo = __atomic_load_n(&p->fo, __ATOMIC_ACQUIRE);
+
+			if (r == rx->c->rank)
+				continue;
+			if (fo == RX_FO_ACTIVE && p->fo_run == 0) {
+				p->fo_run = 1;
+				rx->fo_busy++;
+				pthread_mutex_unlock(&rx->fo_lock);
+				err = rx->fo_stop ? ECANCELED :
+				      rx_fo_tell(rx, p, &what);
+				if (err)
+					rx_fo_abort(rx, p, err, rx->fo_stop ?
+						    "the communicator is being "
+						    "destroyed" : what);
+				pthread_mutex_lock(&rx->fo_lock);
+				if (err) {
+					p->fo_run = 2;
+					rx->fo_busy--;
+				}
+				did = 1;
+			} else if (fo == RX_FO_ACTIVE && p->fo_run == 1) {
+				err = rx_fo_broken(rx, p);
+				if (!err && hcomm__now_ns() > p->fo_deadline)
+					err = ETIMEDOUT;
+				if (!err && !rx_fo_heard(rx, p)) {
+					waiting = 1;
+					continue;
+				}
+				pthread_mutex_unlock(&rx->fo_lock);
+				if (!err)
+					err = rx_fo_finish(rx, p);
+				if (err)
+					rx_fo_abort(rx, p, err, "waiting for the "
+						    "peer's count of what landed, "
+						    "or replaying");
+				pthread_mutex_lock(&rx->fo_lock);
+				p->fo_run = 2;
+				rx->fo_busy--;
+				did = 1;
+			} else if (fo == RX_FO_TCP && !rx->fo_stop &&
+				   __atomic_load_n(&p->rec_ready,
+						   __ATOMIC_ACQUIRE) &&
+				   !rx_fo_broken(rx, p)) {
+				rx->fo_busy++;
+				pthread_mutex_unlock(&rx->fo_lock);
+				rx_fo_back(rx, p);
+				pthread_mutex_lock(&rx->fo_lock);
+				rx->fo_busy--;
+				did = 1;
+			}
+		}
+		if (did || waiting) {
+			pthread_cond_broadcast(&rx->fo_cond);
+			if (!did) {
+				pthread_mutex_unlock(&rx->fo_lock);
+				if (!rx->c->xo[HCOMM_XP_TCP]->progress(rx->c))
+					usleep(200);
+				pthread_mutex_lock(&rx->fo_lock);
+			}
 			continue;
 		}
-		p->fo_run = 1;
-		rx->fo_busy = 1;
-		pthread_mutex_unlock(&rx->fo_lock);
-		rx_fo_run(rx, p);
-		pthread_mutex_lock(&rx->fo_lock);
-		p->fo_run = 2;
-		rx->fo_busy = 0;
-		pthread_cond_broadcast(&rx->fo_cond);
+		if (rx->fo_stop == 2)
+			break;
+		pthread_cond_wait(&rx->fo_cond, &rx->fo_lock);
 	}
 	pthread_mutex_unlock(&rx->fo_lock);
-	hcomm__cb_hold(-1);
 	return NULL;
 }
 
 /*
  * cm thread: a peer that failed its link over first tells us so through
  * our failover window (its epoch): fail the link over here too, so that
- * both ends quiesce their QPs and exchange counts.
+ * both ends quiesce their QPs and exchange counts.  Also the background
+ * reconnects of failed-over peers.
  */
 static void rx_fo_poll(struct rx *rx)
 {
-	const char *mem = rx->c->fo_mem;
 	int r;
 
-	if (!mem || !rx_fo_can(rx))
+	if (!rx->c->fo_mem || !rx_fo_can(rx))
 		return;
 	for (r = 0; r < rx->c->size; r++) {
 		struct rx_peer *p = &rx->peers[r];
 		uint64_t e;
 
-		if (r == rx->c->rank ||
-		    __atomic_load_n(&p->fo, __ATOMIC_ACQUIRE) != RX_FO_NONE ||
+		if (r == rx->c->rank)
+			continue;
+		rx_rec_tick(rx, p);
+		if (__atomic_load_n(&p->fo, __ATOMIC_ACQUIRE) != RX_FO_NONE ||
 		    __atomic_load_n(&p->dead, __ATOMIC_ACQUIRE))
 			continue;
-		e = __atomic_load_n((const uint64_t *)(mem + (size_t)r *
-			HCOMM_FO_SLOT + HCOMM_FO_EPOCH), __ATOMIC_ACQUIRE);
+		e = rx_fo_slot(rx, p, HCOMM_FO_LANES);
 		if (e > p->fo_epoch)
 			rx_peer_kill(rx, p, ECONNABORTED, "rank %d failed the "
 				     "link over to tcp (failover %llu)", r,
@@ -3793,6 +4304,7 @@ void hcomm__rdma_fo_stop(struct hcomm_comm *c)
 		return;
 	pthread_mutex_lock(&rx->fo_lock);
 	__atomic_store_n(&rx->fo_stop, 1, __ATOMIC_RELEASE);
+	pthread_cond_broadcast(&rx->fo_cond);
 	while (rx->fo_busy)
 		pthread_cond_wait(&rx->fo_cond, &rx->fo_lock);
 	pthread_mutex_unlock(&rx->fo_lock);
@@ -3824,6 +4336,13 @@ static void *rx_cm_main(void *arg)
 		if (pfd[1].revents)
 			rx_async(rx);
 		if (ms >= 0 && hcomm__now_ns() >= next) {
+			/*
+			 * With failover every write takes a receive: a rank
+			 * that calls nothing still gives the SRQ its
+			 * receives back, all of them, every interval.
+			 */
+			if (rx->fo_on)
+				rx_reap_recv_all(rx);
 			rx_fo_poll(rx);
 			if (rx->ka_timeout_ns)
 				rx_keepalive(rx);
@@ -3917,6 +4436,10 @@ static int rx_params(struct rx *rx)
 		return ret;
 	/* every rank plans tcp alike (xports_plan) */
 	rx->fo_on = v && (rx->c->xp_use & (1u << HCOMM_XP_TCP));
+	ret = rx_env("HCOMM_FAILBACK", 0, 1, 1, &v);
+	if (ret)
+		return ret;
+	rx->fb_on = rx->fo_on && v;
 	return 0;
 }
 
@@ -4437,7 +4960,12 @@ static void rx_fini(struct hcomm_comm *c)
 		pthread_mutex_destroy(&p->fo_lock);
 	}
 	free(rx->peers);
-	free(rx->qpmap);
+	while (rx->qpmap) {
+		struct rx_qpmap *m = rx->qpmap;
+
+		rx->qpmap = m->old;
+		free(m);
+	}
 	if (rx->srq)
 		(void)ibv_destroy_srq(rx->srq);
 	for (l = 0; rx->scq && l < rx->nlanes; l++)
@@ -4508,6 +5036,7 @@ static int rx_init(struct hcomm_comm *c)
 			mine.port = s->sin6_port;
 		}
 		snprintf(mine.dev, sizeof(mine.dev), "%.31s", rx->dev);
+		mine.fo = (rx->fo_on ? 1u : 0) | (rx->fb_on ? 2u : 0);
 	}
 	ret = hcomm__boot_allgather(c->boot, &mine, all, sizeof(mine));
 	if (local) {
@@ -4527,6 +5056,11 @@ static int rx_init(struct hcomm_comm *c)
 				      hcomm_strerror(all[r].err));
 			goto err;
 		}
+		/* failover and switch-back take both ends: all or none */
+		if (!(all[r].fo & 1))
+			rx->fo_on = 0;
+		if (!(all[r].fo & 2))
+			rx->fb_on = 0;
 		if (r == c->rank)
 			continue;
 		memset(&p->sa, 0, sizeof(p->sa));

@@ -376,7 +376,8 @@ struct tx_peer {
 	char addr[64];
 	struct tx_conn **lanes;		/* [tx->lanes] */
 	unsigned int rr;		/* next lane of a one-chunk operation */
-	int err;			/* why its last lane closed */
+	int err;			/* why its last lane closed (atomic
+					 * reads: hcomm__tcp_peer_err) */
 	struct tx_pstats st;
 };
 
@@ -1670,7 +1671,7 @@ static void conn_fail(struct tx *tx, struct tx_conn *k, int err,
 			     "tcp lane %d to %s: %s: %s", k->lane, k->addr, why,
 			     strerror(err));
 	if (p && k->lane >= 0)
-		p->err = err;
+		__atomic_store_n(&p->err, err, __ATOMIC_RELEASE);
 	k->state = K_DEAD;
 	k->err = err;
 	shutdown(k->fd, SHUT_RDWR);
@@ -3518,6 +3519,16 @@ const char *hcomm__tcp_listen_addr(const struct hcomm_comm *c)
 	    !c->xps[HCOMM_XP_TCP])
 		return "";
 	return tx_of(c)->self_addr;
+}
+
+int hcomm__tcp_peer_err(const struct hcomm_comm *c, int peer)
+{
+	const struct tx *tx;
+
+	if (!c || !c->xps[HCOMM_XP_TCP] || peer < 0 || peer >= c->size)
+		return 0;
+	tx = tx_of(c);
+	return __atomic_load_n(&tx->peers[peer].err, __ATOMIC_ACQUIRE);
 }
 
 const struct hcomm_xport_ops hcomm__xport_tcp = {

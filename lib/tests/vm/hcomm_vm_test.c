@@ -3532,39 +3532,148 @@ static void fo_fill(unsigned char *b, uint64_t n, int w)
 		memcpy(b, &n, 8);
 }
 
+/* The n-th event of type about peer (0: the first), or false. */
+static bool ev_nth(uint32_t type, int peer, int n, struct hcomm_event *out)
+{
+	int i, k = 0;
+	bool found = false;
+
+	pthread_mutex_lock(&evs.lock);
+	for (i = 0; i < evs.n && i < EV_MAX && !found; i++)
+		if (evs.ev[i].type == type && evs.ev[i].peer == peer &&
+		    k++ == n) {
+			*out = evs.ev[i];
+			found = true;
+		}
+	pthread_mutex_unlock(&evs.lock);
+	return found;
+}
+
+/* Wait up to ms for at least n events of type about peer. */
+static bool ev_wait_n(uint32_t type, int peer, int n, int ms)
+{
+	uint64_t t0 = now_ns();
+
+	while (ev_count(type, peer) < n) {
+		if ((now_ns() - t0) / 1000000 > (uint64_t)ms)
+			return false;
+		usleep(5000);
+	}
+	return true;
+}
+
+/* rdma's payload bytes sent to peer so far. */
+static uint64_t fo_rdma_sent(int peer)
+{
+	struct hcomm_peer_stats ps;
+
+	memset(&ps, 0, sizeof(ps));
+	ps.size = sizeof(ps);
+	if (hcomm_comm_peer_stats(comm, peer, &ps))
+		return 0;
+	return ps.xp[HCOMM_XPORT_RDMA].bytes_sent;
+}
+
+#define FO_CUTS_MAX	16
+
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Rank 0's cuts, on a thread of their own while both ranks stream. */
+struct fo_cutter {
+	pthread_t thr;
+	const char *how;
+	int cuts, failback, peer, rc, done;
+	uint64_t t_cut[FO_CUTS_MAX], t_restore[FO_CUTS_MAX];
+};
+
+static void *fo_cut_main(void *arg)
+{
+	struct fo_cutter *k = arg;
+	int i;
+
+	usleep(LC_RUN_NS / 1000);
+	for (i = 0; i < k->cuts && !k->rc; i++) {
+		if (i)
+			usleep(1500000);	/* on rdma again, streaming */
+		out("cut %d of %d (%s)", i + 1, k->cuts, k->how);
+		k->t_cut[i] = now_ns();
+		k->rc = lc_link(k->how, 0);
+		if (!k->rc && !ev_wait_n(HCOMM_EVENT_FAILED_OVER, k->peer,
+					 i + 1, 30000)) {
+			out("FAIL: no failed-over %d within 30 s of the cut",
+			    i + 1);
+			k->rc = -1;
+		}
+		usleep(1000000);		/* streaming over tcp */
+		if (!k->failback && i + 1 == k->cuts)
+			break;			/* restored at the end */
+		k->rc = k->rc ? k->rc : lc_link(k->how, 1);
+		if (strcmp(k->how, "netem"))
+			lc_port_active();
+		k->t_restore[i] = now_ns();
+		if (!k->rc && k->failback &&
+		    !ev_wait_n(HCOMM_EVENT_RECOVERED, k->peer, i + 1, 60000)) {
+			out("FAIL: not back on rdma within 60 s of restore %d",
+			    i + 1);
+			k->rc = -1;
+		}
+	}
+	__atomic_store_n(&k->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
 /*
  * Two ranks, one per VM, rdma (over the second NIC) and tcp (over the
  * first) both up, every size routed to rdma (HCOMM_PROBE=off).  Both
  * stream put_nb / put_signal_nb of mixed sizes to FO_SLOTS slots of the
  * other (FO_QD in flight, so a slot is written again while earlier puts
- * to it may be out); rank 0 cuts its RoCE NIC (--how netem|link|tap)
- * after LC_RUN_NS, and both go on until FO_AFTER_NS after the switch
- * (FO_OPS_MIN at least).  Checked: no operation fails; every request
- * completes once (callback count) and hcomm_wait returns 0; both ranks
- * see LINK_DOWN then FAILED_OVER (rdma -> tcp) and no PEER_LOST; every
- * slot holds the last operation issued to it, byte for byte; the signal
- * holds exactly the sum of the values sent (no piece lost or doubled).
- * Printed: the stall (FAILED_OVER's silent_ns, and the longest gap
- * between two completions the application saw), bandwidth before and
- * after.
+ * to it may be out).  Rank 0 cuts its RoCE NIC (--how netem|link|tap)
+ * after LC_RUN_NS, --cuts times: after each failover it streams a second
+ * over tcp, restores the link and waits until the endpoint is back on
+ * rdma (HCOMM_FAILBACK=0: one cut, restored at the end).  Both go on
+ * until FO_AFTER_NS after the last switch.  Checked: no operation fails;
+ * every request completes once (callback count) and hcomm_wait returns
+ * 0; per cut both ranks see LINK_DOWN, then FAILED_OVER (rdma -> tcp),
+ * then RECOVERED before the next LINK_DOWN, and rdma carries bytes again
+ * in between; no PEER_LOST; every slot holds the last operation issued
+ * to it, byte for byte; the signal holds exactly the sum of the values
+ * sent (no piece lost or doubled).  Printed per cut: the silence before
+ * the link-down, the switch, the stall (FAILED_OVER's silent_ns) and the
+ * longest gap between two completions the application saw, the time
+ * back to rdma after the restore; bandwidth before the first cut, over
+ * tcp and back on rdma.
  */
-static int case_failover(const char *how)
+static int case_failover(const char *how, int cuts)
 {
 	unsigned char *win, *src;
 	struct hcomm_request req[FO_QD];
 	uint64_t opn[FO_QD];
 	bool busy[FO_QD] = { false };
-	struct hcomm_event ev, evf;
+	struct hcomm_event ev, evf, evr;
 	struct hcomm_win *w;
-	struct lc_cutter cut = { .how = how };
-	uint64_t t0, t_last, gap = 0, t_sw = 0, n, sent_sig = 0, want;
-	uint64_t bytes_pre = 0, bytes_post = 0, t_cut = 0, last_n[FO_SLOTS];
-	int peer, j, rc, cutting = 0, s;
+	struct fo_cutter cut = { .how = how };
+	uint64_t t0, t_last, n, want, t_end = 0, rd_mark = 0;
+	uint64_t gaps[FO_CUTS_MAX] = { 0 }, bytes[3] = { 0 }, dur[3] = { 0 };
+	uint64_t stall[FO_CUTS_MAX], t_ph;
+	int peer, j, rc, cutting = 0, s, fb, nfo = 0, nrec = 0, nld, i;
+	int ph = 0, ph_now;
 	int64_t got;
 
 	comm_up();
 	if (np != 2)
 		return FAIL("failover: 2 ranks, not %d", np), 1;
+	if (cuts < 1 || cuts > FO_CUTS_MAX)
+		return FAIL("failover: --cuts %d (1 .. %d)", cuts,
+			    FO_CUTS_MAX), 1;
+	fb = !getenv("HCOMM_FAILBACK") || strcmp(getenv("HCOMM_FAILBACK"),
+						 "0");
+	if (!fb && cuts > 1)
+		return FAIL("failover: HCOMM_FAILBACK=0 takes one cut"), 1;
 	peer = 1 - me;
 	OK(hcomm_comm_set_event_cb(comm, ev_record, NULL));
 	CHECK(strstr(hcomm_comm_transport(comm), "rdma") &&
@@ -3578,41 +3687,71 @@ static int case_failover(const char *how)
 
 	phase = "stream";
 	memset(req, 0, sizeof(req));
-	memset(last_n, 0xff, sizeof(last_n));
 	t0 = t_last = now_ns();
+	cut.cuts = cuts;
+	cut.failback = fb;
+	cut.peer = peer;
+	if (me == 0) {
+		cutting = !pthread_create(&cut.thr, NULL, fo_cut_main, &cut);
+		CHECK(cutting, "pthread_create");
+	}
+	t_ph = t0;
 	for (n = 0;; n++) {
 		j = (int)(n % FO_QD);
 		if (busy[j]) {
+			uint64_t t;
+
 			busy[j] = false;
 			rc = hcomm_wait(&req[j]);
 			CHECK(!rc, "operation %" PRIu64 " failed: %s: %s",
 			      opn[j], errname(rc), hcomm_errmsg());
 			CHECK(fo_cbs[j] == 1, "operation %" PRIu64 ": %u "
 			      "completions", opn[j], fo_cbs[j]);
-			if (now_ns() - t_last > gap)
-				gap = now_ns() - t_last;
-			t_last = now_ns();
-			if (t_sw)
-				bytes_post += fo_len(opn[j]);
-			else if (!cutting)
-				bytes_pre += fo_len(opn[j]);
+			t = now_ns();
+			/*
+			 * The longest wait for a completion that ended while
+			 * a cut was not recovered yet (it holds the silence
+			 * before the link-down and the switch).
+			 */
+			nld = ev_count(HCOMM_EVENT_LINK_DOWN, peer);
+			if (nld && nld <= FO_CUTS_MAX &&
+			    ev_count(HCOMM_EVENT_RECOVERED, peer) < nld + !fb &&
+			    t - t_last > gaps[nld - 1])
+				gaps[nld - 1] = t - t_last;
+			t_last = t;
+			bytes[ph] += fo_len(opn[j]);
 			if (rc)
 				break;
 		}
-		if (me == 0 && !cutting && now_ns() - t0 > LC_RUN_NS) {
-			cutting = !pthread_create(&cut.thr, NULL, lc_cut_main,
-						  &cut);
-			CHECK(cutting, "pthread_create");
-			t_cut = now_ns();
-			out("cutting (%s) after %" PRIu64 " operations", how, n);
+		/* phases: 0 before the first link-down, 1 on tcp, 2 back */
+		nld = ev_count(HCOMM_EVENT_LINK_DOWN, peer);
+		ph_now = !nld ? 0 : nrec >= nld ? 2 : 1;
+		if (ph_now != ph) {
+			dur[ph] += now_ns() - t_ph;
+			t_ph = now_ns();
+			ph = ph_now;
 		}
-		if (!t_sw && ev_count(HCOMM_EVENT_FAILED_OVER, peer))
-			t_sw = now_ns();
-		if (t_sw && n >= FO_OPS_MIN && now_ns() - t_sw > FO_AFTER_NS)
+		if (ev_count(HCOMM_EVENT_FAILED_OVER, peer) > nfo)
+			nfo++;
+		if (ev_count(HCOMM_EVENT_RECOVERED, peer) > nrec) {
+			nrec++;
+			rd_mark = fo_rdma_sent(peer);
+		}
+		/* back on rdma: rdma moves bytes before the next cut */
+		if (nrec && nld > nrec && rd_mark) {
+			CHECK(fo_rdma_sent(peer) > rd_mark, "no rdma traffic "
+			      "to rank %d between recovery %d and the next "
+			      "link-down", peer, nrec);
+			rd_mark = 0;
+		}
+		if (!t_end && nfo >= cuts && (!fb || nrec >= cuts))
+			t_end = now_ns() + FO_AFTER_NS;
+		if (t_end && n >= FO_OPS_MIN && now_ns() > t_end)
 			break;
-		if (now_ns() - t0 > 120000000000ULL) {
-			FAIL("no failover within 120 s (%" PRIu64 " issued)",
-			     n);
+		if (now_ns() - t0 > 60000000000ULL * (uint64_t)cuts) {
+			FAIL("%d failovers and %d recoveries of %d within %d "
+			     "s (%" PRIu64 " issued)", nfo, nrec, cuts,
+			     60 * cuts, n);
 			break;
 		}
 		fo_fill(src + (size_t)j * FO_SLOT, n, me);
@@ -3633,10 +3772,9 @@ static int case_failover(const char *how)
 		if (!CHECK(!rc, "issuing operation %" PRIu64 ": %s: %s", n,
 			   errname(rc), hcomm_errmsg()))
 			break;
-		sent_sig += fo_sig(n);
-		last_n[n % FO_SLOTS] = n;
 		busy[j] = true;
 	}
+	dur[ph] += now_ns() - t_ph;
 	phase = "drain";
 	for (j = 0; j < FO_QD; j++) {
 		if (!busy[j])
@@ -3648,38 +3786,73 @@ static int case_failover(const char *how)
 	OK(hcomm_flush(comm));
 	if (cutting) {
 		pthread_join(cut.thr, NULL);
-		CHECK(!cut.rc, "the cut command failed");
+		CHECK(!cut.rc, "the cuts failed");
 	}
 
 	phase = "events";
-	if (CHECK(ev_wait(HCOMM_EVENT_LINK_DOWN, peer, 10000, &ev), "no "
-		  "link-down for rank %d", peer) &&
-	    CHECK(ev_wait(HCOMM_EVENT_FAILED_OVER, peer, 10000, &evf), "no "
-		  "failed-over for rank %d", peer)) {
+	CHECK(ev_count(HCOMM_EVENT_LINK_DOWN, peer) == cuts &&
+	      ev_count(HCOMM_EVENT_FAILED_OVER, peer) == cuts &&
+	      ev_count(HCOMM_EVENT_RECOVERED, peer) == (fb ? cuts : 0),
+	      "%d link-down, %d failed-over, %d recovered for %d cuts",
+	      ev_count(HCOMM_EVENT_LINK_DOWN, peer),
+	      ev_count(HCOMM_EVENT_FAILED_OVER, peer),
+	      ev_count(HCOMM_EVENT_RECOVERED, peer), cuts);
+	for (i = 0; i < cuts; i++) {
+		if (!ev_nth(HCOMM_EVENT_LINK_DOWN, peer, i, &ev) ||
+		    !ev_nth(HCOMM_EVENT_FAILED_OVER, peer, i, &evf))
+			break;
 		CHECK(ev.xport == HCOMM_XPORT_RDMA && evf.xport ==
-		      HCOMM_XPORT_TCP && evf.seq > ev.seq, "link-down on %d "
-		      "(#%" PRIu64 "), failed-over to %d (#%" PRIu64 ")",
-		      ev.xport, ev.seq, evf.xport, evf.seq);
-		out("failover (%s): link-down after %.1f ms of silence, "
-		    "switched to tcp %.1f ms later: stall %.1f ms; the longest "
-		    "gap between two completions here %.1f ms", how,
-		    (double)ev.silent_ns / 1e6,
+		      HCOMM_XPORT_TCP && evf.seq > ev.seq, "cut %d: link-down "
+		      "on %d (#%" PRIu64 "), failed-over to %d (#%" PRIu64 ")",
+		      i + 1, ev.xport, ev.seq, evf.xport, evf.seq);
+		stall[i] = evf.silent_ns;
+		out("cut %d: link-down after %.1f ms of silence, on tcp %.1f "
+		    "ms later: stall %.1f ms; longest wait for a completion "
+		    "here %.1f ms", i + 1, (double)ev.silent_ns / 1e6,
 		    (double)(evf.time_ns - ev.time_ns) / 1e6,
-		    (double)evf.silent_ns / 1e6, (double)gap / 1e6);
+		    (double)evf.silent_ns / 1e6, (double)gaps[i] / 1e6);
+		if (!fb || !ev_nth(HCOMM_EVENT_RECOVERED, peer, i, &evr))
+			continue;
+		CHECK(evr.seq > evf.seq, "cut %d: recovered (#%" PRIu64 ") "
+		      "before failed-over (#%" PRIu64 ")", i + 1, evr.seq,
+		      evf.seq);
+		if (i + 1 < cuts && ev_nth(HCOMM_EVENT_LINK_DOWN, peer, i + 1,
+					   &ev))
+			CHECK(ev.seq > evr.seq, "cut %d: the next link-down "
+			      "came before the recovery", i + 1);
+		if (me == 0 && cut.t_restore[i])
+			out("cut %d: back on rdma %.1f ms after the link was "
+			    "restored", i + 1, evr.time_ns > cut.t_restore[i] ?
+			    (double)(evr.time_ns - cut.t_restore[i]) / 1e6 :
+			    0.0);
+	}
+	if (cuts > 1 && i == cuts) {
+		uint64_t gs[FO_CUTS_MAX];
+
+		memcpy(gs, stall, sizeof(gs[0]) * cuts);
+		qsort(gs, cuts, sizeof(gs[0]), u64_cmp);
+		out("stall over %d cuts: median %.1f ms, max %.1f ms", cuts,
+		    (double)gs[cuts / 2] / 1e6, (double)gs[cuts - 1] / 1e6);
+		memcpy(gs, gaps, sizeof(gs[0]) * cuts);
+		qsort(gs, cuts, sizeof(gs[0]), u64_cmp);
+		out("longest wait for a completion over %d cuts: median %.1f "
+		    "ms, max %.1f ms", cuts, (double)gs[cuts / 2] / 1e6,
+		    (double)gs[cuts - 1] / 1e6);
 	}
 	CHECK(!ev_count(HCOMM_EVENT_PEER_LOST, peer), "peer-lost raised for "
 	      "rank %d although only its link was cut", peer);
-	if (t_cut && t_sw > t_cut)
-		out("before the cut %.1f MB/s (rdma), after the switch %.1f "
-		    "MB/s (tcp)", (double)bytes_pre * 1e3 / (double)(t_cut - t0),
-		    (double)bytes_post * 1e3 / (double)(now_ns() - t_sw));
+	out("bandwidth: %.1f MB/s on rdma before the first cut, %.1f MB/s "
+	    "from a link-down to its recovery (tcp), %.1f MB/s on rdma after "
+	    "a recovery", dur[0] ? (double)bytes[0] * 1e3 / (double)dur[0] : 0,
+	    dur[1] ? (double)bytes[1] * 1e3 / (double)dur[1] : 0,
+	    dur[2] ? (double)bytes[2] * 1e3 / (double)dur[2] : 0);
 
 	/* What landed here: every slot its last put, the signal its sum. */
 	phase = "verify";
 	{
-		uint64_t peer_n[FO_SLOTS], total;
+		uint64_t peer_n[2], total;
 
-		/* the peer's last operation number, through the bootstrap */
+		/* the peer's operation count, through the bootstrap */
 		total = n;
 		OK(hcomm_allgather(comm, &total, peer_n, sizeof(total)));
 		total = peer_n[peer];
@@ -3700,6 +3873,7 @@ static int case_failover(const char *how)
 			     "slot %d: operation %" PRIu64 " of rank %d", s, k,
 			     peer);
 		}
+		n = total;
 	}
 	barrier();
 	CHECK(hcomm_signal_read(comm, FO_SIG) == want, "signal %d moved to "
@@ -3707,7 +3881,7 @@ static int case_failover(const char *how)
 	      hcomm_signal_read(comm, FO_SIG), want);
 
 	phase = "restore";
-	if (me == 0 && cutting) {
+	if (me == 0 && cutting && !fb) {
 		CHECK(!lc_link(how, 1), "restoring the link");
 		if (strcmp(how, "netem"))
 			lc_port_active();
@@ -3718,8 +3892,8 @@ static int case_failover(const char *how)
 	phase = "destroy";
 	OK(hcomm_comm_destroy(comm));
 	comm = NULL;
-	(void)sent_sig;
-	out("failover (%s): %" PRIu64 " operations; %s", how, n,
+	out("failover (%s, %d cut%s): %" PRIu64 " operations of the peer "
+	    "checked; %s", how, cuts, cuts > 1 ? "s" : "", n,
 	    fails ? "FAILED" : "passed");
 	return fails ? 1 : 0;
 }
@@ -3731,12 +3905,13 @@ int main(int argc, char **argv)
 	bool allow_io = false, forever = false;
 	struct rlimit rl;
 	int i, ret = 1, secs = env_int("HCOMM_VMTEST_ALARM", 100), victim = -1;
+	int cuts = 1;
 
 	if (argc < 2) {
 		fprintf(stderr, "usage: hcomm_vm_test CASE [--max SIZE] "
 			"[--mode inline|thread|locked] [--expect LAUNCHER] "
 			"[--allow-io] [--iters N] [--victim RANK] "
-			"[--how netem|link|tap]\n");
+			"[--how netem|link|tap] [--cuts N]\n");
 		return 2;
 	}
 	case_name = argv[1];
@@ -3751,6 +3926,8 @@ int main(int argc, char **argv)
 			opt_iters = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--victim") && i + 1 < argc)
 			victim = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--cuts") && i + 1 < argc)
+			cuts = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--how") && i + 1 < argc)
 			how = argv[++i];
 		else if (!strcmp(argv[i], "--allow-io"))
@@ -3800,7 +3977,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(case_name, "linkcut"))
 		ret = case_linkcut(how);
 	else if (!strcmp(case_name, "failover"))
-		ret = case_failover(how);
+		ret = case_failover(how, cuts);
 	else if (!strcmp(case_name, "errors"))
 		ret = case_errors();
 	else if (!strcmp(case_name, "threads"))
