@@ -21,8 +21,16 @@
  * default 30 s would free the window under rank 0's writes (they then
  * fail with a remote access error).  scripts/net-bench-guest.sh runs it beside ib_write_bw,
  * ib_write_lat and iperf3 and prints the ratios.
+ *
+ * --failover N --cut CMD --restore CMD: instead, the RoCE -> TCP
+ * failover (a communicator with rdma and tcp): rank 0 streams 64 KiB
+ * puts and N times runs CMD to cut its RoCE link and, once failed over,
+ * the restore command; it prints per cut "failover cut K stall_ms S
+ * longest_wait_ms G back_ms B", their medians and maxima, and "failover
+ * MBps rdma_before X tcp Y rdma_after Z" (scripts/failover-bench-guest.sh).
  */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -149,6 +157,190 @@ static double put_round(struct hcomm_win *w, const char *src, uint64_t len,
 	return now_s() - t0;
 }
 
+/* ------------------------------------------------------------------ */
+/* --failover N: stall, bandwidth and time back to rdma per link cut   */
+/* ------------------------------------------------------------------ */
+
+#define FO_LEN		(64u << 10)
+#define FO_DEPTH	16
+
+/* The link events, counted by type (event thread; read with atomics). */
+static struct {
+	pthread_mutex_t lock;
+	int n[5];
+	uint64_t t[5][64];
+	uint64_t silent[5][64];
+} fo_ev = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static void fo_event(struct hcomm_comm *c, const struct hcomm_event *ev,
+		     void *arg)
+{
+	(void)c;
+	(void)arg;
+	if (ev->type >= 5)
+		return;
+	pthread_mutex_lock(&fo_ev.lock);
+	if (fo_ev.n[ev->type] < 64) {
+		fo_ev.t[ev->type][fo_ev.n[ev->type]] = ev->time_ns;
+		fo_ev.silent[ev->type][fo_ev.n[ev->type]] = ev->silent_ns;
+	}
+	fo_ev.n[ev->type]++;
+	pthread_mutex_unlock(&fo_ev.lock);
+}
+
+static int fo_count(int type)
+{
+	int n;
+
+	pthread_mutex_lock(&fo_ev.lock);
+	n = fo_ev.n[type];
+	pthread_mutex_unlock(&fo_ev.lock);
+	return n;
+}
+
+static uint64_t ns_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Rank 0 streams FO_LEN-byte puts (FO_DEPTH in flight) into rank 1 and,
+ * cuts times: after 2 s runs cut_cmd (its RoCE link dies), streams 2 s
+ * past FAILED_OVER, runs restore_cmd, streams 2 s past RECOVERED.  Per
+ * cut: the stall (FAILED_OVER's silent_ns: the link's last progress to
+ * the switch), the longest wait for one completion, the time from the
+ * restore to RECOVERED; bandwidth on rdma before the cuts, on tcp and on
+ * rdma again after (bytes completed over the time in each state).  Rank
+ * 1 waits in a barrier (its ends of the failovers run on their own).
+ * Returns 0, 1 when a cut did not fail over or come back.
+ */
+static int failover_bench(struct hcomm_comm *comm, struct hcomm_win *w,
+			  const char *src, int me, int cuts,
+			  const char *cut_cmd, const char *restore_cmd)
+{
+	static struct hcomm_request req[FO_DEPTH];
+	uint64_t t_state, t_last, gap[64] = { 0 }, dur[3] = { 0 };
+	uint64_t bytes[3] = { 0 }, back[64] = { 0 }, stall[64], t_restore = 0;
+	uint64_t n, t_next, sorted[64];
+	int state = 0, cut = 0, step = 0, ret, j, k;
+
+	if (me) {
+		ret = hcomm_barrier(comm);
+		return ret ? die("barrier", ret) : 0;
+	}
+	if (cuts < 1 || cuts > 64)
+		return 2;
+	memset(req, 0, sizeof(req));
+	t_state = t_last = ns_now();
+	t_next = t_state + 2000000000ULL;
+	/* step: 0 streaming before the cut, 1 cut (waiting for the switch),
+	 * 2 on tcp, 3 restored (waiting to be back), 4 back on rdma */
+	for (n = 0;; n++) {
+		struct hcomm_request *r = &req[n % FO_DEPTH];
+		uint64_t t;
+
+		if (n >= FO_DEPTH) {
+			ret = hcomm_wait(r);
+			if (ret)
+				return die("put during the failover", ret);
+			t = ns_now();
+			if (step >= 1 && step <= 3 && t - t_last > gap[cut])
+				gap[cut] = t - t_last;
+			t_last = t;
+			bytes[state] += FO_LEN;
+		}
+		t = ns_now();
+		if (step == 0 && t >= t_next) {
+			fprintf(stderr, "hcomm_net_bench: cut %d: %s\n",
+				cut + 1, cut_cmd);
+			if (system(cut_cmd))
+				return die("the cut command", -HCOMM_ERR_IO);
+			step = 1;
+			t_next = t + 30000000000ULL;
+		} else if (step == 1 &&
+			   fo_count(HCOMM_EVENT_FAILED_OVER) > cut) {
+			dur[state] += t - t_state;
+			t_state = t;
+			state = 1;
+			step = 2;
+			t_next = t + 2000000000ULL;
+		} else if (step == 2 && t >= t_next) {
+			if (system(restore_cmd))
+				return die("the restore command",
+					   -HCOMM_ERR_IO);
+			t_restore = ns_now();
+			step = 3;
+			t_next = t + 60000000000ULL;
+		} else if (step == 3 &&
+			   fo_count(HCOMM_EVENT_RECOVERED) > cut) {
+			pthread_mutex_lock(&fo_ev.lock);
+			back[cut] = fo_ev.t[HCOMM_EVENT_RECOVERED][cut] -
+				    t_restore;
+			pthread_mutex_unlock(&fo_ev.lock);
+			dur[state] += t - t_state;
+			t_state = t;
+			state = 2;
+			step = 4;
+			t_next = t + 2000000000ULL;
+		} else if (step == 4 && t >= t_next) {
+			if (++cut == cuts)
+				break;
+			step = 0;
+			t_next = t;
+		} else if ((step == 1 || step == 3) && t >= t_next) {
+			fprintf(stderr, "hcomm_net_bench: cut %d: no %s in "
+				"time\n", cut + 1, step == 1 ? "failover" :
+				"recovery");
+			return 1;
+		}
+		memset(r, 0, sizeof(*r));
+		ret = hcomm_put_nb(w, 1, 0, src, FO_LEN, r);
+		if (ret)
+			return die("put_nb during the failover", ret);
+	}
+	dur[state] += ns_now() - t_state;
+	for (j = 0; j < FO_DEPTH; j++)
+		if (hcomm_wait(&req[j]))
+			return die("put", -hcomm_errno());
+	pthread_mutex_lock(&fo_ev.lock);
+	for (k = 0; k < cuts; k++)
+		stall[k] = fo_ev.silent[HCOMM_EVENT_FAILED_OVER][k];
+	pthread_mutex_unlock(&fo_ev.lock);
+	for (k = 0; k < cuts; k++)
+		printf("failover cut %d stall_ms %.1f longest_wait_ms %.1f "
+		       "back_ms %.1f\n", k + 1, stall[k] / 1e6, gap[k] / 1e6,
+		       back[k] / 1e6);
+	memcpy(sorted, stall, sizeof(stall[0]) * cuts);
+	qsort(sorted, cuts, sizeof(sorted[0]), cmp_u64);
+	printf("failover stall_ms median %.1f max %.1f (%d cuts)\n",
+	       sorted[cuts / 2] / 1e6, sorted[cuts - 1] / 1e6, cuts);
+	memcpy(sorted, gap, sizeof(gap[0]) * cuts);
+	qsort(sorted, cuts, sizeof(sorted[0]), cmp_u64);
+	printf("failover longest_wait_ms median %.1f max %.1f\n",
+	       sorted[cuts / 2] / 1e6, sorted[cuts - 1] / 1e6);
+	memcpy(sorted, back, sizeof(back[0]) * cuts);
+	qsort(sorted, cuts, sizeof(sorted[0]), cmp_u64);
+	printf("failover back_ms median %.1f max %.1f\n",
+	       sorted[cuts / 2] / 1e6, sorted[cuts - 1] / 1e6);
+	printf("failover MBps rdma_before %.2f tcp %.2f rdma_after %.2f\n",
+	       dur[0] ? bytes[0] * 1e3 / dur[0] : 0,
+	       dur[1] ? bytes[1] * 1e3 / dur[1] : 0,
+	       dur[2] ? bytes[2] * 1e3 / dur[2] : 0);
+	fflush(stdout);
+	ret = hcomm_barrier(comm);
+	return ret ? die("barrier", ret) : 0;
+}
+
 int main(int argc, char **argv)
 {
 	uint64_t min = 0, max = 64ULL << 20, budget = 64ULL << 20, len, n;
@@ -157,7 +349,8 @@ int main(int argc, char **argv)
 	struct hcomm_win *w;
 	double *rtt, best, t;
 	char *src, *win;
-	int ret, me, k, b;
+	int ret, me, k, b, cuts = 0;
+	const char *cut_cmd = NULL, *restore_cmd = NULL;
 
 	for (k = 1; k < argc; k++) {
 		if (!strcmp(argv[k], "--min") && k + 1 < argc)
@@ -171,13 +364,27 @@ int main(int argc, char **argv)
 							    0);
 		else if (!strcmp(argv[k], "--rtts") && k + 1 < argc)
 			rtts = (unsigned int)strtoul(argv[++k], NULL, 0);
+		else if (!strcmp(argv[k], "--failover") && k + 1 < argc)
+			cuts = atoi(argv[++k]);
+		else if (!strcmp(argv[k], "--cut") && k + 1 < argc)
+			cut_cmd = argv[++k];
+		else if (!strcmp(argv[k], "--restore") && k + 1 < argc)
+			restore_cmd = argv[++k];
 		else {
 			fprintf(stderr, "usage: hcomm_net_bench [--min BYTES] "
 				"[--max BYTES] [--budget BYTES] [--depth N] "
-				"[--rtts N]\n");
+				"[--rtts N] [--failover CUTS --cut CMD "
+				"--restore CMD]\n");
 			return 2;
 		}
 	}
+	if (cuts && (!cut_cmd || !restore_cmd || cuts > 64)) {
+		fprintf(stderr, "hcomm_net_bench: --failover needs 1 .. 64 "
+			"cuts, --cut and --restore\n");
+		return 2;
+	}
+	if (cuts)
+		max = FO_LEN;
 	if (!rtts || max < 8 || !budget || depth_fixed > DEPTH_MAX)
 		return 2;
 	ret = hcomm_comm_init(&comm, NULL);
@@ -200,6 +407,21 @@ int main(int argc, char **argv)
 	if (!me) {
 		printf("transport %s\n", hcomm_comm_transport(comm));
 		hcomm_comm_print_peers(comm, stdout, 0);
+	}
+	if (cuts) {
+		ret = hcomm_comm_set_event_cb(comm, fo_event, NULL);
+		if (!ret)
+			ret = hcomm_comm_set_coll_timeout(comm, 600000);
+		if (ret)
+			return die("failover set-up", ret);
+		ret = failover_bench(comm, w, src, me, cuts, cut_cmd,
+				     restore_cmd);
+		hcomm_win_free(w);
+		hcomm_comm_destroy(comm);
+		free(src);
+		free(win);
+		free(rtt);
+		return ret;
 	}
 
 	/*

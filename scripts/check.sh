@@ -303,7 +303,8 @@ if [ "${HCOMM_NET:-1}" = 1 ] && [ "${kmod_ok[stock612]:-0}" = 1 ]; then
 	# fails over.
 	net_opts=(--nics 2 --prenetem)
 	net_one stock612 cut-stock612 cut-netem-2 cut-link-2 cut-tap-2 \
-		cut-nofo-2 fo-netem-2 fo-link-2 fo-tap-2
+		cut-nofo-2 fo-netem-2 fo-link-2 fo-tap-2 fo-nofb-2 \
+		fo-batch-2 fo-get-2 fo-fence-2
 	net_opts=()
 fi
 # The killed cases: a rank dies with kernel-transport operations of its
@@ -324,6 +325,14 @@ if [ "${HCOMM_NET:-1}" = 1 ] && [ "${kmod_ok[debug]:-0}" = 1 ]; then
 	net_one debug debug tcp-putget-2 rdma-putget-2 mix-putget-4 \
 		mix-signal-4 mix-batch-4 mix-fence-4 tcp-killed-4 \
 		mix-killed-4 tcp-garbage-2
+	# Failover and switch-back (QPs destroyed and connected again under
+	# traffic) under KASAN and lockdep: the link and tap cuts (the debug
+	# kernel has no netem), the keep-alive at 1.5 s (80 ms false-alarms
+	# on a live link there: a 64 KiB write took 95-160 ms).
+	net_opts=(--nics 2 --prenetem)
+	net_env+=(--env NETSH_CUT_KA=1500)
+	net_one debug debug-fo fo-link-2 fo-fence-2
+	net_opts=()
 fi
 
 # ------------------------------------------------------------- report

@@ -129,5 +129,21 @@ if [ "${HCOMM_NET:-1}" != 0 ]; then
 	echo
 	echo "=== hcomm_net_bench, two VMs (also in $logs/net_bench.txt) ==="
 	cat "$logs/net_bench.txt"
+	log "failover: two VMs with two NICs, the RoCE link cut 5 times under a stream"
+	if scripts/netvm.sh run --n 2 --nics 2 --prenetem \
+		--kernel "/boot/vmlinuz-$v" --log-dir "$logs/failover-bench" \
+		--timeout 900 -- bash scripts/failover-bench-guest.sh 5 \
+		> "$logs/failover_bench.log" 2>&1; then
+		:
+	else
+		rc=1
+		log "the failover benchmark failed (see $logs/failover_bench.log)"
+	fi
+	awk '/^----- vm1/ { on = 1; next } /^----- / { on = 0 } on' \
+		"$logs/failover_bench.log" | sed -n '/^hcomm_net_bench --failover/,$p' \
+		> "$logs/failover_bench.txt"
+	echo
+	echo "=== hcomm_net_bench --failover, two VMs (also in $logs/failover_bench.txt) ==="
+	cat "$logs/failover_bench.txt"
 fi
 exit "$rc"

@@ -2623,6 +2623,7 @@ static const char *ev_name(uint32_t t)
 {
 	return t == HCOMM_EVENT_LINK_DOWN ? "link-down" :
 	       t == HCOMM_EVENT_FAILED_OVER ? "failed-over" :
+	       t == HCOMM_EVENT_RECOVERED ? "recovered" :
 	       t == HCOMM_EVENT_PEER_LOST ? "peer-lost" : "?";
 }
 
@@ -3898,6 +3899,266 @@ static int case_failover(const char *how, int cuts)
 	return fails ? 1 : 0;
 }
 
+/*
+ * failover under other loads (--load batch|get|fence), one cut of rank
+ * 0's RoCE NIC, restored once failed over; both ranks run the load on
+ * each other until FO_AFTER_NS after the switch back:
+ *  - batch: hcomm_batch() of FL_BATCH puts of FL_ELEM bytes (the last a
+ *    put_signal), each request counted once by its callback; at the end
+ *    the peer's last batch is in place byte for byte and the signal
+ *    equals its batch count;
+ *  - get:   FO_QD gets in flight of 8 B .. 64 KiB from the peer's
+ *    read-only region, each checked byte for byte as it completes (a
+ *    replayed read must bring the same bytes);
+ *  - fence: 8 put_nb of 4 KiB, hcomm_fence() (0, and every put before
+ *    it complete when it returns), then a put_signal; at the end every
+ *    slot is the peer's last and the signal its round count.
+ * No operation may fail; the events are LINK_DOWN, FAILED_OVER,
+ * RECOVERED, no PEER_LOST.
+ */
+#define FL_BATCH	1000
+#define FL_ELEM		512
+#define FL_GSRC		(1 * MiB)
+#define FL_SIG		2
+
+static unsigned int *fl_cbs;
+
+static void fl_cb(struct hcomm_request *r, void *arg)
+{
+	(void)r;
+	__atomic_add_fetch(&fl_cbs[(uintptr_t)arg], 1, __ATOMIC_RELAXED);
+}
+
+static int case_foload(const char *how, const char *load)
+{
+	const size_t region = FL_BATCH * FL_ELEM;
+	unsigned char *win, *src, *gsrc, *chk;
+	struct hcomm_request *req;
+	struct hcomm_xfer_desc *d;
+	struct hcomm_win *w;
+	struct fo_cutter cut = { .how = how, .cuts = 1, .failback = 1 };
+	uint64_t t0, t_end = 0, rounds = 0, want, peer_rounds[2], gaps = 0;
+	uint64_t t_last;
+	unsigned char *pp;
+	int peer, rc, i, k, cutting = 0, mode;
+	int64_t got;
+
+	mode = !strcmp(load, "batch") ? 0 : !strcmp(load, "get") ? 1 :
+	       !strcmp(load, "fence") ? 2 : -1;
+	comm_up();
+	if (np != 2 || mode < 0)
+		return FAIL("foload: 2 ranks and --load batch|get|fence, not "
+			    "%d and %s", np, load), 1;
+	peer = 1 - me;
+	cut.peer = peer;
+	OK(hcomm_comm_set_event_cb(comm, ev_record, NULL));
+	/* [batch region | get source | PAD: fence's signal] */
+	win = xmap(region + FL_GSRC + PAD);
+	/* a batch's sources, or fence mode's 8 slots */
+	src = xmap(region > 8 * FO_SLOT ? region : 8 * FO_SLOT);
+	chk = xmap(FO_QD * FO_SLOT);
+	req = calloc(FL_BATCH, sizeof(*req));
+	d = calloc(FL_BATCH, sizeof(*d));
+	fl_cbs = calloc(FL_BATCH, sizeof(*fl_cbs));
+	if (!req || !d || !fl_cbs)
+		return FAIL("calloc"), 1;
+	memset(win, POISON, region + FL_GSRC + PAD);
+	gsrc = win + region;
+	fill(gsrc, FL_GSRC, 0x6e000 + (uint64_t)me);	/* what gets read */
+	pp = xmap(FL_GSRC);				/* the peer's, here */
+	fill(pp, FL_GSRC, 0x6e000 + (uint64_t)(1 - me));
+	w = win_make(win, region + FL_GSRC + PAD);
+	barrier();
+
+	phase = "stream";
+	if (me == 0) {
+		cutting = !pthread_create(&cut.thr, NULL, fo_cut_main, &cut);
+		CHECK(cutting, "pthread_create");
+	}
+	t0 = t_last = now_ns();
+	for (rounds = 0;; rounds++) {
+		if (!t_end && ev_count(HCOMM_EVENT_RECOVERED, peer))
+			t_end = now_ns() + FO_AFTER_NS;
+		if (t_end && now_ns() > t_end)
+			break;
+		if (now_ns() - t0 > 90000000000ULL) {
+			FAIL("no failover and recovery within 90 s");
+			break;
+		}
+		if (mode == 0) {
+			fill(src, region, 0xba000000ULL * (uint64_t)(me + 1) +
+			     rounds);
+			for (i = 0; i < FL_BATCH; i++) {
+				memset(&d[i], 0, sizeof(d[i]));
+				d[i].op = i + 1 < FL_BATCH ? HCOMM_OP_PUT :
+					  HCOMM_OP_PUT_SIGNAL;
+				d[i].target = peer;
+				d[i].target_off = (uint64_t)i * FL_ELEM;
+				d[i].local = (uintptr_t)(src + (size_t)i *
+							 FL_ELEM);
+				d[i].len = FL_ELEM;
+				d[i].sig = FL_SIG;
+				d[i].value = 1;
+				memset(&req[i], 0, sizeof(req[i]));
+				req[i].cb = fl_cb;
+				req[i].cb_arg = (void *)(uintptr_t)i;
+				fl_cbs[i] = 0;
+			}
+			rc = hcomm_batch(w, d, FL_BATCH, req);
+			if (!CHECK(!rc, "batch %" PRIu64 ": %s: %s", rounds,
+				   errname(rc), hcomm_errmsg()))
+				break;
+			for (i = 0; i < FL_BATCH; i++) {
+				rc = hcomm_wait(&req[i]);
+				if (!CHECK(!rc && fl_cbs[i] == 1, "batch %"
+					   PRIu64 " descriptor %d: %s, %u "
+					   "completions", rounds, i,
+					   errname(rc), fl_cbs[i]))
+					break;
+			}
+			if (i < FL_BATCH)
+				break;
+		} else if (mode == 1) {
+			uint64_t off[FO_QD];
+			size_t len[FO_QD];
+
+			for (k = 0; k < FO_QD; k++) {
+				uint64_t n = rounds * FO_QD + (uint64_t)k;
+
+				len[k] = fo_len(n);
+				off[k] = (n * 4099) % (FL_GSRC - len[k]);
+				memset(chk + (size_t)k * FO_SLOT, 0, len[k]);
+				memset(&req[k], 0, sizeof(req[k]));
+				req[k].cb = fl_cb;
+				req[k].cb_arg = (void *)(uintptr_t)k;
+				fl_cbs[k] = 0;
+				rc = hcomm_get_nb(w, peer, region + off[k],
+						  chk + (size_t)k * FO_SLOT,
+						  len[k], &req[k]);
+				if (!CHECK(!rc, "get: %s: %s", errname(rc),
+					   hcomm_errmsg()))
+					break;
+			}
+			if (k < FO_QD)
+				break;
+			for (k = 0; k < FO_QD; k++) {
+				rc = hcomm_wait(&req[k]);
+				CHECK(!rc && fl_cbs[k] == 1, "get %d: %s, %u "
+				      "completions", k, errname(rc), fl_cbs[k]);
+			}
+			/* the peer's region is fill(..., 0x6e000 + peer) */
+			{
+				for (k = 0; k < FO_QD; k++)
+					if (!SAME(chk + (size_t)k * FO_SLOT,
+						  pp + off[k], len[k], "get of "
+						  "%zu bytes at %" PRIu64 ", "
+						  "round %" PRIu64, len[k],
+						  off[k], rounds))
+						break;
+				if (k < FO_QD)
+					break;
+			}
+		} else {
+			for (k = 0; k < 8; k++) {
+				uint64_t n = rounds * 8 + (uint64_t)k;
+
+				fo_fill(src + (size_t)k * FO_SLOT, n, me);
+				memset(&req[k], 0, sizeof(req[k]));
+				rc = hcomm_put_nb(w, peer, (uint64_t)k *
+						  FO_SLOT, src + (size_t)k *
+						  FO_SLOT, fo_len(n), &req[k]);
+				if (!CHECK(!rc, "put: %s", errname(rc)))
+					break;
+			}
+			if (k < 8)
+				break;
+			rc = hcomm_fence(comm);
+			CHECK(!rc, "fence in round %" PRIu64 ": %s: %s", rounds,
+			      errname(rc), hcomm_errmsg());
+			for (k = 0; k < 8; k++)
+				CHECK(req[k].done == 1 && !req[k].status,
+				      "put %d of round %" PRIu64 " not "
+				      "complete (done %d, status %d) after the "
+				      "fence", k, rounds, req[k].done,
+				      req[k].status);
+			rc = hcomm_put_signal(w, peer, region + FL_GSRC, src,
+					      8, FL_SIG, 1);
+			if (!CHECK(!rc, "put_signal: %s", errname(rc)))
+				break;
+		}
+		if (now_ns() - t_last > gaps)
+			gaps = now_ns() - t_last;
+		t_last = now_ns();
+	}
+	OK(hcomm_flush(comm));
+	if (cutting) {
+		pthread_join(cut.thr, NULL);
+		CHECK(!cut.rc, "the cut failed");
+	}
+	phase = "events";
+	CHECK(ev_count(HCOMM_EVENT_LINK_DOWN, peer) == 1 &&
+	      ev_count(HCOMM_EVENT_FAILED_OVER, peer) == 1 &&
+	      ev_count(HCOMM_EVENT_RECOVERED, peer) == 1 &&
+	      !ev_count(HCOMM_EVENT_PEER_LOST, peer), "events: %d link-down, "
+	      "%d failed-over, %d recovered, %d peer-lost",
+	      ev_count(HCOMM_EVENT_LINK_DOWN, peer),
+	      ev_count(HCOMM_EVENT_FAILED_OVER, peer),
+	      ev_count(HCOMM_EVENT_RECOVERED, peer),
+	      ev_count(HCOMM_EVENT_PEER_LOST, peer));
+	out("foload (%s, %s): %" PRIu64 " rounds, the longest %.1f ms",
+	    load, how, rounds, (double)gaps / 1e6);
+
+	phase = "verify";
+	OK(hcomm_allgather(comm, &rounds, peer_rounds, sizeof(rounds)));
+	if (mode == 0 && peer_rounds[peer]) {
+		want = peer_rounds[peer];
+		got = hcomm_signal_wait(comm, FL_SIG, want, 20000);
+		CHECK(got == (int64_t)want, "signal: %" PRId64 " after %"
+		      PRIu64 " batches of rank %d", got, want, peer);
+		fill(src, region, 0xba000000ULL * (uint64_t)(peer + 1) +
+		     want - 1);
+		SAME(win, src, region, "rank %d's last batch", peer);
+	} else if (mode == 2 && peer_rounds[peer]) {
+		want = peer_rounds[peer];
+		got = hcomm_signal_wait(comm, FL_SIG, want, 20000);
+		CHECK(got == (int64_t)want, "signal: %" PRId64 " after %"
+		      PRIu64 " fenced rounds of rank %d", got, want, peer);
+		for (k = 0; k < 8; k++) {
+			uint64_t n = (want - 1) * 8 + (uint64_t)k;
+
+			fo_fill(src, n, peer);
+			if (!SAME(win + (size_t)k * FO_SLOT, src, fo_len(n),
+				  "slot %d of rank %d's last fenced round", k,
+				  peer)) {
+				uint64_t h, q;
+
+				/* whose bytes: every page's first word */
+				for (q = 0; q < fo_len(n); q += 4096) {
+					memcpy(&h, win + (size_t)k * FO_SLOT +
+					       q, 8);
+					out("  slot %d +%" PRIu64 ": %016"
+					    PRIx64 "%s", k, q, h,
+					    memcmp(win + (size_t)k * FO_SLOT +
+						   q, src + q, 8) ? " (wrong)" :
+					    "");
+				}
+			}
+		}
+	}
+	barrier();
+	phase = "win_free";
+	OK(hcomm_win_free(w));
+	phase = "destroy";
+	OK(hcomm_comm_destroy(comm));
+	comm = NULL;
+	free(req);
+	free(d);
+	free(fl_cbs);
+	munmap(pp, FL_GSRC);
+	out("foload (%s, %s): %s", load, how, fails ? "FAILED" : "passed");
+	return fails ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = NULL, *expect = NULL, *how = "netem";
@@ -3906,12 +4167,14 @@ int main(int argc, char **argv)
 	struct rlimit rl;
 	int i, ret = 1, secs = env_int("HCOMM_VMTEST_ALARM", 100), victim = -1;
 	int cuts = 1;
+	const char *load = "batch";
 
 	if (argc < 2) {
 		fprintf(stderr, "usage: hcomm_vm_test CASE [--max SIZE] "
 			"[--mode inline|thread|locked] [--expect LAUNCHER] "
 			"[--allow-io] [--iters N] [--victim RANK] "
-			"[--how netem|link|tap] [--cuts N]\n");
+			"[--how netem|link|tap] [--cuts N] "
+			"[--load batch|get|fence]\n");
 		return 2;
 	}
 	case_name = argv[1];
@@ -3926,6 +4189,8 @@ int main(int argc, char **argv)
 			opt_iters = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--victim") && i + 1 < argc)
 			victim = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--load") && i + 1 < argc)
+			load = argv[++i];
 		else if (!strcmp(argv[i], "--cuts") && i + 1 < argc)
 			cuts = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--how") && i + 1 < argc)
@@ -3978,6 +4243,8 @@ int main(int argc, char **argv)
 		ret = case_linkcut(how);
 	else if (!strcmp(case_name, "failover"))
 		ret = case_failover(how, cuts);
+	else if (!strcmp(case_name, "foload"))
+		ret = case_foload(how, load);
 	else if (!strcmp(case_name, "errors"))
 		ret = case_errors();
 	else if (!strcmp(case_name, "threads"))
