@@ -206,6 +206,38 @@ static uint64_t ns_now(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+/* A command run on a thread of its own (the stream goes on meanwhile). */
+struct fo_cmd {
+	pthread_t thr;
+	const char *cmd;
+	int rc;
+	int done;
+};
+
+static void *fo_cmd_main(void *arg)
+{
+	struct fo_cmd *k = arg;
+
+	k->rc = system(k->cmd);
+	__atomic_store_n(&k->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static int fo_cmd_start(struct fo_cmd *k, const char *cmd)
+{
+	k->cmd = cmd;
+	k->rc = 0;
+	k->done = 0;
+	return pthread_create(&k->thr, NULL, fo_cmd_main, k);
+}
+
+/* Joined: the command's status (0: it ran and exited 0). */
+static int fo_cmd_join(struct fo_cmd *k)
+{
+	pthread_join(k->thr, NULL);
+	return k->rc;
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -232,7 +264,8 @@ static int failover_bench(struct hcomm_comm *comm, struct hcomm_win *w,
 	uint64_t t_state, t_last, gap[64] = { 0 }, dur[3] = { 0 };
 	uint64_t bytes[3] = { 0 }, back[64] = { 0 }, stall[64], t_restore = 0;
 	uint64_t n, t_next, sorted[64];
-	int state = 0, cut = 0, step = 0, ret, j, k;
+	struct fo_cmd cmd;
+	int state = 0, cut = 0, step = 0, ret, j, k, running = 0;
 
 	if (me) {
 		ret = hcomm_barrier(comm);
@@ -260,11 +293,19 @@ static int failover_bench(struct hcomm_comm *comm, struct hcomm_win *w,
 			bytes[state] += FO_LEN;
 		}
 		t = ns_now();
+		if (running && __atomic_load_n(&cmd.done, __ATOMIC_ACQUIRE)) {
+			running = 0;
+			if (fo_cmd_join(&cmd))
+				return die(step <= 2 ? "the cut command" :
+					   "the restore command",
+					   -HCOMM_ERR_IO);
+		}
 		if (step == 0 && t >= t_next) {
 			fprintf(stderr, "hcomm_net_bench: cut %d: %s\n",
 				cut + 1, cut_cmd);
-			if (system(cut_cmd))
-				return die("the cut command", -HCOMM_ERR_IO);
+			if (fo_cmd_start(&cmd, cut_cmd))
+				return die("pthread_create", -HCOMM_ERR_LIMIT);
+			running = 1;
 			step = 1;
 			t_next = t + 30000000000ULL;
 		} else if (step == 1 &&
@@ -274,11 +315,11 @@ static int failover_bench(struct hcomm_comm *comm, struct hcomm_win *w,
 			state = 1;
 			step = 2;
 			t_next = t + 2000000000ULL;
-		} else if (step == 2 && t >= t_next) {
-			if (system(restore_cmd))
-				return die("the restore command",
-					   -HCOMM_ERR_IO);
+		} else if (step == 2 && t >= t_next && !running) {
 			t_restore = ns_now();
+			if (fo_cmd_start(&cmd, restore_cmd))
+				return die("pthread_create", -HCOMM_ERR_LIMIT);
+			running = 1;
 			step = 3;
 			t_next = t + 60000000000ULL;
 		} else if (step == 3 &&
@@ -292,7 +333,7 @@ static int failover_bench(struct hcomm_comm *comm, struct hcomm_win *w,
 			state = 2;
 			step = 4;
 			t_next = t + 2000000000ULL;
-		} else if (step == 4 && t >= t_next) {
+		} else if (step == 4 && t >= t_next && !running) {
 			if (++cut == cuts)
 				break;
 			step = 0;
@@ -309,6 +350,8 @@ static int failover_bench(struct hcomm_comm *comm, struct hcomm_win *w,
 			return die("put_nb during the failover", ret);
 	}
 	dur[state] += ns_now() - t_state;
+	if (running && fo_cmd_join(&cmd))
+		return die("the restore command", -HCOMM_ERR_IO);
 	for (j = 0; j < FO_DEPTH; j++)
 		if (hcomm_wait(&req[j]))
 			return die("put", -hcomm_errno());

@@ -160,7 +160,8 @@
 #define RX_WC_STATUS		32		/* counters by ibv_wc_status */
 #define RX_IMM_MARK		0u		/* a data part's immediate: signal 0
 						 * += 0 (counted, applies nothing) */
-#define RX_REC_ATTEMPT_MS	1000		/* a reconnect attempt, at most */
+#define RX_REC_ATTEMPT_MS	300		/* a reconnect attempt, at most */
+#define RX_REC_TRIES_MAX	3		/* its backoff: 20 .. 160 ms */
 #define RX_FO_SETTLE_NS		2000000ULL	/* a quiesced QP's receive CQ is
 						 * drained until quiet this long */
 #define RX_RNR_RETRY		7		/* infinite: an SRQ refill is
@@ -303,6 +304,7 @@ struct rx_conn {
 	int recon;			/* cm thread: a new QP after a failover
 					 * (events after setup are its own) */
 	uint64_t start_ms;		/* cm loop: when the connect began */
+	uint64_t conn_ms;		/* cm loop: when rdma_connect was called */
 	uint64_t progress_ns;		/* atomic: last CQE seen (any status) */
 	uint64_t busy_ns;		/* atomic: when the ring last went from
 					 * empty to busy (lock) */
@@ -2875,10 +2877,18 @@ static int rx_reconnecting(const struct rx_conn *k)
 }
 
 /* The new connection failed: the connector tries again (backoff). */
-static void rx_rec_fail(struct rx *rx, struct rx_conn *k)
+static void rx_rec_fail(struct rx *rx, struct rx_conn *k, const char *why)
 {
+	if (rx->log)
+		fprintf(stderr, "hcomm rdma: rank %d: reconnecting rank %d lane "
+			"%u: %s after %llu ms (state %d)\n", rx->c->rank,
+			k->peer->rank, k->lane, why,
+			(unsigned long long)(now_ms() - k->start_ms), k->state);
 	__atomic_store_n(&k->peer->rec_ready, 0, __ATOMIC_RELEASE);
 	pthread_mutex_lock(&k->lock);
+	/* cheap attempts, often: the link is taken again soon after */
+	if (k->tries > RX_REC_TRIES_MAX)
+		k->tries = RX_REC_TRIES_MAX;
 	if (k->active)
 		rx_conn_retry(rx, k);
 	else
@@ -2889,12 +2899,12 @@ static void rx_rec_fail(struct rx *rx, struct rx_conn *k)
 static void rx_rec_addr(struct rx *rx, struct rx_conn *k)
 {
 	if (k->id->verbs != rx->verbs) {
-		rx_rec_fail(rx, k);
+		rx_rec_fail(rx, k, "another device");
 		return;
 	}
 	rx_set_timeout(rx, k->id);
 	if (rdma_resolve_route(k->id, RX_RESOLVE_MS))
-		rx_rec_fail(rx, k);
+		rx_rec_fail(rx, k, "rdma_resolve_route");
 }
 
 static void rx_rec_route(struct rx *rx, struct rx_conn *k)
@@ -2909,14 +2919,15 @@ static void rx_rec_route(struct rx *rx, struct rx_conn *k)
 	__atomic_store_n(&k->rcvd, 0, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&k->lock);
 	if (ret) {
-		rx_rec_fail(rx, k);
+		rx_rec_fail(rx, k, "rdma_create_qp");
 		return;
 	}
 	rx_qpmap_build(rx);
 	rx_hello_fill(rx, &h, k->peer->rank, k->lane, RX_REJ_NONE);
 	rx_conn_param(rx, &cp, &h);
+	k->conn_ms = now_ms();
 	if (rdma_connect(k->id, &cp)) {
-		rx_rec_fail(rx, k);
+		rx_rec_fail(rx, k, "rdma_connect");
 		return;
 	}
 	k->state = CONN_CONNECTING;
@@ -2934,9 +2945,13 @@ static void rx_rec_up(struct rx *rx, struct rx_conn *k,
 			  h->rank != p->rank || h->to != rx->c->rank ||
 			  h->lane != k->lane)) {
 		(void)rdma_disconnect(k->id);
-		rx_rec_fail(rx, k);
+		rx_rec_fail(rx, k, "a foreign answer");
 		return;
 	}
+	if (rx->log)
+		fprintf(stderr, "hcomm rdma: rank %d: rank %d lane %u connected "
+			"again (%llu ms)\n", rx->c->rank, p->rank, k->lane,
+			(unsigned long long)(now_ms() - k->start_ms));
 	k->state = CONN_UP;
 	k->tries = 0;
 	for (l = 0; l < rx->nlanes; l++)
@@ -2993,12 +3008,13 @@ static void rx_rec_tick(struct rx *rx, struct rx_peer *p)
 		/*
 		 * A connect into a dead link waits for rdma_cm's own retries
 		 * (seconds each): start over instead, so that the link is
-		 * taken again soon after it returns.
+		 * taken again soon after it returns.  Address and route
+		 * resolution have their own limit (RX_RESOLVE_MS): the
+		 * neighbour may need an ARP retry once the link is back.
 		 */
-		else if ((k->state == CONN_RESOLVING ||
-			  k->state == CONN_CONNECTING) &&
-			 now - k->start_ms > RX_REC_ATTEMPT_MS)
-			rx_rec_fail(rx, k);
+		else if (k->state == CONN_CONNECTING &&
+			 now - k->conn_ms > RX_REC_ATTEMPT_MS)
+			rx_rec_fail(rx, k, "no answer to the connect");
 	}
 }
 
@@ -3071,7 +3087,7 @@ static void rx_on_error(struct rx *rx, struct rx_conn *k,
 	int ours = hl >= sizeof(*h) && h->magic == RX_MAGIC;
 
 	if (!rx->setup && rx_reconnecting(k)) {
-		rx_rec_fail(rx, k);
+		rx_rec_fail(rx, k, rdma_event_str(type));
 		return;
 	}
 	if (!rx->setup) {
@@ -3110,7 +3126,7 @@ static void rx_on_disconnect(struct rx *rx, struct rx_conn *k)
 		return;
 	}
 	if (rx_reconnecting(k)) {
-		rx_rec_fail(rx, k);
+		rx_rec_fail(rx, k, "disconnected");
 		return;
 	}
 	if (__atomic_load_n(&k->peer->fo, __ATOMIC_ACQUIRE) != RX_FO_NONE) {

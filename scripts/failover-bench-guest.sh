@@ -15,7 +15,8 @@
 # the stall per cut (median, max), the longest wait for one completion,
 # the time back to rdma after each restore, and the bandwidth on rdma,
 # on tcp and on rdma again.  Exit status 0 when every cut failed over
-# and came back.
+# and came back.  FO_BENCH_KA=ms sets another keep-alive timeout (a
+# deliberately slow one shows the stall reading grow with it).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
@@ -38,12 +39,15 @@ table=${TMPDIR:-/tmp}/hcomm-fo-ranks.txt
 barrier fo-start || exit 1
 HCOMM_RANK=$((VM_ID - 1)) HCOMM_WORLD_SIZE=2 \
 HCOMM_ROOT_ADDR=$(ip_of 1):25101 HCOMM_JOB_ID=fo-bench \
-HCOMM_RANK_TABLE=$table HCOMM_PROBE=off HCOMM_KEEPALIVE_TIMEOUT=80 \
+HCOMM_RANK_TABLE=$table HCOMM_PROBE=off \
+HCOMM_KEEPALIVE_TIMEOUT=${FO_BENCH_KA:-80} \
 	timeout 600 "$bench" --failover "$cuts" \
 	--cut "tc qdisc change dev eth1 root netem loss 100%" \
 	--restore "tc qdisc change dev eth1 root netem loss 0%" \
 	> /tmp/fo-bench.out 2> /tmp/fo-bench.err
 rc=$?
+# HCOMM_LOG's lines of both ranks stay with the run's logs
+mkdir -p "$NETVM_RUN/out" && cp /tmp/fo-bench.err "$NETVM_RUN/out/fo-bench-vm$VM_ID.err"
 if [ "$VM_ID" = 1 ]; then
 	echo "hcomm_net_bench --failover $cuts: two VMs, 64 KiB puts from rank 0, its RoCE NIC cut $cuts times (netem 100 % loss) and restored"
 	grep '^failover' /tmp/fo-bench.out
