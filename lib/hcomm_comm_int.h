@@ -141,11 +141,14 @@ struct hcomm_comm {
  * The failover window's slot of one rank in another rank's memory: what
  * the writer's receive side applied of the owner's RDMA work requests
  * (HCOMM_FO_LANES counts, one per lane), then the failover's epoch,
- * written by a second put once the first landed.
+ * written by a second put once the first landed; and, from the rank that
+ * connects the pair, the epoch it switched back to rdma at (the other
+ * end switches back only then).
  */
 #define HCOMM_FO_LANES	64
 #define HCOMM_FO_SLOT	(8 * (HCOMM_FO_LANES + 2))
 #define HCOMM_FO_EPOCH	(8 * HCOMM_FO_LANES)
+#define HCOMM_FO_BACK	(8 * HCOMM_FO_LANES + 8)	/* switched back at epoch */
 
 /*
  * struct hcomm_win - one window.

@@ -349,6 +349,7 @@ struct rx_done;
  * it has (a tcp fence), then NONE: rdma again (RECOVERED).
  */
 enum { RX_FO_NONE, RX_FO_ACTIVE, RX_FO_TCP, RX_FO_BACK };
+#define RX_FO_WAIT	(-2)		/* rx_fo_settle: would have waited */
 
 /*
  * struct rx_peer - one other rank.
@@ -391,7 +392,8 @@ struct rx_peer {
 	uint64_t fo_kids;
 	unsigned int fwd;		/* atomic: posts forwarding to tcp */
 	int rec_ready;			/* atomic: every lane's new QP is up */
-	int rec_on;			/* cm thread: reconnecting */
+	int rec_on;			/* atomic: the cm thread reconnects (set
+					 * by it, cleared at the switch-back) */
 	uint64_t rec_next_ns;		/* cm thread: next attempt */
 };
 
@@ -402,7 +404,7 @@ struct rx_qpn {
 	struct rx_peer *peer;
 };
 
-/* The map of every live QP, sorted by number; @old: replaced maps. */
+/* The map of every live QP, sorted by number; @old: the replaced one. */
 struct rx_qpmap {
 	struct rx_qpmap *old;
 	size_t n;
@@ -511,8 +513,8 @@ struct rx {
 	struct rx_peer *peers;		/* [size]; peers[rank] unused */
 	struct rx_qpmap *qpmap;		/* QP number -> peer and lane (atomic
 					 * pointer: the cm thread replaces it
-					 * when QPs change; old ones are freed
-					 * by fini) */
+					 * when QPs change and frees the old
+					 * one once rcq.reap was free) */
 	char *bounce;
 	size_t bounce_len;
 	struct ibv_mr *bounce_mr;
@@ -1557,7 +1559,7 @@ struct rx_spec {
 enum { RX_M_NOP, RX_M_SELF, RX_M_INLINE, RX_M_KEY, RX_M_BOUNCE, RX_M_FWD };
 
 /* failover (below) */
-static int rx_fo_settle(struct rx *rx, struct rx_peer *p);
+static int rx_fo_settle(struct rx *rx, struct rx_peer *p, int nowait);
 static void rx_fwd_put(struct rx_peer *p);
 static void rx_replay(struct rx *rx, struct rx_peer *p,
 		      const struct rx_done *d, unsigned int units);
@@ -1850,11 +1852,13 @@ static int rx_progress(struct hcomm_comm *c);
 
 /*
  * Plan d: how its local buffer is reached and how it is cut.  0, or a
- * negated hcomm_err with nothing held.
+ * negated hcomm_err with nothing held, or (nowait) 1 when its peer is
+ * failing over or switching back: nothing held, issue the chunk before
+ * it first (its tokens), then plan it again.
  */
 static int rx_plan_one(struct rx *rx, struct hcomm_win *w,
 		       const struct hcomm_xfer_desc *d, struct rx_plan *pl,
-		       unsigned int tl)
+		       unsigned int tl, int nowait)
 {
 	const struct rx_win *rw = w->xps[HCOMM_XP_RDMA];
 	struct rx_peer *p;
@@ -1872,7 +1876,9 @@ static int rx_plan_one(struct rx *rx, struct hcomm_win *w,
 		return 0;
 	}
 	p = &rx->peers[d->target];
-	fo = rx_fo_settle(rx, p);
+	fo = rx_fo_settle(rx, p, nowait);
+	if (fo == RX_FO_WAIT)
+		return 1;	/* the chunk ends before it */
 	dead = rx_peer_dead(p);
 	if (dead) {
 		if (fo == RX_FO_TCP)
@@ -2003,7 +2009,7 @@ static void rx_unit(struct rx *rx, struct rx_conn *k, struct rx_chain *ch,
 		rx_chain_post(rx, k, ch);
 		pthread_mutex_unlock(&k->lock);
 		rx_chain_undo(rx, k, ch);
-		*st = rx_fo_settle(rx, k->peer);
+		*st = rx_fo_settle(rx, k->peer, 0);
 		if (*st == RX_FO_NONE)	/* failed over and back meanwhile */
 			pthread_mutex_lock(&k->lock);
 	}
@@ -2198,7 +2204,12 @@ static int rx_post(struct hcomm_comm *c, struct hcomm_win *w,
 	for (off = 0; off < n; off += m) {
 		m = n - off < RX_CHUNK ? n - off : RX_CHUNK;
 		for (i = 0; i < m; i++) {
-			ret = rx_plan_one(rx, w, &d[off + i], &pl[i], tl);
+			ret = rx_plan_one(rx, w, &d[off + i], &pl[i], tl, i > 0);
+			if (ret > 0) {
+				ret = 0;
+				m = i;
+				break;
+			}
 			if (ret)
 				break;
 			/*
@@ -2863,7 +2874,7 @@ static int rx_qp_create(struct rx *rx, struct rx_conn *k,
 	return 0;
 }
 
-static void rx_qpmap_build(struct rx *rx);
+static int rx_qpmap_build(struct rx *rx);
 
 /*
  * Reconnecting after a failover (cm thread): k is a new connection of a
@@ -2884,8 +2895,13 @@ static void rx_rec_fail(struct rx *rx, struct rx_conn *k, const char *why)
 			"%u: %s after %llu ms (state %d)\n", rx->c->rank,
 			k->peer->rank, k->lane, why,
 			(unsigned long long)(now_ms() - k->start_ms), k->state);
-	__atomic_store_n(&k->peer->rec_ready, 0, __ATOMIC_RELEASE);
 	pthread_mutex_lock(&k->lock);
+	/* switching back (BACK) owns the lanes now: hands off */
+	if (__atomic_load_n(&k->peer->fo, __ATOMIC_ACQUIRE) != RX_FO_TCP) {
+		pthread_mutex_unlock(&k->lock);
+		return;
+	}
+	__atomic_store_n(&k->peer->rec_ready, 0, __ATOMIC_RELEASE);
 	/* cheap attempts, often: the link is taken again soon after */
 	if (k->tries > RX_REC_TRIES_MAX)
 		k->tries = RX_REC_TRIES_MAX;
@@ -2914,15 +2930,19 @@ static void rx_rec_route(struct rx *rx, struct rx_conn *k)
 	int ret;
 
 	pthread_mutex_lock(&k->lock);
-	ret = rx_qp_create(rx, k, k->id);
-	k->imm_posted = 0;		/* a new QP counts from 0 */
-	__atomic_store_n(&k->rcvd, 0, __ATOMIC_RELEASE);
+	ret = -ECANCELED;
+	if (__atomic_load_n(&k->peer->fo, __ATOMIC_ACQUIRE) == RX_FO_TCP) {
+		ret = rx_qp_create(rx, k, k->id);
+		k->imm_posted = 0;	/* a new QP counts from 0 */
+		__atomic_store_n(&k->rcvd, 0, __ATOMIC_RELEASE);
+	}
 	pthread_mutex_unlock(&k->lock);
+	if (!ret)
+		ret = rx_qpmap_build(rx);
 	if (ret) {
 		rx_rec_fail(rx, k, "rdma_create_qp");
 		return;
 	}
-	rx_qpmap_build(rx);
 	rx_hello_fill(rx, &h, k->peer->rank, k->lane, RX_REJ_NONE);
 	rx_conn_param(rx, &cp, &h);
 	k->conn_ms = now_ms();
@@ -2974,17 +2994,12 @@ static void rx_rec_tick(struct rx *rx, struct rx_peer *p)
 	unsigned int l;
 	int fo = __atomic_load_n(&p->fo, __ATOMIC_ACQUIRE);
 
-	if (fo == RX_FO_NONE && p->rec_on) {
-		for (l = 0; l < rx->nlanes; l++)
-			p->conns[l].recon = 0;
-		p->rec_on = 0;
-		return;
-	}
 	if (fo != RX_FO_TCP || !rx->fb_on ||
 	    __atomic_load_n(&p->dead, __ATOMIC_ACQUIRE))
 		return;
-	if (p->rank < rx->c->rank && !p->rec_on) {
-		p->rec_on = 1;
+	if (p->rank < rx->c->rank &&
+	    !__atomic_load_n(&p->rec_on, __ATOMIC_ACQUIRE)) {
+		__atomic_store_n(&p->rec_on, 1, __ATOMIC_RELEASE);
 		for (l = 0; l < rx->nlanes; l++) {
 			struct rx_conn *k = &p->conns[l];
 
@@ -2998,10 +3013,11 @@ static void rx_rec_tick(struct rx *rx, struct rx_peer *p)
 		}
 		return;
 	}
-	for (l = 0; p->rec_on && l < rx->nlanes; l++) {
+	for (l = 0; l < rx->nlanes; l++) {
 		struct rx_conn *k = &p->conns[l];
 
-		if (!k->recon)
+		/* only the lanes this rank connects (the other end waits) */
+		if (!__atomic_load_n(&k->recon, __ATOMIC_ACQUIRE) || !k->active)
 			continue;
 		if (k->state == CONN_BACKOFF && now >= k->retry_ms)
 			rx_conn_start(rx, k);
@@ -3179,6 +3195,14 @@ static void rx_on_request(struct rx *rx, struct rdma_cm_event *ev,
 	if (!code) {
 		k = &rx->peers[h->rank].conns[h->lane];
 		pthread_mutex_lock(&k->lock);
+		if (!rx->setup && __atomic_load_n(&k->peer->fo,
+						  __ATOMIC_ACQUIRE) != RX_FO_TCP) {
+			/* switched back meanwhile: not a lane to replace */
+			pthread_mutex_unlock(&k->lock);
+			k = NULL;
+			code = RX_REJ_LATE;
+			goto reject;
+		}
 		if (k->id)
 			rx_conn_drop(rx, k);
 		if (!rx->setup) {
@@ -3192,8 +3216,11 @@ static void rx_on_request(struct rx *rx, struct rdma_cm_event *ev,
 		rx_set_timeout(rx, id);
 		ret = rx_qp_create(rx, k, id);
 		pthread_mutex_unlock(&k->lock);
-		if (!ret && !rx->setup)
-			rx_qpmap_build(rx);
+		if (!ret && !rx->setup && rx_qpmap_build(rx)) {
+			rdma_destroy_qp(id);
+			k->qp = NULL;
+			ret = -ENOMEM;
+		}
 		if (ret) {
 			code = RX_REJ_LOCAL;
 		} else {
@@ -3209,6 +3236,7 @@ static void rx_on_request(struct rx *rx, struct rdma_cm_event *ev,
 			}
 		}
 	}
+reject:
 	if (code) {
 		rx_hello_fill(rx, &r, hl >= sizeof(*h) ? h->rank : -1, 0, code);
 		(void)rdma_reject(id, &r, sizeof(r));
@@ -3363,16 +3391,16 @@ static int rx_connect_all(struct rx *rx)
 }
 
 /* After setup: the sorted QP number map (none: no per-peer counts). */
-static void rx_qpmap_build(struct rx *rx)
+static int rx_qpmap_build(struct rx *rx)
 {
 	size_t n = (size_t)(rx->c->size - 1) * rx->nlanes, i = 0;
-	struct rx_qpmap *m;
+	struct rx_qpmap *m, *old;
 	unsigned int l;
 	int r;
 
 	m = calloc(1, sizeof(*m) + (n ? n : 1) * sizeof(m->e[0]));
 	if (!m)
-		return;		/* the old map stays: a new QP is not counted */
+		return -ENOMEM;	/* a QP that is not counted must not be used */
 	for (r = 0; r < rx->c->size; r++)
 		for (l = 0; r != rx->c->rank && l < rx->nlanes; l++) {
 			if (!rx->peers[r].conns[l].qp)
@@ -3383,8 +3411,21 @@ static void rx_qpmap_build(struct rx *rx)
 		}
 	qsort(m->e, i, sizeof(m->e[0]), rx_qpn_cmp);
 	m->n = i;
-	m->old = rx->qpmap;
+	old = rx->qpmap;
 	__atomic_store_n(&rx->qpmap, m, __ATOMIC_RELEASE);
+	/* readers look it up under rcq.reap only: once that is free, no one
+	 * holds the old map */
+	if (old && rx->rcq.ready) {
+		pthread_mutex_lock(&rx->rcq.reap);
+		pthread_mutex_unlock(&rx->rcq.reap);
+	}
+	while (old) {
+		struct rx_qpmap *o = old;
+
+		old = o->old;
+		free(o);
+	}
+	return 0;
 }
 
 /* The lane a QP belongs to (async events), or NULL. */
@@ -3664,9 +3705,11 @@ static void rx_wr_failed(struct rx *rx, struct rx_peer *p,
  * RX_FO_TCP with a forwarding token taken (give it back with
  * rx_fwd_put() once the tcp post returned), or -1 when the peer failed.
  * The failover thread itself does not wait (its callbacks may issue):
- * it gets ACTIVE or BACK, no token, and forwards at once.
+ * it gets ACTIVE or BACK, no token, and forwards at once.  With nowait
+ * (the caller holds tokens: waiting could deadlock a switch-back that
+ * waits for them) RX_FO_WAIT instead of waiting.
  */
-static int rx_fo_settle(struct rx *rx, struct rx_peer *p)
+static int rx_fo_settle(struct rx *rx, struct rx_peer *p, int nowait)
 {
 	const struct hcomm_xport_ops *t = rx->c->xo[HCOMM_XP_TCP];
 	int fo;
@@ -3688,6 +3731,8 @@ static int rx_fo_settle(struct rx *rx, struct rx_peer *p)
 		}
 		if (t_rx_fo)
 			return fo;
+		if (nowait)
+			return RX_FO_WAIT;
 		if (!t || !t->progress(rx->c))
 			usleep(200);
 	}
@@ -4148,18 +4193,44 @@ static void rx_fo_back(struct rx *rx, struct rx_peer *p)
 {
 	struct hcomm_comm *c = rx->c;
 	const struct hcomm_xport_ops *t = c->xo[HCOMM_XP_TCP];
-	uint64_t t0 = hcomm__now_ns(), now;
+	uint64_t t0 = hcomm__now_ns(), now, epoch = p->fo_epoch;
 	unsigned int l;
-	int err;
+	int err, ok = 1;
 
-	pthread_mutex_lock(&p->fo_lock);
-	__atomic_store_n(&p->fo, RX_FO_BACK, __ATOMIC_SEQ_CST);
-	pthread_mutex_unlock(&p->fo_lock);
+	/*
+	 * Every lane's new QP must be up, and stays so: the cm thread
+	 * replaces a lane only under its lock and only while TCP.
+	 */
+	for (l = 0; l < rx->nlanes; l++)
+		pthread_mutex_lock(&p->conns[l].lock);
+	for (l = 0; l < rx->nlanes; l++) {
+		struct rx_conn *k = &p->conns[l];
+
+		if (!k->qp || k->state != CONN_UP || !k->recon)
+			ok = 0;
+	}
+	if (ok) {
+		pthread_mutex_lock(&p->fo_lock);
+		__atomic_store_n(&p->fo, RX_FO_BACK, __ATOMIC_SEQ_CST);
+		pthread_mutex_unlock(&p->fo_lock);
+	}
+	for (l = rx->nlanes; l-- > 0;)
+		pthread_mutex_unlock(&p->conns[l].lock);
+	if (!ok) {		/* a lane went again: wait for the next */
+		__atomic_store_n(&p->rec_ready, 0, __ATOMIC_RELEASE);
+		return;
+	}
 	while (__atomic_load_n(&p->fwd, __ATOMIC_SEQ_CST))
 		usleep(50);
 	err = rx_fo_kids_wait(rx, p);
 	if (!err)
 		err = t->fence(c) ? EIO : 0;
+	if (err) {
+		/* tcp lost the peer meanwhile: it is gone, not back */
+		rx_peer_fail(rx, p, HCOMM_EVENT_PEER_LOST, err, 0, "switching "
+			     "back to rdma: tcp failed: %s", strerror(err));
+		return;
+	}
 	now = hcomm__now_ns();
 	for (l = 0; l < rx->nlanes; l++) {
 		struct rx_conn *k = &p->conns[l];
@@ -4172,18 +4243,26 @@ static void rx_fo_back(struct rx *rx, struct rx_peer *p)
 		pthread_mutex_unlock(&k->lock);
 	}
 	__atomic_store_n(&p->rec_ready, 0, __ATOMIC_RELEASE);
-	pthread_mutex_lock(&p->fo_lock);
+	pthread_mutex_lock(&rx->fo_lock);
 	p->fo_run = 0;
+	pthread_mutex_unlock(&rx->fo_lock);
+	for (l = 0; l < rx->nlanes; l++)
+		__atomic_store_n(&p->conns[l].recon, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&p->rec_on, 0, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&p->fo_lock);
 	__atomic_store_n(&p->fo, RX_FO_NONE, __ATOMIC_SEQ_CST);
 	pthread_mutex_unlock(&p->fo_lock);
+	/* the connector tells the acceptor that it is back (it waits) */
+	if (p->rank < c->rank)
+		(void)rx_fo_put(rx, p, (uint64_t)c->rank * HCOMM_FO_SLOT +
+				HCOMM_FO_BACK, &epoch, sizeof(epoch));
 	__atomic_add_fetch(&rx->fo_back, 1, __ATOMIC_RELAXED);
 	hcomm__event(c, HCOMM_EVENT_RECOVERED, p->rank, HCOMM_XP_RDMA, 0, 0,
 		     "tcp -> rdma: new QPs up %.1f s after the failover (%s); "
-		     "switched back in %.1f ms%s",
+		     "switched back in %.1f ms",
 		     (double)(now - p->fo_t0) / 1e9, p->rank < c->rank ?
 		     "this rank connected" : "the peer connected",
-		     (double)(now - t0) / 1e6,
-		     err ? " (tcp failed meanwhile)" : "");
+		     (double)(now - t0) / 1e6);
 	if (rx->log)
 		fprintf(stderr, "hcomm rdma: rank %d: rank %d back on rdma "
 			"(switch %.1f ms)\n", c->rank, p->rank,
@@ -4237,6 +4316,8 @@ static void *rx_fo_main(void *arg)
 				err = rx_fo_broken(rx, p);
 				if (!err && hcomm__now_ns() > p->fo_deadline)
 					err = ETIMEDOUT;
+				if (!err && rx->fo_stop)
+					err = ECANCELED;
 				if (!err && !rx_fo_heard(rx, p)) {
 					waiting = 1;
 					continue;
@@ -4256,6 +4337,17 @@ static void *rx_fo_main(void *arg)
 				   __atomic_load_n(&p->rec_ready,
 						   __ATOMIC_ACQUIRE) &&
 				   !rx_fo_broken(rx, p)) {
+				/*
+				 * The accepting end goes back once the
+				 * connecting end is back (its mark comes over
+				 * tcp into memory: polled).
+				 */
+				if (p->rank > rx->c->rank &&
+				    rx_fo_slot(rx, p, HCOMM_FO_BACK / 8) <
+				    p->fo_epoch) {
+					waiting = 1;
+					continue;
+				}
 				rx->fo_busy++;
 				pthread_mutex_unlock(&rx->fo_lock);
 				rx_fo_back(rx, p);
@@ -4283,6 +4375,49 @@ static void *rx_fo_main(void *arg)
 }
 
 /*
+ * cm thread: p, failed over (on tcp, maybe reconnecting), failed a newer
+ * link over (epoch e): its new QPs to us died before we switched back.
+ * Join that failover: our new QPs go to the error state and we tell it
+ * what of them landed here (nothing to replay: we were on tcp).
+ */
+static void rx_fo_rejoin(struct rx *rx, struct rx_peer *p, uint64_t e)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+	unsigned int l;
+	int claimed = 0;
+
+	pthread_mutex_lock(&rx->fo_lock);
+	pthread_mutex_lock(&p->fo_lock);
+	if (p->fo == RX_FO_TCP && !rx->fo_stop &&
+	    !__atomic_load_n(&p->dead, __ATOMIC_ACQUIRE)) {
+		snprintf(p->why, sizeof(p->why), "rank %d failed its new link "
+			 "over to tcp again (failover %llu)", p->rank,
+			 (unsigned long long)e);
+		p->fo_epoch++;
+		p->fo_t0 = hcomm__now_ns();
+		p->fo_deadline = p->fo_t0 + (uint64_t)rx->c->cfg.timeout_ms *
+				 1000000ULL;
+		p->fo_silent = 0;
+		p->fo_run = 0;
+		__atomic_store_n(&p->rec_ready, 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&p->fo, RX_FO_ACTIVE, __ATOMIC_RELEASE);
+		claimed = 1;
+	}
+	pthread_mutex_unlock(&p->fo_lock);
+	if (claimed)
+		pthread_cond_broadcast(&rx->fo_cond);
+	pthread_mutex_unlock(&rx->fo_lock);
+	if (!claimed)
+		return;
+	for (l = 0; l < rx->nlanes; l++)
+		if (p->conns[l].qp)
+			(void)ibv_modify_qp(p->conns[l].qp, &a, IBV_QP_STATE);
+	__atomic_store_n(&p->rec_on, 0, __ATOMIC_RELEASE);
+	for (l = 0; l < rx->nlanes; l++)
+		__atomic_store_n(&p->conns[l].recon, 0, __ATOMIC_RELEASE);
+}
+
+/*
  * cm thread: a peer that failed its link over first tells us so through
  * our failover window (its epoch): fail the link over here too, so that
  * both ends quiesce their QPs and exchange counts.  Also the background
@@ -4290,7 +4425,7 @@ static void *rx_fo_main(void *arg)
  */
 static void rx_fo_poll(struct rx *rx)
 {
-	int r;
+	int r, fo;
 
 	if (!rx->c->fo_mem || !rx_fo_can(rx))
 		return;
@@ -4301,14 +4436,18 @@ static void rx_fo_poll(struct rx *rx)
 		if (r == rx->c->rank)
 			continue;
 		rx_rec_tick(rx, p);
-		if (__atomic_load_n(&p->fo, __ATOMIC_ACQUIRE) != RX_FO_NONE ||
-		    __atomic_load_n(&p->dead, __ATOMIC_ACQUIRE))
+		if (__atomic_load_n(&p->dead, __ATOMIC_ACQUIRE))
 			continue;
 		e = rx_fo_slot(rx, p, HCOMM_FO_LANES);
-		if (e > p->fo_epoch)
+		if (e <= p->fo_epoch)
+			continue;
+		fo = __atomic_load_n(&p->fo, __ATOMIC_ACQUIRE);
+		if (fo == RX_FO_NONE)
 			rx_peer_kill(rx, p, ECONNABORTED, "rank %d failed the "
 				     "link over to tcp (failover %llu)", r,
 				     (unsigned long long)e);
+		else if (fo == RX_FO_TCP)
+			rx_fo_rejoin(rx, p, e);
 	}
 }
 
@@ -5098,7 +5237,10 @@ static int rx_init(struct hcomm_comm *c)
 	ret = rx_connect_all(rx);
 	if (ret)
 		goto err;
-	rx_qpmap_build(rx);
+	if (rx_qpmap_build(rx)) {
+		ret = rx_fail(rx, HCOMM_ERR_NOMEM, ENOMEM, "QP map");
+		goto err;
+	}
 	ret = pthread_create(&rx->cm_thr, NULL, rx_cm_main, rx);
 	if (ret) {
 		ret = rx_fail(rx, HCOMM_ERR_LIMIT, ret, "starting the rdma_cm "

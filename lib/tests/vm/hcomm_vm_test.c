@@ -3506,13 +3506,32 @@ static void fo_cb(struct hcomm_request *r, void *arg)
 	__atomic_add_fetch(&fo_cbs[(uintptr_t)arg], 1, __ATOMIC_RELAXED);
 }
 
-/* Operation n of rank w: its size, and its signal (0: a plain put). */
+/*
+ * Operation n of rank w: its size, and its signal (0: a plain put).  In
+ * the failover case every fourth one (n % 4 == 3) is a "log" put of
+ * FO_LOG_SZ bytes at a place of its own (fo_off), never written again:
+ * the end state holds each of them, so a put lost or misplaced in a
+ * failover or switch-back shows; the others rewrite FO_SLOTS slots.
+ */
+#define FO_LOG_SZ	256
+#define FO_LOG_N	16384
+#define FO_LOG_BASE	(FO_SLOTS * FO_SLOT)
+
 static size_t fo_len(uint64_t n)
 {
 	static const size_t sz[] = { 8, 4 * KiB, 17 * KiB + 3, 64 * KiB,
 				     60 * KiB + 5, 200 };
 
+	if (n % 4 == 3)
+		return FO_LOG_SZ;
 	return sz[n % (sizeof(sz) / sizeof(sz[0]))];
+}
+
+static uint64_t fo_off(uint64_t n)
+{
+	if (n % 4 == 3)
+		return FO_LOG_BASE + (n / 4 % FO_LOG_N) * FO_LOG_SZ;
+	return (n % FO_SLOTS) * FO_SLOT;
 }
 
 static uint64_t fo_sig(uint64_t n)
@@ -3614,9 +3633,9 @@ static void *fo_cut_main(void *arg)
 		if (!k->failback && i + 1 == k->cuts)
 			break;			/* restored at the end */
 		k->rc = k->rc ? k->rc : lc_link(k->how, 1);
+		k->t_restore[i] = now_ns();
 		if (strcmp(k->how, "netem"))
 			lc_port_active();
-		k->t_restore[i] = now_ns();
 		if (!k->rc && k->failback &&
 		    !ev_wait_n(HCOMM_EVENT_RECOVERED, k->peer, i + 1, 60000)) {
 			out("FAIL: not back on rdma within 60 s of restore %d",
@@ -3663,6 +3682,7 @@ static int case_failover(const char *how, int cuts)
 	uint64_t stall[FO_CUTS_MAX], t_ph;
 	int peer, j, rc, cutting = 0, s, fb, nfo = 0, nrec = 0, nld, i;
 	int ph = 0, ph_now;
+	uint64_t k64;
 	int64_t got;
 
 	comm_up();
@@ -3680,10 +3700,10 @@ static int case_failover(const char *how, int cuts)
 	CHECK(strstr(hcomm_comm_transport(comm), "rdma") &&
 	      strstr(hcomm_comm_transport(comm), "tcp"), "transports %s, "
 	      "expected rdma and tcp", hcomm_comm_transport(comm));
-	win = xmap(FO_SLOTS * FO_SLOT + PAD);
+	win = xmap(FO_LOG_BASE + FO_LOG_N * FO_LOG_SZ + PAD);
 	src = xmap(FO_QD * FO_SLOT);
-	memset(win, POISON, FO_SLOTS * FO_SLOT + PAD);
-	w = win_make(win, FO_SLOTS * FO_SLOT + PAD);
+	memset(win, POISON, FO_LOG_BASE + FO_LOG_N * FO_LOG_SZ + PAD);
+	w = win_make(win, FO_LOG_BASE + FO_LOG_N * FO_LOG_SZ + PAD);
 	barrier();
 
 	phase = "stream";
@@ -3762,12 +3782,12 @@ static int case_failover(const char *how, int cuts)
 		fo_cbs[j] = 0;
 		opn[j] = n;
 		if (fo_sig(n))
-			rc = hcomm_put_signal_nb(w, peer, (n % FO_SLOTS) *
-						 FO_SLOT, src + (size_t)j *
-						 FO_SLOT, fo_len(n), FO_SIG,
-						 fo_sig(n), &req[j]);
+			rc = hcomm_put_signal_nb(w, peer, fo_off(n),
+						 src + (size_t)j * FO_SLOT,
+						 fo_len(n), FO_SIG, fo_sig(n),
+						 &req[j]);
 		else
-			rc = hcomm_put_nb(w, peer, (n % FO_SLOTS) * FO_SLOT,
+			rc = hcomm_put_nb(w, peer, fo_off(n),
 					  src + (size_t)j * FO_SLOT, fo_len(n),
 					  &req[j]);
 		if (!CHECK(!rc, "issuing operation %" PRIu64 ": %s: %s", n,
@@ -3776,6 +3796,10 @@ static int case_failover(const char *how, int cuts)
 		busy[j] = true;
 	}
 	dur[ph] += now_ns() - t_ph;
+	/* back on rdma after the last recovery too */
+	if (fb && nrec && rd_mark)
+		CHECK(fo_rdma_sent(peer) > rd_mark, "no rdma traffic to rank "
+		      "%d after its last recovery", peer);
 	phase = "drain";
 	for (j = 0; j < FO_QD; j++) {
 		if (!busy[j])
@@ -3865,14 +3889,28 @@ static int case_failover(const char *how, int cuts)
 		      "%" PRIu64 " (%" PRIu64 " operations of rank %d)",
 		      FO_SIG, got, want, total, peer);
 		for (s = 0; s < FO_SLOTS; s++) {
-			uint64_t k = total - 1 - ((total - 1 - s) % FO_SLOTS);
+			uint64_t k;
 
-			if (total <= (uint64_t)s)
+			/* the last operation to slot s (log ones go elsewhere) */
+			for (k = total; k-- > 0;)
+				if (k % 4 != 3 && k % FO_SLOTS == (uint64_t)s)
+					break;
+			if (k == UINT64_MAX)
 				continue;
 			fo_fill(src, k, peer);
 			SAME(win + (size_t)s * FO_SLOT, src, fo_len(k),
 			     "slot %d: operation %" PRIu64 " of rank %d", s, k,
 			     peer);
+		}
+		/* every log put that nothing later overwrote */
+		for (k64 = total > 4ULL * FO_LOG_N ? total - 4ULL * FO_LOG_N :
+		     0; k64 < total; k64++) {
+			if (k64 % 4 != 3)
+				continue;
+			fo_fill(src, k64, peer);
+			if (!SAME(win + fo_off(k64), src, FO_LOG_SZ, "log put %"
+				  PRIu64 " of rank %d", k64, peer))
+				break;
 		}
 		n = total;
 	}
@@ -4159,6 +4197,188 @@ static int case_foload(const char *how, const char *load)
 	return fails ? 1 : 0;
 }
 
+/*
+ * failover of one pair in a bigger job (--cuts 1, np >= 3, one rank per
+ * VM): every rank streams put_signal_nb to every other rank (its own
+ * slots and signal there); rank 0 cuts only its RoCE traffic to rank 1
+ * (a prio qdisc on eth1 sends packets for rank 1's address into a netem
+ * band with 100 % loss), restores it once failed over and waits until
+ * the pair is back on rdma.  Checked: ranks 0 and 1 see exactly one
+ * LINK_DOWN, FAILED_OVER and RECOVERED about each other and nothing
+ * about anyone else; the other ranks see no event; no operation fails,
+ * each completes once; at every rank, every source's signal equals the
+ * number of operations it sent there, and its slots hold its last puts.
+ */
+#define FP_SLOTS	4
+#define FP_SLOT		(16 * KiB)
+#define FP_RUN_NS	12000000000ULL
+
+static int fp_link(int on, int peer_vm)
+{
+	if (!on)
+		return lc_sh("tc qdisc replace dev eth1 root handle 1: prio "
+			     "bands 4 priomap 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 "
+			     "&& tc qdisc add dev eth1 parent 1:4 handle 40: "
+			     "netem loss 100%% && tc filter add dev eth1 "
+			     "parent 1: protocol ip prio 1 u32 match ip dst "
+			     "10.78.0.%d/32 flowid 1:4", peer_vm);
+	return lc_sh("tc qdisc change dev eth1 parent 1:4 handle 40: netem "
+		     "loss 0%%");
+}
+
+struct fp_cutter {
+	pthread_t thr;
+	int rc;
+};
+
+static void *fp_cut_main(void *arg)
+{
+	struct fp_cutter *k = arg;
+
+	usleep(LC_RUN_NS / 1000);
+	out("cutting rank 0's RoCE traffic to rank 1 only");
+	k->rc = fp_link(0, 2);
+	if (!k->rc && !ev_wait_n(HCOMM_EVENT_FAILED_OVER, 1, 1, 30000)) {
+		out("FAIL: no failed-over for rank 1 within 30 s");
+		k->rc = -1;
+	}
+	usleep(1000000);
+	k->rc = k->rc ? k->rc : fp_link(1, 2);
+	if (!k->rc && !ev_wait_n(HCOMM_EVENT_RECOVERED, 1, 1, 30000)) {
+		out("FAIL: rank 1 not back on rdma within 30 s of the restore");
+		k->rc = -1;
+	}
+	return NULL;
+}
+
+static uint64_t fp_len(uint64_t n)
+{
+	static const uint64_t sz[] = { 8, 1000, 4 * KiB, 16 * KiB, 9 * KiB + 1 };
+
+	return sz[n % 5];
+}
+
+static void fp_fill(unsigned char *b, uint64_t n, int from, int to)
+{
+	fill(b, fp_len(n), 0xfa000000ULL + n * 977 + (uint64_t)from * 31 +
+	     (uint64_t)to);
+}
+
+static int case_fopair(void)
+{
+	unsigned char *win, *src;
+	struct hcomm_request req[FO_QD];
+	struct hcomm_win *w;
+	struct fp_cutter cut = { 0 };
+	uint64_t *sent, *all, t0, n;
+	int q, peer[FO_QD], j, rc, r, s, k, cutting = 0, type;
+	int64_t got;
+
+	comm_up();
+	if (np < 3 || np > 64)
+		return FAIL("fopair: 3 .. 64 ranks, not %d", np), 1;
+	OK(hcomm_comm_set_event_cb(comm, ev_record, NULL));
+	win = xmap((size_t)np * FP_SLOTS * FP_SLOT + PAD);
+	src = xmap(FO_QD * FP_SLOT);
+	sent = calloc(np, sizeof(*sent));
+	all = calloc((size_t)np * np, sizeof(*all));
+	if (!sent || !all)
+		return FAIL("calloc"), 1;
+	memset(win, POISON, (size_t)np * FP_SLOTS * FP_SLOT + PAD);
+	w = win_make(win, (size_t)np * FP_SLOTS * FP_SLOT + PAD);
+	barrier();
+	phase = "stream";
+	if (me == 0) {
+		cutting = !pthread_create(&cut.thr, NULL, fp_cut_main, &cut);
+		CHECK(cutting, "pthread_create");
+	}
+	memset(req, 0, sizeof(req));
+	memset(peer, -1, sizeof(peer));
+	t0 = now_ns();
+	for (n = 0; now_ns() - t0 < FP_RUN_NS; n++) {
+		j = (int)(n % FO_QD);
+		if (peer[j] >= 0) {
+			rc = hcomm_wait(&req[j]);
+			if (!CHECK(!rc && fo_cbs[j] == 1, "an operation to rank "
+				   "%d: %s (%s), %u completions", peer[j],
+				   errname(rc), hcomm_errmsg(), fo_cbs[j]))
+				break;
+		}
+		/* round robin over the others */
+		q = (int)(n % (uint64_t)(np - 1));
+		q += q >= me;
+		k = (int)(sent[q] % FP_SLOTS);
+		fp_fill(src + (size_t)j * FP_SLOT, sent[q], me, q);
+		memset(&req[j], 0, sizeof(req[j]));
+		req[j].cb = fo_cb;
+		req[j].cb_arg = (void *)(uintptr_t)j;
+		fo_cbs[j] = 0;
+		rc = hcomm_put_signal_nb(w, q, ((uint64_t)me * FP_SLOTS + k) *
+					 FP_SLOT, src + (size_t)j * FP_SLOT,
+					 fp_len(sent[q]), (uint32_t)me, 1,
+					 &req[j]);
+		if (!CHECK(!rc, "issuing to rank %d: %s", q, errname(rc)))
+			break;
+		peer[j] = q;
+		sent[q]++;
+	}
+	for (j = 0; j < FO_QD; j++)
+		if (peer[j] >= 0)
+			CHECK(!hcomm_wait(&req[j]) && fo_cbs[j] == 1,
+			      "draining: an operation to rank %d", peer[j]);
+	OK(hcomm_flush(comm));
+	if (cutting) {
+		pthread_join(cut.thr, NULL);
+		CHECK(!cut.rc, "the cut failed");
+	}
+
+	phase = "events";
+	for (r = 0; r < np; r++) {
+		int want = (me == 0 && r == 1) || (me == 1 && r == 0);
+
+		if (r == me)
+			continue;
+		for (type = HCOMM_EVENT_LINK_DOWN;
+		     type <= HCOMM_EVENT_PEER_LOST; type++)
+			CHECK(ev_count(type, r) == (want &&
+				type != HCOMM_EVENT_PEER_LOST),
+			      "%d %s events about rank %d (expected %d)",
+			      ev_count(type, r), ev_name(type), r,
+			      want && type != HCOMM_EVENT_PEER_LOST);
+	}
+
+	phase = "verify";
+	OK(hcomm_allgather(comm, sent, all, (size_t)np * sizeof(*sent)));
+	for (s = 0; s < np; s++) {
+		uint64_t cnt = all[(size_t)s * np + me];
+
+		if (s == me)
+			continue;
+		got = hcomm_signal_wait(comm, (uint32_t)s, cnt, 20000);
+		CHECK(got == (int64_t)cnt, "signal of rank %d: %" PRId64
+		      ", it sent %" PRIu64, s, got, cnt);
+		for (k = 0; k < FP_SLOTS && (uint64_t)k < cnt; k++) {
+			uint64_t last = cnt - 1 - ((cnt - 1 - k) % FP_SLOTS);
+
+			fp_fill(src, last, s, me);
+			SAME(win + ((size_t)s * FP_SLOTS + k) * FP_SLOT, src,
+			     fp_len(last), "rank %d's slot %d (its operation %"
+			     PRIu64 " here)", s, k, last);
+		}
+	}
+	barrier();
+	phase = "win_free";
+	OK(hcomm_win_free(w));
+	phase = "destroy";
+	OK(hcomm_comm_destroy(comm));
+	comm = NULL;
+	free(sent);
+	free(all);
+	out("fopair: %d ranks, %" PRIu64 " operations issued; %s", np, n,
+	    fails ? "FAILED" : "passed");
+	return fails ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = NULL, *expect = NULL, *how = "netem";
@@ -4245,6 +4465,8 @@ int main(int argc, char **argv)
 		ret = case_failover(how, cuts);
 	else if (!strcmp(case_name, "foload"))
 		ret = case_foload(how, load);
+	else if (!strcmp(case_name, "fopair"))
+		ret = case_fopair();
 	else if (!strcmp(case_name, "errors"))
 		ret = case_errors();
 	else if (!strcmp(case_name, "threads"))

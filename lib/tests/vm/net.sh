@@ -88,6 +88,7 @@ fo-nofb-2|1|HCOMM_FAILBACK=0 HCOMM_PROBE=off HCOMM_RANK_TABLE=@TABLE_NIC1@ NETSH
 fo-batch-2|1|HCOMM_PROBE=off HCOMM_RANK_TABLE=@TABLE_NIC1@ NETSH_NICS=2 HCOMM_KEEPALIVE_TIMEOUT=$cut_ka|foload --how netem --load batch
 fo-get-2|1|HCOMM_PROBE=off HCOMM_RANK_TABLE=@TABLE_NIC1@ NETSH_NICS=2 HCOMM_KEEPALIVE_TIMEOUT=$cut_ka|foload --how netem --load get
 fo-fence-2|1|HCOMM_PROBE=off HCOMM_RANK_TABLE=@TABLE_NIC1@ NETSH_NICS=2 HCOMM_KEEPALIVE_TIMEOUT=$cut_ka|foload --how tap --load fence
+fo-pair-4|1|HCOMM_PROBE=off HCOMM_RANK_TABLE=@TABLE_NIC1@ NETSH_NICS=2 NETSH_VMS=4 HCOMM_KEEPALIVE_TIMEOUT=$cut_ka|fopair
 fo-link-2|1|HCOMM_PROBE=off HCOMM_RANK_TABLE=@TABLE_NIC1@ NETSH_NICS=2 HCOMM_KEEPALIVE_TIMEOUT=$cut_ka|failover --how link
 fo-tap-2|1|HCOMM_PROBE=off HCOMM_RANK_TABLE=@TABLE_NIC1@ NETSH_NICS=2 HCOMM_KEEPALIVE_TIMEOUT=$cut_ka|failover --how tap
 "
@@ -100,6 +101,8 @@ fo-tap-2|1|HCOMM_PROBE=off HCOMM_RANK_TABLE=@TABLE_NIC1@ NETSH_NICS=2 HCOMM_KEEP
 # no rank can use rdma: the kernel inside a VM, tcp across.
 # @TABLE_NIC1@: one rank per VM, rdma over the VM's second NIC (rxe1,
 # dev_ip 10.78.0.V), the bootstrap and tcp over the first.
+# NETSH_VMS=N: the case needs exactly N VMs (fo-pair-4: four, one rank
+# each, so that one pair's link can die alone); skipped otherwise.
 # NETSH_NICS=2: the case needs that second NIC (netvm.sh --nics 2; its
 # netem root qdisc from --prenetem for "linkcut --how netem"); with one
 # NIC it is skipped.  The linkcut cases cut that NIC under a stream.
@@ -171,7 +174,7 @@ while IFS='|' read -r name ppn env args; do
 	i=$((i + 1))
 	size=$((NVM * ppn))
 	ranks=$(seq -s, $(((VM_ID - 1) * ppn)) $((VM_ID * ppn - 1)))
-	eargs=() tcslow=0 cprog=$prog nics_need=1
+	eargs=() tcslow=0 cprog=$prog nics_need=1 vms_need=
 	for e in $env HCOMM_ROOT_ADDR=$root:$((24000 + i)) \
 		 HCOMM_JOB_ID=net-$name; do
 		case $e in
@@ -182,12 +185,18 @@ while IFS='|' read -r name ppn env args; do
 		*=@TABLE_NORDMA@) eargs+=(-e "${e%@TABLE_NORDMA@}$table_nordma") ;;
 		*=@TABLE_NIC1@) eargs+=(-e "${e%@TABLE_NIC1@}$table_nic1") ;;
 		NETSH_NICS=*) nics_need=${e#NETSH_NICS=} ;;
+		NETSH_VMS=*) vms_need=${e#NETSH_VMS=} ;;
 		*=@TABLE@) eargs+=(-e "${e%@TABLE@}$table") ;;
 		*) eargs+=(-e "$e") ;;
 		esac
 	done
 	if [ "$nics_need" -gt "${NETVM_NICS:-1}" ]; then
 		echo "ok $i $name # SKIP (needs $nics_need NICs per VM: netvm.sh --nics $nics_need --prenetem)"
+		skipped=$((skipped + 1))
+		continue
+	fi
+	if [ -n "$vms_need" ] && [ "$vms_need" != "$NVM" ]; then
+		echo "ok $i $name # SKIP (needs $vms_need VMs: netvm.sh --n $vms_need)"
 		skipped=$((skipped + 1))
 		continue
 	fi
