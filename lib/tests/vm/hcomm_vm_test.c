@@ -4333,6 +4333,9 @@ static int case_fopair(void)
 	}
 
 	phase = "events";
+	/* events come on their own thread: let the expected ones arrive */
+	if (me <= 1)
+		(void)ev_wait_n(HCOMM_EVENT_RECOVERED, 1 - me, 1, 10000);
 	for (r = 0; r < np; r++) {
 		int want = (me == 0 && r == 1) || (me == 1 && r == 0);
 
