@@ -3494,6 +3494,7 @@ static int case_linkcut(const char *how)
 #define FO_SLOT		(64 * KiB)
 #define FO_QD		16
 #define FO_SIG		1
+#define FO_DONE_SIG	3		/* rank 0's cuts are done */
 #define FO_OPS_MIN	1500
 #define FO_AFTER_NS	4000000000ULL	/* stream this long past the switch */
 
@@ -3618,13 +3619,21 @@ static void *fo_cut_main(void *arg)
 
 	usleep(LC_RUN_NS / 1000);
 	for (i = 0; i < k->cuts && !k->rc; i++) {
+		/*
+		 * Counted from what came before the cut: a keep-alive false
+		 * alarm on a busy machine fails a live link over (and back)
+		 * too, and is not this cut's.
+		 */
+		int nfo;
+
 		if (i)
 			usleep(1500000);	/* on rdma again, streaming */
+		nfo = ev_count(HCOMM_EVENT_FAILED_OVER, k->peer);
 		out("cut %d of %d (%s)", i + 1, k->cuts, k->how);
 		k->t_cut[i] = now_ns();
 		k->rc = lc_link(k->how, 0);
 		if (!k->rc && !ev_wait_n(HCOMM_EVENT_FAILED_OVER, k->peer,
-					 i + 1, 30000)) {
+					 nfo + 1, 30000)) {
 			out("FAIL: no failed-over %d within 30 s of the cut",
 			    i + 1);
 			k->rc = -1;
@@ -3637,7 +3646,9 @@ static void *fo_cut_main(void *arg)
 		if (strcmp(k->how, "netem"))
 			lc_port_active();
 		if (!k->rc && k->failback &&
-		    !ev_wait_n(HCOMM_EVENT_RECOVERED, k->peer, i + 1, 60000)) {
+		    !ev_wait_n(HCOMM_EVENT_RECOVERED, k->peer,
+			       ev_count(HCOMM_EVENT_FAILED_OVER, k->peer),
+			       60000)) {
 			out("FAIL: not back on rdma within 60 s of restore %d",
 			    i + 1);
 			k->rc = -1;
@@ -3681,7 +3692,7 @@ static int case_failover(const char *how, int cuts)
 	uint64_t gaps[FO_CUTS_MAX] = { 0 }, bytes[3] = { 0 }, dur[3] = { 0 };
 	uint64_t stall[FO_CUTS_MAX], t_ph;
 	int peer, j, rc, cutting = 0, s, fb, nfo = 0, nrec = 0, nld, i;
-	int ph = 0, ph_now;
+	int ph = 0, ph_now, cut_done = 0;
 	uint64_t k64;
 	int64_t got;
 
@@ -3765,7 +3776,24 @@ static int case_failover(const char *how, int cuts)
 			      "link-down", peer, nrec);
 			rd_mark = 0;
 		}
-		if (!t_end && nfo >= cuts && (!fb || nrec >= cuts))
+		/*
+		 * The end: FO_AFTER_NS after rank 0's cutter is done (it
+		 * tells rank 1 with a put_signal) and every failover so far
+		 * came back (with failback).
+		 */
+		if (!cut_done && me == 0 && cutting &&
+		    __atomic_load_n(&cut.done, __ATOMIC_ACQUIRE)) {
+			cut_done = 1;
+			rc = hcomm_put_signal(w, peer, 0, src, 0, FO_DONE_SIG,
+					      1);
+			CHECK(!rc, "telling rank %d the cuts are done: %s",
+			      peer, errname(rc));
+		} else if (!cut_done && me != 0 &&
+			   hcomm_signal_read(comm, FO_DONE_SIG)) {
+			cut_done = 1;
+		}
+		if (!t_end && cut_done && nfo >= cuts &&
+		    (!fb || nrec >= nfo))
 			t_end = now_ns() + FO_AFTER_NS;
 		if (t_end && n >= FO_OPS_MIN && now_ns() > t_end)
 			break;
@@ -3815,13 +3843,23 @@ static int case_failover(const char *how, int cuts)
 	}
 
 	phase = "events";
-	CHECK(ev_count(HCOMM_EVENT_LINK_DOWN, peer) == cuts &&
-	      ev_count(HCOMM_EVENT_FAILED_OVER, peer) == cuts &&
-	      ev_count(HCOMM_EVENT_RECOVERED, peer) == (fb ? cuts : 0),
+	/*
+	 * At least one failover per cut (more: keep-alive false alarms of a
+	 * busy machine, failed over and back like the others), every one
+	 * recovered (with failback), none lost.
+	 */
+	nld = ev_count(HCOMM_EVENT_LINK_DOWN, peer);
+	CHECK(nld >= cuts && nld <= FO_CUTS_MAX &&
+	      ev_count(HCOMM_EVENT_FAILED_OVER, peer) == nld &&
+	      ev_count(HCOMM_EVENT_RECOVERED, peer) == (fb ? nld : 0),
 	      "%d link-down, %d failed-over, %d recovered for %d cuts",
-	      ev_count(HCOMM_EVENT_LINK_DOWN, peer),
-	      ev_count(HCOMM_EVENT_FAILED_OVER, peer),
+	      nld, ev_count(HCOMM_EVENT_FAILED_OVER, peer),
 	      ev_count(HCOMM_EVENT_RECOVERED, peer), cuts);
+	if (nld > cuts)
+		out("%d failovers for %d cuts: %d keep-alive false alarm(s) on "
+		    "the live link (busy machine), each failed over and back",
+		    nld, cuts, nld - cuts);
+	cuts = nld < FO_CUTS_MAX ? nld : FO_CUTS_MAX;
 	for (i = 0; i < cuts; i++) {
 		if (!ev_nth(HCOMM_EVENT_LINK_DOWN, peer, i, &ev) ||
 		    !ev_nth(HCOMM_EVENT_FAILED_OVER, peer, i, &evf))
@@ -3978,7 +4016,7 @@ static int case_foload(const char *how, const char *load)
 	uint64_t t0, t_end = 0, rounds = 0, want, peer_rounds[2], gaps = 0;
 	uint64_t t_last;
 	unsigned char *pp;
-	int peer, rc, i, k, cutting = 0, mode;
+	int peer, rc, i, k, cutting = 0, mode, cut_done = 0;
 	int64_t got;
 
 	mode = !strcmp(load, "batch") ? 0 : !strcmp(load, "get") ? 1 :
@@ -4015,7 +4053,21 @@ static int case_foload(const char *how, const char *load)
 	}
 	t0 = t_last = now_ns();
 	for (rounds = 0;; rounds++) {
-		if (!t_end && ev_count(HCOMM_EVENT_RECOVERED, peer))
+		/* the end: FO_AFTER_NS after the cut is done and all is back */
+		if (!cut_done && me == 0 && cutting &&
+		    __atomic_load_n(&cut.done, __ATOMIC_ACQUIRE)) {
+			cut_done = 1;
+			rc = hcomm_put_signal(w, peer, 0, src, 0, FO_DONE_SIG,
+					      1);
+			CHECK(!rc, "telling rank %d the cut is done: %s", peer,
+			      errname(rc));
+		} else if (!cut_done && me != 0 &&
+			   hcomm_signal_read(comm, FO_DONE_SIG)) {
+			cut_done = 1;
+		}
+		if (!t_end && cut_done &&
+		    ev_count(HCOMM_EVENT_RECOVERED, peer) >=
+		    ev_count(HCOMM_EVENT_FAILED_OVER, peer))
 			t_end = now_ns() + FO_AFTER_NS;
 		if (t_end && now_ns() > t_end)
 			break;
@@ -4134,9 +4186,13 @@ static int case_foload(const char *how, const char *load)
 		CHECK(!cut.rc, "the cut failed");
 	}
 	phase = "events";
-	CHECK(ev_count(HCOMM_EVENT_LINK_DOWN, peer) == 1 &&
-	      ev_count(HCOMM_EVENT_FAILED_OVER, peer) == 1 &&
-	      ev_count(HCOMM_EVENT_RECOVERED, peer) == 1 &&
+	/* the cut's failover (and any keep-alive false alarm of a busy
+	 * machine), every one back, none lost */
+	CHECK(ev_count(HCOMM_EVENT_LINK_DOWN, peer) >= 1 &&
+	      ev_count(HCOMM_EVENT_FAILED_OVER, peer) ==
+	      ev_count(HCOMM_EVENT_LINK_DOWN, peer) &&
+	      ev_count(HCOMM_EVENT_RECOVERED, peer) ==
+	      ev_count(HCOMM_EVENT_FAILED_OVER, peer) &&
 	      !ev_count(HCOMM_EVENT_PEER_LOST, peer), "events: %d link-down, "
 	      "%d failed-over, %d recovered, %d peer-lost",
 	      ev_count(HCOMM_EVENT_LINK_DOWN, peer),
