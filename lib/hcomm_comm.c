@@ -2149,6 +2149,8 @@ HCOMM_EXPORT int hcomm_comm_init(struct hcomm_comm **out,
 	}
 	routes_log(c);
 	peers_refresh(c);
+	/* from here on the rdma keep-alive gives verdicts (failover ready) */
+	__atomic_store_n(&c->ready, 1, __ATOMIC_RELEASE);
 	*out = c;
 	return 0;
 err_boot:

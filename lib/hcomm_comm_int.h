@@ -131,6 +131,7 @@ struct hcomm_comm {
 	size_t peers_last_len;
 	struct hcomm_events ev;
 	uint32_t xp_use;
+	int ready;			/* atomic: hcomm_comm_init returned it */
 	struct hcomm_request *orph_head;	/* lq_lock: see hcomm__cb_foreign */
 	struct hcomm_request *orph_tail;
 	struct hcomm_win *fo_win;

@@ -3590,6 +3590,12 @@ static void rx_keepalive(struct rx *rx)
 	 * other rank's data, past the QP's 1.07 s of retries.)
 	 */
 	probing = __atomic_load_n(&rx->c->probing, __ATOMIC_RELAXED);
+	/*
+	 * Nor before init returned: the failover window does not exist
+	 * yet, and a slow start (a loaded machine) is no dead link.
+	 */
+	if (!__atomic_load_n(&rx->c->ready, __ATOMIC_ACQUIRE))
+		probing = 1;
 	for (l = 0; l < rx->nlanes; l++)
 		rx_ka_lane(rx, l, now);
 	for (r = 0; r < rx->c->size; r++) {
