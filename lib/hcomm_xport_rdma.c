@@ -664,6 +664,20 @@ static int rx_wc_errno(enum ibv_wc_status s)
 
 static int rx_peer_dead(const struct rx_peer *p);
 
+/*
+ * rx->fo_lock and p->fo_lock held, p not dead, destroy not begun: p's
+ * next failover begins (ACTIVE; the failover thread takes it from here).
+ */
+static void rx_fo_start(struct rx *rx, struct rx_peer *p, uint64_t silent_ns)
+{
+	p->fo_epoch++;
+	p->fo_t0 = hcomm__now_ns();
+	p->fo_deadline = p->fo_t0 + (uint64_t)rx->c->cfg.timeout_ms *
+			 1000000ULL;
+	p->fo_silent = silent_ns;
+	__atomic_store_n(&p->fo, RX_FO_ACTIVE, __ATOMIC_RELEASE);
+}
+
 /* Can a failed link fail over now (tcp set up, not being destroyed)? */
 static int rx_fo_can(const struct rx *rx)
 {
@@ -706,12 +720,7 @@ void rx_peer_fail(struct rx *rx, struct rx_peer *p, int type, int err,
 			va_start(ap, fmt);
 			vsnprintf(p->why, sizeof(p->why), fmt, ap);
 			va_end(ap);
-			p->fo_epoch++;
-			p->fo_t0 = hcomm__now_ns();
-			p->fo_deadline = p->fo_t0 + (uint64_t)
-				rx->c->cfg.timeout_ms * 1000000ULL;
-			p->fo_silent = silent_ns;
-			__atomic_store_n(&p->fo, RX_FO_ACTIVE, __ATOMIC_RELEASE);
+			rx_fo_start(rx, p, silent_ns);
 			claimed = 1;
 		}
 		pthread_mutex_unlock(&p->fo_lock);
@@ -4399,14 +4408,9 @@ static void rx_fo_rejoin(struct rx *rx, struct rx_peer *p, uint64_t e)
 		snprintf(p->why, sizeof(p->why), "rank %d failed its new link "
 			 "over to tcp again (failover %llu)", p->rank,
 			 (unsigned long long)e);
-		p->fo_epoch++;
-		p->fo_t0 = hcomm__now_ns();
-		p->fo_deadline = p->fo_t0 + (uint64_t)rx->c->cfg.timeout_ms *
-				 1000000ULL;
-		p->fo_silent = 0;
 		p->fo_run = 0;
 		__atomic_store_n(&p->rec_ready, 0, __ATOMIC_RELEASE);
-		__atomic_store_n(&p->fo, RX_FO_ACTIVE, __ATOMIC_RELEASE);
+		rx_fo_start(rx, p, 0);
 		claimed = 1;
 	}
 	pthread_mutex_unlock(&p->fo_lock);

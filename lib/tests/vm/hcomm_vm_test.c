@@ -3666,6 +3666,26 @@ static void *fo_cut_main(void *arg)
 }
 
 /*
+ * Are rank 0's cuts done?  Rank 0 (k: its cutter) learns it from the
+ * cutter and tells rank 1 with a zero-length put_signal on FO_DONE_SIG;
+ * rank 1 (k NULL) reads that signal.
+ */
+static int fo_cuts_done(struct hcomm_win *w, int peer, struct fo_cutter *k,
+			const void *src)
+{
+	int rc;
+
+	if (me != 0)
+		return hcomm_signal_read(comm, FO_DONE_SIG) > 0;
+	if (!k || !__atomic_load_n(&k->done, __ATOMIC_ACQUIRE))
+		return 0;
+	rc = hcomm_put_signal(w, peer, 0, src, 0, FO_DONE_SIG, 1);
+	CHECK(!rc, "telling rank %d the cuts are done: %s", peer,
+	      errname(rc));
+	return 1;
+}
+
+/*
  * Two ranks, one per VM, rdma (over the second NIC) and tcp (over the
  * first) both up, every size routed to rdma (HCOMM_PROBE=off).  Both
  * stream put_nb / put_signal_nb of mixed sizes to FO_SLOTS slots of the
@@ -3782,17 +3802,9 @@ static int case_failover(const char *how, int cuts)
 		 * tells rank 1 with a put_signal) and every failover so far
 		 * came back (with failback).
 		 */
-		if (!cut_done && me == 0 && cutting &&
-		    __atomic_load_n(&cut.done, __ATOMIC_ACQUIRE)) {
-			cut_done = 1;
-			rc = hcomm_put_signal(w, peer, 0, src, 0, FO_DONE_SIG,
-					      1);
-			CHECK(!rc, "telling rank %d the cuts are done: %s",
-			      peer, errname(rc));
-		} else if (!cut_done && me != 0 &&
-			   hcomm_signal_read(comm, FO_DONE_SIG)) {
-			cut_done = 1;
-		}
+		if (!cut_done)
+			cut_done = fo_cuts_done(w, peer, cutting ? &cut : NULL,
+						src);
 		if (!t_end && cut_done && nfo >= cuts &&
 		    (!fb || nrec >= nfo))
 			t_end = now_ns() + FO_AFTER_NS;
@@ -4054,17 +4066,9 @@ static int case_foload(const char *how, const char *load)
 	t0 = t_last = now_ns();
 	for (rounds = 0;; rounds++) {
 		/* the end: FO_AFTER_NS after the cut is done and all is back */
-		if (!cut_done && me == 0 && cutting &&
-		    __atomic_load_n(&cut.done, __ATOMIC_ACQUIRE)) {
-			cut_done = 1;
-			rc = hcomm_put_signal(w, peer, 0, src, 0, FO_DONE_SIG,
-					      1);
-			CHECK(!rc, "telling rank %d the cut is done: %s", peer,
-			      errname(rc));
-		} else if (!cut_done && me != 0 &&
-			   hcomm_signal_read(comm, FO_DONE_SIG)) {
-			cut_done = 1;
-		}
+		if (!cut_done)
+			cut_done = fo_cuts_done(w, peer, cutting ? &cut : NULL,
+						src);
 		if (!t_end && cut_done &&
 		    ev_count(HCOMM_EVENT_RECOVERED, peer) >=
 		    ev_count(HCOMM_EVENT_FAILED_OVER, peer))
