@@ -3497,6 +3497,7 @@ static int case_linkcut(const char *how)
 #define FO_DONE_SIG	3		/* rank 0's cuts are done */
 #define FO_OPS_MIN	1500
 #define FO_AFTER_NS	4000000000ULL	/* stream this long past the switch */
+#define FO_SETTLE_NS	60000000000ULL	/* all back this long after the cuts */
 
 /* Completions seen per request slot (the callback): exactly once each. */
 static unsigned int fo_cbs[FO_QD];
@@ -3624,6 +3625,7 @@ static void *fo_cut_main(void *arg)
 		 * alarm on a busy machine fails a live link over (and back)
 		 * too, and is not this cut's.
 		 */
+		uint64_t t;
 		int nfo;
 
 		if (i)
@@ -3632,21 +3634,29 @@ static void *fo_cut_main(void *arg)
 		out("cut %d of %d (%s)", i + 1, k->cuts, k->how);
 		k->t_cut[i] = now_ns();
 		k->rc = lc_link(k->how, 0);
+		out("cut %d: the command took %.1f s", i + 1,
+		    (now_ns() - k->t_cut[i]) / 1e9);
 		if (!k->rc && !ev_wait_n(HCOMM_EVENT_FAILED_OVER, k->peer,
 					 nfo + 1, 30000)) {
 			out("FAIL: no failed-over %d within 30 s of the cut",
 			    i + 1);
 			k->rc = -1;
 		}
+		out("cut %d: failed over %.1f s after the cut", i + 1,
+		    (now_ns() - k->t_cut[i]) / 1e9);
 		usleep(1000000);		/* streaming over tcp */
 		k->down = 1;
 		if (!k->failback && i + 1 == k->cuts)
 			break;			/* restored below */
+		t = now_ns();
 		k->rc = k->rc ? k->rc : lc_link(k->how, 1);
 		k->down = 0;
 		k->t_restore[i] = now_ns();
 		if (strcmp(k->how, "netem"))
 			lc_port_active();
+		out("restore %d: the command took %.1f s, the port %.1f s more",
+		    i + 1, (k->t_restore[i] - t) / 1e9,
+		    (now_ns() - k->t_restore[i]) / 1e9);
 		if (!k->rc && k->failback &&
 		    !ev_wait_n(HCOMM_EVENT_RECOVERED, k->peer,
 			       ev_count(HCOMM_EVENT_FAILED_OVER, k->peer),
@@ -3715,7 +3725,7 @@ static int case_failover(const char *how, int cuts)
 	struct hcomm_event ev, evf, evr;
 	struct hcomm_win *w;
 	struct fo_cutter cut = { .how = how };
-	uint64_t t0, t_last, n, want, t_end = 0, rd_mark = 0;
+	uint64_t t0, t_last, n, want, t_end = 0, t_done = 0, rd_mark = 0;
 	uint64_t gaps[FO_CUTS_MAX] = { 0 }, bytes[3] = { 0 }, dur[3] = { 0 };
 	uint64_t stall[FO_CUTS_MAX], t_ph;
 	int peer, j, rc, cutting = 0, s, fb, nfo = 0, nrec = 0, nld, i;
@@ -3810,10 +3820,20 @@ static int case_failover(const char *how, int cuts)
 			t_end = now_ns() + FO_AFTER_NS;
 		if (t_end && n >= FO_OPS_MIN && now_ns() > t_end)
 			break;
-		if (now_ns() - t0 > 60000000000ULL * (uint64_t)cuts) {
-			FAIL("%d failovers and %d recoveries of %d within %d "
-			     "s (%" PRIu64 " issued)", nfo, nrec, cuts,
-			     60 * cuts, n);
+		/*
+		 * The cutter bounds each of its steps and reports its own
+		 * failures; what is left is checked from the moment it is
+		 * done, not from the start: the test bed's commands (a
+		 * bash round trip to the host) took 29 s each on one vCPU
+		 * of the debug kernel.
+		 */
+		if (cut_done && !t_done)
+			t_done = now_ns();
+		if (!t_end && t_done && now_ns() - t_done > FO_SETTLE_NS) {
+			FAIL("%d failovers and %d recoveries of %d cuts %d s "
+			     "after the cuts were done (%" PRIu64 " issued)",
+			     nfo, nrec, cuts, (int)(FO_SETTLE_NS / 1000000000),
+			     n);
 			break;
 		}
 		fo_fill(src + (size_t)j * FO_SLOT, n, me);
@@ -4025,8 +4045,8 @@ static int case_foload(const char *how, const char *load)
 	struct hcomm_xfer_desc *d;
 	struct hcomm_win *w;
 	struct fo_cutter cut = { .how = how, .cuts = 1, .failback = 1 };
-	uint64_t t0, t_end = 0, rounds = 0, want, peer_rounds[2], gaps = 0;
-	uint64_t t_last;
+	uint64_t t_end = 0, t_done = 0, rounds = 0, want, peer_rounds[2];
+	uint64_t t_last, gaps = 0;
 	unsigned char *pp;
 	int peer, rc, i, k, cutting = 0, mode, cut_done = 0;
 	int64_t got;
@@ -4063,7 +4083,7 @@ static int case_foload(const char *how, const char *load)
 		cutting = !pthread_create(&cut.thr, NULL, fo_cut_main, &cut);
 		CHECK(cutting, "pthread_create");
 	}
-	t0 = t_last = now_ns();
+	t_last = now_ns();
 	for (rounds = 0;; rounds++) {
 		/* the end: FO_AFTER_NS after the cut is done and all is back */
 		if (!cut_done)
@@ -4075,8 +4095,11 @@ static int case_foload(const char *how, const char *load)
 			t_end = now_ns() + FO_AFTER_NS;
 		if (t_end && now_ns() > t_end)
 			break;
-		if (now_ns() - t0 > 90000000000ULL) {
-			FAIL("no failover and recovery within 90 s");
+		if (cut_done && !t_done)	/* see case_failover() */
+			t_done = now_ns();
+		if (!t_end && t_done && now_ns() - t_done > FO_SETTLE_NS) {
+			FAIL("not back on rdma %d s after the cut was done",
+			     (int)(FO_SETTLE_NS / 1000000000));
 			break;
 		}
 		if (mode == 0) {
