@@ -539,6 +539,26 @@ int hcomm_comm_set_event_cb(struct hcomm_comm *comm, hcomm_event_cb cb,
 			    void *arg);
 
 /*
+ * For a library layered on libhcomm (libpypto does it for the length of a
+ * run), beside the application's callback above: also call cb(comm, ev,
+ * arg) for each later event, on the same thread, in the same order, after
+ * the application's callback (the same rules apply to cb).  Events
+ * waiting for a first subscriber go to whoever is subscribed when they
+ * are delivered.  Returns the listener's id (>= 1) for
+ * hcomm_comm_event_unlisten(), HCOMM_ERR_INVAL (NULL comm or cb, a
+ * communicator being destroyed), HCOMM_ERR_LIMIT (8 listeners already).
+ * Not collective; any thread.
+ */
+int hcomm_comm_event_listen(struct hcomm_comm *comm, hcomm_event_cb cb,
+			    void *arg);
+/*
+ * Remove listener id; once this returns its callback is not running and
+ * is never called again (unless called from that callback).
+ * HCOMM_ERR_INVAL for an id that is not listening.
+ */
+int hcomm_comm_event_unlisten(struct hcomm_comm *comm, int id);
+
+/*
  * Windows: memory each rank exposes to the others (collective; every rank
  * passes its own base/len, which may differ, len may be 0).  The library
  * registers it, grants the other ranks read and write access, and

@@ -25,6 +25,7 @@
  * @log:       HCOMM_LOG: each event on stderr as it is raised.
  */
 #define HCOMM_EVQ	64
+#define HCOMM_EV_LISTENERS	8
 struct hcomm_events {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -34,6 +35,14 @@ struct hcomm_events {
 	uint64_t seq;
 	hcomm_event_cb cb;
 	void *arg;
+	/* hcomm_comm_event_listen(): slots with id 0 are free */
+	struct {
+		hcomm_event_cb cb;
+		void *arg;
+		int id;
+	} ls[HCOMM_EV_LISTENERS];
+	int nls;
+	int next_id;
 	pthread_t thr;
 	int thr_up;
 	int stop;

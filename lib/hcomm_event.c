@@ -5,7 +5,9 @@
  * calls hcomm__event() from whatever thread noticed it (a reaper, the
  * rdma cm thread, the tcp service thread); the event is queued and the
  * communicator's event thread hands it to the application's callback,
- * outside every lock of the library, one at a time and in order.
+ * outside every lock of the library, one at a time and in order, and to
+ * each listener a library layered on libhcomm added
+ * (hcomm_comm_event_listen: libpypto records them in its runs).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -119,24 +121,37 @@ static void *event_main(void *arg)
 {
 	struct hcomm_comm *c = arg;
 	struct hcomm_events *e = &c->ev;
+	struct {
+		hcomm_event_cb cb;
+		void *arg;
+	} to[1 + HCOMM_EV_LISTENERS];
 	struct hcomm_event ev;
-	hcomm_event_cb cb;
-	void *cb_arg;
+	unsigned int n, i;
 
 	pthread_mutex_lock(&e->lock);
 	for (;;) {
-		while (!e->stop && (!e->cb || !e->n))
+		while (!e->stop && (!(e->cb || e->nls) || !e->n))
 			pthread_cond_wait(&e->cond, &e->lock);
 		if (e->stop)
 			break;
 		ev = e->q[e->head];
 		e->head = (e->head + 1) % HCOMM_EVQ;
 		e->n--;
-		cb = e->cb;
-		cb_arg = e->arg;
+		/* who gets it: those subscribed now (busy keeps them valid) */
+		n = 0;
+		if (e->cb) {
+			to[n].cb = e->cb;
+			to[n++].arg = e->arg;
+		}
+		for (i = 0; i < HCOMM_EV_LISTENERS; i++)
+			if (e->ls[i].id) {
+				to[n].cb = e->ls[i].cb;
+				to[n++].arg = e->ls[i].arg;
+			}
 		e->busy = 1;
 		pthread_mutex_unlock(&e->lock);
-		cb(c, &ev, cb_arg);
+		for (i = 0; i < n; i++)
+			to[i].cb(c, &ev, to[i].arg);
 		pthread_mutex_lock(&e->lock);
 		e->busy = 0;
 		pthread_cond_broadcast(&e->cond);
@@ -145,11 +160,35 @@ static void *event_main(void *arg)
 	return NULL;
 }
 
+/* Under e->lock: the delivery thread runs (0) or could not start. */
+static int ev_thread_up(struct hcomm_comm *c, const char *who)
+{
+	struct hcomm_events *e = &c->ev;
+	int ret;
+
+	if (e->thr_up)
+		return 0;
+	ret = pthread_create(&e->thr, NULL, event_main, c);
+	if (ret)
+		return hcomm__fail(HCOMM_ERR_NOMEM, ret, "%s: pthread_create: "
+				   "%s", who, strerror(ret));
+	e->thr_up = 1;
+	return 0;
+}
+
+/* Under e->lock: wait for a running delivery, unless this thread is it. */
+static void ev_quiesce(struct hcomm_events *e)
+{
+	if (e->thr_up && !pthread_equal(pthread_self(), e->thr))
+		while (e->busy)
+			pthread_cond_wait(&e->cond, &e->lock);
+}
+
 HCOMM_EXPORT int hcomm_comm_set_event_cb(struct hcomm_comm *c,
 					 hcomm_event_cb cb, void *arg)
 {
 	struct hcomm_events *e;
-	int ret = 0;
+	int ret;
 
 	if (!c)
 		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL,
@@ -162,24 +201,87 @@ HCOMM_EXPORT int hcomm_comm_set_event_cb(struct hcomm_comm *c,
 				   "hcomm_comm_set_event_cb: the communicator "
 				   "is being destroyed");
 	}
+	if (cb) {
+		ret = ev_thread_up(c, "hcomm_comm_set_event_cb");
+		if (ret) {
+			pthread_mutex_unlock(&e->lock);
+			return ret;
+		}
+	}
 	e->cb = cb;
 	e->arg = arg;
-	if (cb && !e->thr_up) {
-		ret = pthread_create(&e->thr, NULL, event_main, c);
-		if (ret) {
-			e->cb = NULL;
-			pthread_mutex_unlock(&e->lock);
-			return hcomm__fail(HCOMM_ERR_NOMEM, ret,
-					   "hcomm_comm_set_event_cb: "
-					   "pthread_create: %s", strerror(ret));
-		}
-		e->thr_up = 1;
-	}
 	pthread_cond_broadcast(&e->cond);
-	/* Off: wait for a running callback, unless this is it. */
-	if (!cb && e->thr_up && !pthread_equal(pthread_self(), e->thr))
-		while (e->busy)
-			pthread_cond_wait(&e->cond, &e->lock);
+	if (!cb)	/* off: no call of the old one after this returns */
+		ev_quiesce(e);
+	pthread_mutex_unlock(&e->lock);
+	return 0;
+}
+
+HCOMM_EXPORT int hcomm_comm_event_listen(struct hcomm_comm *c,
+					 hcomm_event_cb cb, void *arg)
+{
+	struct hcomm_events *e;
+	int i, ret;
+
+	if (!c || !cb)
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL,
+				   "hcomm_comm_event_listen: %s",
+				   c ? "no callback" : "no communicator");
+	e = &c->ev;
+	pthread_mutex_lock(&e->lock);
+	if (e->closed) {
+		pthread_mutex_unlock(&e->lock);
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL,
+				   "hcomm_comm_event_listen: the communicator "
+				   "is being destroyed");
+	}
+	for (i = 0; i < HCOMM_EV_LISTENERS && e->ls[i].id; i++)
+		;
+	if (i == HCOMM_EV_LISTENERS) {
+		pthread_mutex_unlock(&e->lock);
+		return hcomm__fail(HCOMM_ERR_LIMIT, ENOSPC,
+				   "hcomm_comm_event_listen: %d listeners "
+				   "already", HCOMM_EV_LISTENERS);
+	}
+	ret = ev_thread_up(c, "hcomm_comm_event_listen");
+	if (ret) {
+		pthread_mutex_unlock(&e->lock);
+		return ret;
+	}
+	if (++e->next_id <= 0)	/* ids stay positive, even after 2^31 */
+		e->next_id = 1;
+	e->ls[i].cb = cb;
+	e->ls[i].arg = arg;
+	e->ls[i].id = e->next_id;
+	e->nls++;
+	ret = e->next_id;
+	pthread_cond_broadcast(&e->cond);
+	pthread_mutex_unlock(&e->lock);
+	return ret;
+}
+
+HCOMM_EXPORT int hcomm_comm_event_unlisten(struct hcomm_comm *c, int id)
+{
+	struct hcomm_events *e;
+	int i;
+
+	if (!c || id <= 0)
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL,
+				   "hcomm_comm_event_unlisten: %s",
+				   c ? "not a listener id" : "no communicator");
+	e = &c->ev;
+	pthread_mutex_lock(&e->lock);
+	for (i = 0; i < HCOMM_EV_LISTENERS && e->ls[i].id != id; i++)
+		;
+	if (i == HCOMM_EV_LISTENERS) {
+		pthread_mutex_unlock(&e->lock);
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL,
+				   "hcomm_comm_event_unlisten: no listener %d",
+				   id);
+	}
+	memset(&e->ls[i], 0, sizeof(e->ls[i]));
+	e->nls--;
+	ev_quiesce(e);
 	pthread_mutex_unlock(&e->lock);
 	return 0;
 }

@@ -339,6 +339,20 @@ struct pypto_stats {
 	 */
 	uint32_t xfer_cap;
 	uint64_t xfer_waits;
+	/*
+	 * Links (a run over libhcomm; pypto_run_link_events() has each
+	 * event): events about the run's target rank during the run, the
+	 * failovers among them and their stall (each from the link-down to
+	 * the failed-over event, summed), the transfer tiles in flight at a
+	 * link-down that completed later (delayed by the failover: the
+	 * transport replays their descriptors exactly once, libpypto does
+	 * not issue them again), and whether the target was lost.
+	 */
+	uint32_t link_events;
+	uint32_t failovers;
+	uint64_t failover_stall_ns;
+	uint64_t tiles_delayed;
+	int peer_lost;
 };
 
 /*
@@ -373,11 +387,41 @@ struct pypto_event {
 	uint8_t stage;			/* enum pypto_stage */
 	uint8_t attempt;		/* 0, or the retry number */
 	int32_t device;
+	uint8_t flags;			/* PYPTO_EVF_* */
 };
+
+/* A transfer in flight when its link went down (completed by failover). */
+#define PYPTO_EVF_DELAYED	(1U << 0)
 
 /* All events of a run, sorted by t0 (valid until pypto_run_free). */
 unsigned int pypto_run_events(const struct pypto_run *r,
 			      const struct pypto_event **ev);
+
+/*
+ * Link events of a run over libhcomm: pypto_run() listens to its
+ * communicator (hcomm_comm_event_listen) while the run lasts and keeps
+ * each event about the run's target rank (32 at most; stats.link_events
+ * counts them all).  A LINK_DOWN or PEER_LOST marks the transfer tiles in
+ * flight then (tiles_in_flight; their events carry PYPTO_EVF_DELAYED).
+ * After a PEER_LOST no transfer is issued again: the run fails naming
+ * the lost rank.
+ */
+struct pypto_link_event {
+	uint64_t t_ns;			/* since the run's start */
+	uint32_t type;			/* enum hcomm_event_type */
+	int32_t peer;
+	int32_t xport;			/* enum hcomm_xport_id of the link */
+	int32_t err;			/* hcomm_err behind it, or 0 */
+	uint32_t tiles_in_flight;
+	uint32_t reserved;
+	char why[160];			/* libhcomm's sentence */
+};
+
+#define PYPTO_LINK_EVENTS_MAX	32
+
+/* The run's link events in order (valid until pypto_run_free). */
+unsigned int pypto_run_link_events(const struct pypto_run *r,
+				   const struct pypto_link_event **ev);
 
 /*
  * Print the diagnosis: the seed's rules with the suggested fix and

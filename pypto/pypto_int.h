@@ -3,6 +3,7 @@
 #ifndef LIBPYPTO_INT_H
 #define LIBPYPTO_INT_H
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -54,6 +55,7 @@ struct pypto_tile {
 	_Atomic int last_status;	/* a failed descriptor's status */
 	uint64_t t_issue_ns;		/* transfer: when its round went out */
 	uint16_t issue_worker;
+	_Atomic uint8_t delayed;	/* in flight at a link-down (sched.c) */
 	bool slot;			/* transfer: holds one of its device's
 					 * slots (sched.c: the cap) */
 	struct pypto_tile *wnext;	/* transfer: in its device's queue of
@@ -135,6 +137,8 @@ struct pypto_xport_ops {
 	 */
 	int (*run_begin)(struct pypto_xport *x);
 	void (*run_end)(struct pypto_xport *x);
+	/* Optional: the communicator whose link events concern the run. */
+	struct hcomm_comm *(*comm)(struct pypto_xport *x);
 };
 
 struct pypto_xport {
@@ -189,6 +193,15 @@ struct pypto_run {
 	uint32_t nev;
 	/* Worker busy ns (compute+host) per worker, for the diagnosis. */
 	uint64_t *worker_busy_ns;
+	/*
+	 * Link events (sched.c): appended by libhcomm's event thread under
+	 * lev_lock while the run lasts; read-only once pypto_run() stopped
+	 * listening.
+	 */
+	pthread_mutex_t lev_lock;
+	struct pypto_link_event lev[PYPTO_LINK_EVENTS_MAX];
+	uint32_t nlev;			/* kept */
+	uint32_t lev_seen;		/* all, kept or not */
 };
 
 /* Append an event (times absolute CLOCK_MONOTONIC; stored relative). */

@@ -167,6 +167,12 @@ struct sched {
 	_Atomic uint64_t inflight;	/* descriptors whose callback did not
 					 * finish touching the run */
 	_Atomic uint64_t xfer_ns, xfer_bytes, retries, failures, waits;
+	_Atomic uint64_t delayed;	/* delayed transfer tiles completed */
+	/* Link events: the listener, and the target's loss (set once). */
+	struct hcomm_comm *comm;
+	int listen_id;
+	atomic_bool peer_lost;
+	char lost_why[160];		/* written before peer_lost is set */
 };
 
 static __thread struct worker *cur_worker;
@@ -569,6 +575,9 @@ static void xfer_tile_done(struct sched *s, struct pypto_tile *t)
 			.stage = PYPTO_STAGE_TRANSFER,
 			.attempt = (uint8_t)(t->attempt > 255 ? 255 : t->attempt),
 			.device = t->device,
+			.flags = atomic_load_explicit(&t->delayed,
+						      memory_order_relaxed) ?
+				 PYPTO_EVF_DELAYED : 0,
 		};
 
 		if (eb)
@@ -577,9 +586,20 @@ static void xfer_tile_done(struct sched *s, struct pypto_tile *t)
 	if (!failed) {
 		atomic_fetch_add_explicit(&s->xfer_bytes, t->bytes,
 					  memory_order_relaxed);
+		if (atomic_load_explicit(&t->delayed, memory_order_relaxed))
+			atomic_fetch_add_explicit(&s->delayed, 1,
+						  memory_order_relaxed);
 		/* After the event's end: the slot outlives the interval. */
 		slot_release(s, t);
 		tile_done(s, cur_worker, t);
+		return;
+	}
+	/* A lost rank: issuing again cannot help, the run ends here. */
+	if (atomic_load_explicit(&s->peer_lost, memory_order_acquire)) {
+		sched_fail(s, pypto__fail(PYPTO_ERR_IO,
+					  "transfer tile %s failed and is not issued again: rank %d was lost (%s)",
+					  t->name, s->x->target,
+					  s->lost_why));
 		return;
 	}
 	if (t->attempt >= s->cfg->max_retries) {
@@ -780,6 +800,99 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
+/* ---- link events ------------------------------------------------------- */
+
+/*
+ * A run over libhcomm listens to its communicator's link events while it
+ * lasts (hcomm_comm_event_listen; the callback runs on libhcomm's event
+ * thread).  Events about the target rank are kept in r->lev.  A link-down
+ * marks the transfer tiles in flight: the transport fails over and
+ * replays their descriptors exactly once (Documentation/failover.rst), so
+ * they complete late, not failed, and are not issued again (that would
+ * write twice); the mark shows them in the diagnosis and the timeline.  A
+ * lost rank stops the re-issues: a failed tile then fails the run.
+ */
+static void sched_on_event(struct hcomm_comm *c, const struct hcomm_event *ev,
+			   void *arg)
+{
+	struct sched *s = arg;
+	struct pypto_run *r = s->r;
+	struct pypto_link_event *le;
+	uint32_t i, n = 0;
+
+	(void)c;
+	if (ev->peer != s->x->target || ev->time_ns < r->t0_ns)
+		return;
+	if (ev->type == HCOMM_EVENT_LINK_DOWN ||
+	    ev->type == HCOMM_EVENT_PEER_LOST) {
+		for (i = 0; i < s->g->n; i++) {
+			struct pypto_tile *t = &s->g->tiles[i];
+
+			if (t->kind == PYPTO_TRANSFER &&
+			    atomic_load_explicit(&t->xfer_pending,
+						 memory_order_relaxed)) {
+				atomic_store_explicit(&t->delayed, 1,
+						      memory_order_relaxed);
+				n++;
+			}
+		}
+	}
+	if (ev->type == HCOMM_EVENT_PEER_LOST &&
+	    !atomic_load_explicit(&s->peer_lost, memory_order_relaxed)) {
+		snprintf(s->lost_why, sizeof(s->lost_why), "%s", ev->why);
+		atomic_store_explicit(&s->peer_lost, true,
+				      memory_order_release);
+	}
+	pthread_mutex_lock(&r->lev_lock);
+	r->lev_seen++;
+	if (r->nlev < PYPTO_LINK_EVENTS_MAX) {
+		le = &r->lev[r->nlev++];
+		memset(le, 0, sizeof(*le));
+		le->t_ns = ev->time_ns - r->t0_ns;
+		le->type = ev->type;
+		le->peer = ev->peer;
+		le->xport = ev->xport;
+		le->err = ev->err;
+		le->tiles_in_flight = n;
+		snprintf(le->why, sizeof(le->why), "%s", ev->why);
+	}
+	pthread_mutex_unlock(&r->lev_lock);
+}
+
+/* After the listener is gone: the link figures of the stats. */
+static void link_stats(struct sched *s, struct pypto_stats *st)
+{
+	struct pypto_run *r = s->r;
+	uint64_t down = 0;
+	bool have_down = false;
+	uint32_t i;
+
+	st->link_events = r->lev_seen;
+	st->tiles_delayed = atomic_load(&s->delayed);
+	st->peer_lost = atomic_load(&s->peer_lost);
+	for (i = 0; i < r->nlev; i++) {
+		const struct pypto_link_event *le = &r->lev[i];
+
+		if (le->type == HCOMM_EVENT_LINK_DOWN) {
+			down = le->t_ns;
+			have_down = true;
+		} else if (le->type == HCOMM_EVENT_FAILED_OVER) {
+			st->failovers++;
+			if (have_down && le->t_ns >= down)
+				st->failover_stall_ns += le->t_ns - down;
+			have_down = false;
+		}
+	}
+}
+
+PYPTO_EXPORT unsigned int pypto_run_link_events(const struct pypto_run *r,
+						const struct pypto_link_event **ev)
+{
+	if (ev)
+		*ev = r ? r->lev : NULL;
+	return r ? r->nlev : 0;
+}
+
 /* ---- pypto_run ---------------------------------------------------------- */
 
 static void collect_stats(struct sched *s, struct pypto_stats *st)
@@ -952,6 +1065,7 @@ PYPTO_EXPORT int pypto_run(struct pypto_graph *g, const struct pypto_config *ucf
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return pypto__fail(PYPTO_ERR_NOMEM, "run");
+	pthread_mutex_init(&r->lev_lock, NULL);
 	r->g = g;
 	r->cfg = cfg;
 	r->xport_name = pypto_xport_name(x);
@@ -1013,6 +1127,7 @@ PYPTO_EXPORT int pypto_run(struct pypto_graph *g, const struct pypto_config *ucf
 		t->t_issue_ns = 0;
 		t->slot = false;
 		t->wnext = NULL;
+		atomic_store(&t->delayed, 0);
 	}
 	if (x && x->ops->run_begin) {
 		rc = x->ops->run_begin(x);
@@ -1021,6 +1136,17 @@ PYPTO_EXPORT int pypto_run(struct pypto_graph *g, const struct pypto_config *ucf
 		began = true;
 	}
 	r->t0_ns = pypto__now_ns();
+	s.comm = x && x->ops->comm ? x->ops->comm(x) : NULL;
+	if (s.comm) {
+		rc = hcomm_comm_event_listen(s.comm, sched_on_event, &s);
+		if (rc < 0) {
+			rc = pypto__fail(PYPTO_ERR_IO, "hcomm_comm_event_listen: %s (%s)",
+					 hcomm_strerror(rc), hcomm_errmsg());
+			goto out;
+		}
+		s.listen_id = rc;
+		rc = 0;
+	}
 	for (i = 0; i < g->n; i++) {
 		struct pypto_tile *t = &g->tiles[i];
 		uint32_t per, k;
@@ -1042,6 +1168,10 @@ PYPTO_EXPORT int pypto_run(struct pypto_graph *g, const struct pypto_config *ucf
 		g->run_hook(g, true);
 	rc = run_workers(&s);
 	wait_inflight(&s);
+	if (s.listen_id) {	/* returns once its callback is not running */
+		hcomm_comm_event_unlisten(s.comm, s.listen_id);
+		s.listen_id = 0;
+	}
 	if (g->run_hook)
 		g->run_hook(g, false);
 	r->st.wall_ns = pypto__now_ns() - r->t0_ns;
@@ -1060,6 +1190,7 @@ PYPTO_EXPORT int pypto_run(struct pypto_graph *g, const struct pypto_config *ucf
 				 "run ended with %u of %u tiles done",
 				 atomic_load(&s.ndone), g->n);
 	collect_stats(&s, &r->st);
+	link_stats(&s, &r->st);
 	r->st.analysis = g->analysis;
 	if (pypto__run_finish_events(r) && !rc)
 		rc = pypto__fail(PYPTO_ERR_NOMEM, "events");
@@ -1068,6 +1199,8 @@ PYPTO_EXPORT int pypto_run(struct pypto_graph *g, const struct pypto_config *ucf
 	if (trace && *trace)
 		pypto_run_write_trace(r, trace);
 out:
+	if (s.listen_id)
+		hcomm_comm_event_unlisten(s.comm, s.listen_id);
 	if (began && x->ops->run_end)
 		x->ops->run_end(x);
 	sched_free(&s);
@@ -1093,6 +1226,7 @@ PYPTO_EXPORT void pypto_run_free(struct pypto_run *r)
 	if (!r)
 		return;
 	pypto__run_free_events(r);
+	pthread_mutex_destroy(&r->lev_lock);
 	free(r->worker_busy_ns);
 	free(r);
 }

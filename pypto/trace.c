@@ -704,6 +704,95 @@ static bool worker_spread(const struct pypto_run *r, uint32_t workers,
 	return true;
 }
 
+static const char *link_ev_name(uint32_t type)
+{
+	switch (type) {
+	case HCOMM_EVENT_LINK_DOWN:
+		return "link-down";
+	case HCOMM_EVENT_FAILED_OVER:
+		return "failed-over";
+	case HCOMM_EVENT_RECOVERED:
+		return "recovered";
+	case HCOMM_EVENT_PEER_LOST:
+		return "peer-lost";
+	default:
+		return "?";
+	}
+}
+
+static const char *xport_label(int32_t xp)
+{
+	switch (xp) {
+	case HCOMM_XPORT_KERNEL:
+		return "kernel";
+	case HCOMM_XPORT_RDMA:
+		return "rdma";
+	case HCOMM_XPORT_TCP:
+		return "tcp";
+	default:
+		return "?";
+	}
+}
+
+/*
+ * The run's link events (libhcomm): when, which link, the stall of each
+ * failover, and the transfer tiles it delayed (by name, from the events).
+ */
+static void diag_links(const struct pypto_run *r, FILE *f)
+{
+	const struct pypto_stats *st = &r->st;
+	uint64_t down = 0;
+	uint32_t i, shown = 0;
+	char b1[32];
+
+	if (!st->link_events)
+		return;
+	fprintf(f, "  link events         %u (libhcomm), %u failover(s), "
+		"stall %s in all, %" PRIu64 " transfer tile(s) delayed%s\n",
+		st->link_events, st->failovers,
+		pypto__fmt_ns(b1, sizeof(b1), (double)st->failover_stall_ns),
+		st->tiles_delayed, st->peer_lost ? ", the target rank was "
+		"lost" : "");
+	for (i = 0; i < r->nlev; i++) {
+		const struct pypto_link_event *le = &r->lev[i];
+
+		fprintf(f, "    at %-10s %-11s rank %d, %s",
+			pypto__fmt_ns(b1, sizeof(b1), (double)le->t_ns),
+			link_ev_name(le->type), le->peer,
+			xport_label(le->xport));
+		if (le->type == HCOMM_EVENT_LINK_DOWN) {
+			down = le->t_ns;
+			fprintf(f, ", %u transfer tile(s) in flight (delayed: "
+				"the transport replays their descriptors "
+				"exactly once, not issued again)",
+				le->tiles_in_flight);
+		} else if (le->type == HCOMM_EVENT_FAILED_OVER && down &&
+			   le->t_ns >= down) {
+			fprintf(f, ", stall %s", pypto__fmt_ns(b1, sizeof(b1),
+				(double)(le->t_ns - down)));
+		} else if (le->type == HCOMM_EVENT_PEER_LOST) {
+			fprintf(f, ", %u transfer tile(s) in flight: the run "
+				"fails, nothing is issued again",
+				le->tiles_in_flight);
+		}
+		fprintf(f, ": %s\n", le->why);
+	}
+	if (st->link_events > r->nlev)
+		fprintf(f, "    (%u more not kept)\n",
+			st->link_events - r->nlev);
+	for (i = 0; i < r->nev && shown < 8; i++) {
+		const struct pypto_event *e = &r->ev[i];
+
+		if (!(e->flags & PYPTO_EVF_DELAYED))
+			continue;
+		fprintf(f, "%s%s", shown ? ", " : "    delayed tiles: ",
+			e->tile < r->g->n ? r->g->tiles[e->tile].name : "?");
+		shown++;
+	}
+	if (shown)
+		fprintf(f, "%s\n", st->tiles_delayed > shown ? ", ..." : "");
+}
+
 PYPTO_EXPORT unsigned int pypto_run_diagnose(const struct pypto_run *r,
 					     FILE *f)
 {
@@ -800,6 +889,7 @@ PYPTO_EXPORT unsigned int pypto_run_diagnose(const struct pypto_run *r,
 		fmt_bytes(b2, sizeof(b2), st->xfer_bytes));
 	fprintf(f, "  retries             %" PRIu64 " (%" PRIu64
 		" failed descriptors)\n", st->xfer_retries, st->xfer_failures);
+	diag_links(r, f);
 	if (st->events > r->nev)
 		fprintf(f, "  events              %" PRIu64 " recorded, %"
 			PRIu64 " dropped (out of memory): figures are partial\n",
@@ -1122,6 +1212,10 @@ static void trace_stats(FILE *f, const struct pypto_run *r, uint64_t nflows)
 		st->xfer_exposed_ns, st->engine_known, st->engine_busy_ns,
 		st->engine_lanes);
 	pypto__json_num(f, st->engine_util);
+	fprintf(f, ",\"link_events\":%u,\"failovers\":%u,"
+		"\"failover_stall_ns\":%" PRIu64 ",\"tiles_delayed\":%"
+		PRIu64 ",\"peer_lost\":%d", st->link_events, st->failovers,
+		st->failover_stall_ns, st->tiles_delayed, st->peer_lost);
 	fprintf(f, ",\"diagnosis\":%u}", pypto_run_diagnose(r, NULL));
 }
 
@@ -1188,9 +1282,25 @@ static int trace_file(FILE *f, const void *arg)
 		pypto__json_str(f, name, false);
 		fprintf(f, ",\"kind\":\"%s\",\"stage\":\"%s\",\"worker\":%u,"
 			"\"device\":%" PRId32 ",\"bytes\":%" PRIu64
-			",\"attempt\":%u}}", pypto__kind_name(kind),
-			stage_name(e->stage), e->worker, e->device, e->bytes,
-			e->attempt);
+			",\"attempt\":%u,\"delayed\":%d}}",
+			pypto__kind_name(kind), stage_name(e->stage),
+			e->worker, e->device, e->bytes, e->attempt,
+			!!(e->flags & PYPTO_EVF_DELAYED));
+	}
+	/* link events: global instant markers across the timeline */
+	for (i = 0; i < r->nlev; i++) {
+		const struct pypto_link_event *le = &r->lev[i];
+
+		fputs(",\n{\"ph\":\"i\",\"s\":\"g\",\"name\":", f);
+		pypto__json_str(f, link_ev_name(le->type), false);
+		fputs(",\"cat\":\"link\",\"pid\":2,\"tid\":0,\"ts\":", f);
+		json_us(f, le->t_ns);
+		fprintf(f, ",\"args\":{\"peer\":%d,\"xport\":\"%s\","
+			"\"err\":%d,\"tiles_in_flight\":%u,\"why\":",
+			le->peer, xport_label(le->xport), le->err,
+			le->tiles_in_flight);
+		pypto__json_str(f, le->why, false);
+		fputs("}}", f);
 	}
 	trace_flows(f, r, &L, &nflows);
 	fputs("\n],\"displayTimeUnit\":\"ns\",", f);

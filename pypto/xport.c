@@ -135,7 +135,25 @@ static int hx_busy(struct pypto_xport *x, uint64_t *busy_ns, uint32_t *lanes)
 	char key[64];
 	FILE *f;
 
-	(void)x;
+	/*
+	 * The module's engine moves only what the kernel transport carries:
+	 * for a target on another host (rdma, tcp) its busy time says
+	 * nothing about this run's transfers, so it is unknown.
+	 */
+	if (((struct xport_hcomm *)x)->comm &&
+	    x->target != hcomm_comm_rank(((struct xport_hcomm *)x)->comm)) {
+		struct hcomm_peer_stats ps;
+		uint32_t i;
+
+		memset(&ps, 0, sizeof(ps));
+		ps.size = sizeof(ps);
+		if (hcomm_comm_peer_stats(((struct xport_hcomm *)x)->comm,
+					  x->target, &ps) || !ps.nranges)
+			return -1;
+		for (i = 0; i < ps.nranges && i < HCOMM_PEER_RANGES; i++)
+			if (ps.range[i].xport != HCOMM_XPORT_KERNEL)
+				return -1;
+	}
 	f = fopen(HCOMM_STATS_PATH, "r");
 	if (!f)
 		return -1;
@@ -191,6 +209,11 @@ static void hx_run_end(struct pypto_xport *x)
 	}
 }
 
+static struct hcomm_comm *hx_comm(struct pypto_xport *x)
+{
+	return ((struct xport_hcomm *)x)->comm;
+}
+
 static const struct pypto_xport_ops hcomm_ops = {
 	.name = "hcomm",
 	.submit = hx_submit,
@@ -198,6 +221,7 @@ static const struct pypto_xport_ops hcomm_ops = {
 	.busy = hx_busy,
 	.run_begin = hx_run_begin,
 	.run_end = hx_run_end,
+	.comm = hx_comm,
 };
 
 PYPTO_EXPORT int pypto_xport_hcomm(struct pypto_xport **out,

@@ -1161,6 +1161,34 @@ static void ev_rec(struct hcomm_comm *c, const struct hcomm_event *ev,
 	pthread_mutex_unlock(&evr.lock);
 }
 
+/* A listener (hcomm_comm_event_listen): counts, keeps the last event. */
+static struct {
+	pthread_mutex_t lock;
+	int n;
+	uint64_t seq;
+	uint32_t type;
+} lsr = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static void ls_rec(struct hcomm_comm *c, const struct hcomm_event *ev,
+		   void *arg)
+{
+	(void)c;
+	(void)arg;
+	pthread_mutex_lock(&lsr.lock);
+	lsr.n++;
+	lsr.seq = ev->seq;
+	lsr.type = ev->type;
+	pthread_mutex_unlock(&lsr.lock);
+}
+
+static void ls_never(struct hcomm_comm *c, const struct hcomm_event *ev,
+		     void *arg)
+{
+	(void)c;
+	(void)ev;
+	(*(int *)arg)++;
+}
+
 /* Wait up to ms for event number k (0-based); 1 and *out when there. */
 static int ev_get(int k, int ms, struct hcomm_event *out)
 {
@@ -1338,7 +1366,7 @@ static int rank_killed(void)
 	struct hcomm_win *w = NULL;
 	int64_t t0 = 0, t1;
 	long n = 0, j;
-	int r, first = 0;
+	int r, first = 0, ls_id = 0, never = 0;
 	char c;
 
 	if (!mem || !src || up())
@@ -1355,6 +1383,36 @@ static int rank_killed(void)
 	      "hcomm_comm_set_event_cb(NULL comm): HCOMM_ERR_INVAL");
 	check_ok(hcomm_comm_set_event_cb(comm, ev_rec, comm),
 		 "hcomm_comm_set_event_cb");
+	/*
+	 * Listeners (what libpypto uses): one that stays, and seven that
+	 * fill the table and are removed before the kill, so never called.
+	 */
+	{
+		int id[8], k, full;
+
+		check(hcomm_comm_event_listen(NULL, ls_rec, NULL) ==
+		      -HCOMM_ERR_INVAL && hcomm_comm_event_listen(comm, NULL,
+		      NULL) == -HCOMM_ERR_INVAL &&
+		      hcomm_comm_event_unlisten(comm, 0) == -HCOMM_ERR_INVAL &&
+		      hcomm_comm_event_unlisten(comm, 12345) ==
+		      -HCOMM_ERR_INVAL, "hcomm_comm_event_listen/unlisten: "
+		      "HCOMM_ERR_INVAL for NULL, id 0 and an unknown id");
+		id[0] = hcomm_comm_event_listen(comm, ls_rec, NULL);
+		for (k = 1; k < 8; k++)
+			id[k] = hcomm_comm_event_listen(comm, ls_never,
+							&never);
+		full = hcomm_comm_event_listen(comm, ls_never, &never);
+		check(id[0] >= 1 && id[7] == id[0] + 7 &&
+		      full == -HCOMM_ERR_LIMIT, "8 listeners (ids %d..%d), "
+		      "a ninth: HCOMM_ERR_LIMIT (%d)", id[0], id[7], full);
+		for (k = 1; k < 8; k++)
+			check_ok(hcomm_comm_event_unlisten(comm, id[k]),
+				 "hcomm_comm_event_unlisten");
+		check(hcomm_comm_event_unlisten(comm, id[1]) ==
+		      -HCOMM_ERR_INVAL, "a second unlisten of the same id: "
+		      "HCOMM_ERR_INVAL");
+		ls_id = id[0];
+	}
 	memset(req, 0, sizeof(req));
 	for (t1 = now_ms(); now_ms() - t1 < 30000; n++) {
 		j = n % K_QD;
@@ -1402,6 +1460,15 @@ static int rank_killed(void)
 		check(drc == -HCOMM_ERR_INVAL, "hcomm_comm_destroy from the "
 		      "event callback: HCOMM_ERR_INVAL (%d)", drc);
 		check(!gap && n == 1, "%d events, gap %d", n, gap);
+		pthread_mutex_lock(&lsr.lock);
+		n = lsr.n;
+		gap = lsr.seq == ev.seq && lsr.type == ev.type;
+		pthread_mutex_unlock(&lsr.lock);
+		check(n == 1 && gap && !never, "the listener saw that event "
+		      "too (%d events, same: %d), the removed ones none (%d)",
+		      n, gap, never);
+		check_ok(hcomm_comm_event_unlisten(comm, ls_id),
+			 "hcomm_comm_event_unlisten");
 	}
 	for (j = 0; j < K_QD && n > j; j++)
 		hcomm_wait(&req[j]);

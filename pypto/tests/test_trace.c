@@ -717,6 +717,98 @@ static void test_diagnosis(struct pypto_graph *g)
 	freerun(r);
 }
 
+/*
+ * Link events (what pypto_run() keeps from libhcomm's listener): the
+ * diagnosis lists them with the failover's stall and the delayed tiles by
+ * name; the Chrome trace has each as an instant marker, the delayed flag
+ * on the transfers and the counts in otherData.
+ */
+static void test_links(struct pypto_graph *g, const char *dir, int have_py)
+{
+	static const struct { uint64_t t; uint32_t type; int32_t xp; } L[] = {
+		{ 100000000ULL, HCOMM_EVENT_LINK_DOWN, HCOMM_XPORT_RDMA },
+		{ 256000000ULL, HCOMM_EVENT_FAILED_OVER, HCOMM_XPORT_TCP },
+		{ 1500000000ULL, HCOMM_EVENT_RECOVERED, HCOMM_XPORT_RDMA },
+	};
+	struct pypto_run *r = mkrun(g, 1, 1, 2000000000ULL);
+	struct pypto_evbuf *b = pypto__ev_thread_buf(r);
+	const struct pypto_link_event *le;
+	char path[512], cmd[700], *t, *j;
+	unsigned int i, n;
+
+	for (i = 0; i < 3; i++) {
+		struct pypto_event e = {
+			.t0_ns = r->t0_ns + 90000000ULL * i,
+			.t1_ns = r->t0_ns + 90000000ULL * i + 200000000ULL,
+			.bytes = 64, .tile = i == 2 ? 4 : i + 1,
+			.stage = PYPTO_STAGE_TRANSFER,
+			.flags = i < 2 ? PYPTO_EVF_DELAYED : 0,
+		};
+
+		if (b)
+			pypto__ev_record(r, b, &e);
+	}
+	for (i = 0; i < 3; i++) {
+		r->lev[i].t_ns = L[i].t;
+		r->lev[i].type = L[i].type;
+		r->lev[i].peer = 1;
+		r->lev[i].xport = L[i].xp;
+		r->lev[i].tiles_in_flight = i ? 0 : 2;
+		snprintf(r->lev[i].why, sizeof(r->lev[i].why), "why %u", i);
+	}
+	r->nlev = 3;
+	r->st.link_events = 3;
+	r->st.failovers = 1;
+	r->st.failover_stall_ns = 156000000ULL;
+	r->st.tiles_delayed = 2;
+	pypto__run_finish_events(r);
+	n = pypto_run_link_events(r, &le);
+	ok(n == 3 && le == r->lev && le[1].type == HCOMM_EVENT_FAILED_OVER &&
+	   pypto_run_link_events(NULL, &le) == 0 && !le,
+	   "pypto_run_link_events: the run's 3, none for NULL");
+	diag(r, &t);
+	ok(strstr(t, "link events         3 (libhcomm), 1 failover(s), "
+		  "stall 156.000 ms in all, 2 transfer tile(s) delayed") &&
+	   strstr(t, "link-down   rank 1, rdma, 2 transfer tile(s) in flight") &&
+	   strstr(t, "failed-over rank 1, tcp, stall 156.000 ms: why 1") &&
+	   strstr(t, "recovered   rank 1, rdma: why 2") &&
+	   strstr(t, "delayed tiles: put a, put b\n"),
+	   "diagnosis: the link events, the stall, the delayed tiles by name");
+	if (!strstr(t, "delayed tiles: put a, put b\n"))
+		fputs(t, stdout);
+	free(t);
+	snprintf(path, sizeof(path), "%s/links.json", dir);
+	ok(pypto_run_write_trace(r, path) == 0, "trace with link events");
+	j = NULL;
+	{
+		FILE *f = fopen(path, "r");
+		size_t len = 0;
+
+		if (f) {
+			j = calloc(1, 1 << 16);
+			len = j ? fread(j, 1, (1 << 16) - 1, f) : 0;
+			fclose(f);
+		}
+		(void)len;
+	}
+	ok(j && strstr(j, "{\"ph\":\"i\",\"s\":\"g\",\"name\":\"link-down\"") &&
+	   strstr(j, "\"failed-over\"") && strstr(j, "\"tiles_in_flight\":2") &&
+	   strstr(j, "\"delayed\":1") && strstr(j, "\"delayed\":0") &&
+	   strstr(j, "\"failovers\":1,\"failover_stall_ns\":156000000,"
+		  "\"tiles_delayed\":2,\"peer_lost\":0"),
+	   "trace: link markers, the delayed flags, the counts");
+	free(j);
+	if (have_py) {
+		snprintf(cmd, sizeof(cmd), "python3 -c 'import json,sys; "
+			 "d=json.load(open(sys.argv[1])); "
+			 "assert sum(e[\"ph\"]==\"i\" for e in d[\"traceEvents\"])==3' %s",
+			 path);
+		ok(system(cmd) == 0, "the trace with link events is JSON "
+		   "(python3 json) with 3 markers");
+	}
+	freerun(r);
+}
+
 static void test_tile_size(struct pypto_graph *g)
 {
 	static const struct {
@@ -1180,6 +1272,7 @@ int main(int argc, char **argv)
 	test_stats(g);
 	test_overlap();
 	test_diagnosis(g);
+	test_links(g, dir, have_py);
 	test_tile_size(g);
 	test_outputs(dir, have_py);
 	pypto_graph_destroy(g);

@@ -91,10 +91,13 @@ fo-fence-2|1|HCOMM_PROBE=off HCOMM_RANK_TABLE=@TABLE_NIC1@ NETSH_NICS=2 HCOMM_KE
 fo-pair-4|1|HCOMM_PROBE=off HCOMM_RANK_TABLE=@TABLE_NIC1@ NETSH_NICS=2 NETSH_VMS=4 HCOMM_KEEPALIVE_TIMEOUT=3000|fopair
 fo-link-2|1|HCOMM_PROBE=off HCOMM_RANK_TABLE=@TABLE_NIC1@ NETSH_NICS=2 HCOMM_KEEPALIVE_TIMEOUT=$cut_ka|failover --how link
 fo-tap-2|1|HCOMM_PROBE=off HCOMM_RANK_TABLE=@TABLE_NIC1@ NETSH_NICS=2 HCOMM_KEEPALIVE_TIMEOUT=$cut_ka|failover --how tap
+pypto-fo-2|1|NETSH_PROG=pypto/pypto_net_test OPENBLAS_CORETYPE=Prescott HCOMM_PROBE=off HCOMM_RANK_TABLE=@TABLE_NIC1@ NETSH_NICS=2 HCOMM_KEEPALIVE_TIMEOUT=$cut_ka|--mode cut
+pypto-lost-2|1|NETSH_PROG=pypto/pypto_net_test OPENBLAS_CORETYPE=Prescott NETSH_KILL=1 HCOMM_PROBE=off HCOMM_RANK_TABLE=@TABLE_NIC1@ NETSH_NICS=2|--mode kill
 "
 
 # NETSH_PROG=NAME: the ranks run build/lib/vm/hcomm_vm_NAME ARGS instead
-# of hcomm_vm_test (tcp-garbage-2: hcomm_vm_garbage, its own attacker).
+# of hcomm_vm_test (tcp-garbage-2: hcomm_vm_garbage, its own attacker);
+# NETSH_PROG=pypto/NAME: build/pypto/NAME (libpypto across the VMs).
 # NETSH_KILL=V: rank V is meant to die of SIGKILL (hcomm_vm_launch -k V:
 # that death is the test, not a failure; every other rank is checked).
 # @TABLE_NORDMA@: the rank table below with "dev none" for every rank, so
@@ -184,6 +187,7 @@ while IFS='|' read -r name ppn env args; do
 		NETSH_TC=tcp-slow) tcslow=6 ;;
 		NETSH_TC=udp-slow) tcslow=17 ;;
 		NETSH_KILL=*) eargs+=(-k "${e#NETSH_KILL=}") ;;
+		NETSH_PROG=pypto/*) cprog=$repo/build/pypto/${e#NETSH_PROG=pypto/} ;;
 		NETSH_PROG=*) cprog=$dir/hcomm_vm_${e#NETSH_PROG=} ;;
 		*=@TABLE_NORDMA@) eargs+=(-e "${e%@TABLE_NORDMA@}$table_nordma") ;;
 		*=@TABLE_NIC1@) eargs+=(-e "${e%@TABLE_NIC1@}$table_nic1") ;;
