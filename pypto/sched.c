@@ -753,7 +753,7 @@ static bool work_visible(struct worker *w)
 	struct sched *s = w->s;
 	uint32_t i;
 
-	if (!hcomm_mpsc_empty(&w->inbox))
+	if (!hcomm_mpsc_empty(&w->inbox) || (w->round && w->round->n))
 		return true;
 	for (i = 0; i < s->nw; i++)
 		if (pypto_deque_size(&s->w[i].dq))
@@ -780,6 +780,13 @@ static void *worker_main(void *arg)
 			continue;
 		}
 		round_flush(w);
+		/*
+		 * A batch the transport refused fails its descriptors here,
+		 * and a failed transfer tile is issued again inline: into a
+		 * new round of this worker, which must go out too.
+		 */
+		if (w->round && w->round->n)
+			continue;
 		if (steal(w, &v)) {
 			run_tile(w, &s->g->tiles[v]);
 			continue;

@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include <float.h>
 #include <math.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -718,6 +719,85 @@ static void test_blas_scope(void)
 	free(dev);
 }
 
+/*
+ * A transport whose submit fails at once (a peer that is already gone:
+ * libhcomm refuses the batch before issuing anything).  The scheduler
+ * fails the descriptors itself, and a failed transfer tile is issued
+ * again inline, into the worker's next round: that round must go out
+ * (and fail again) until the retries are spent, not sit unsent while
+ * every worker parks.  The run ends with PYPTO_ERR_IO.
+ */
+static _Atomic unsigned int refused;
+
+static int refuse_submit(struct pypto_xport *x,
+			 const struct hcomm_xfer_desc *d, unsigned int n,
+			 struct hcomm_request *reqs)
+{
+	(void)x;
+	(void)d;
+	(void)reqs;
+	atomic_fetch_add(&refused, n);
+	return pypto__fail(PYPTO_ERR_IO, "refused (the peer is gone)");
+}
+
+static void refuse_destroy(struct pypto_xport *x)
+{
+	free(x);
+}
+
+static const struct pypto_xport_ops refuse_ops = {
+	.name = "refusing",
+	.submit = refuse_submit,
+	.destroy = refuse_destroy,
+};
+
+static void on_hang(int sig)
+{
+	static const char msg[] = "not ok - pypto_run hung with a transport "
+				  "that refuses every batch\n";
+
+	(void)sig;
+	if (write(1, msg, sizeof(msg) - 1) < 0)
+		_exit(3);
+	_exit(1);
+}
+
+static void test_refused(void)
+{
+	static char buf[64];
+	struct pypto_xport *x = calloc(1, sizeof(*x));
+	struct pypto_xfer xf = {
+		.op = PYPTO_GET, .rows = 1, .row_bytes = 8, .local = buf,
+	};
+	struct pypto_config c = cfg_of(2, 1);
+	struct node n = { 0 };
+	struct pypto_graph *g;
+	int rep, rc = 0, t, k;
+
+	if (!x)
+		abort();
+	x->ops = &refuse_ops;
+	x->win_len = sizeof(buf);
+	c.max_retries = 3;
+	signal(SIGALRM, on_hang);
+	for (rep = 0; rep < 200 && !rc; rep++) {
+		pypto_graph_create(&g);
+		t = pypto_add_transfer(g, "get", &xf, 1, 0);
+		k = pypto_add_compute(g, "use", node_fn, &n, 0);
+		pypto_add_dep(g, (uint32_t)t, (uint32_t)k);
+		atomic_store(&refused, 0);
+		alarm(20);
+		rc = pypto_run(g, &c, x, NULL) == -PYPTO_ERR_IO &&
+		     atomic_load(&refused) == 4 && !atomic_load(&n.runs) ? 0 : 1;
+		alarm(0);
+		pypto_graph_destroy(g);
+	}
+	ok(!rc, "a transport refusing every batch: the run fails with "
+	   "PYPTO_ERR_IO after 1 + 3 issues, its consumer never runs, no "
+	   "hang (%d runs)", rep);
+	refuse_destroy(x);
+}
+
 int main(void)
 {
 	uint32_t d;
@@ -729,6 +809,7 @@ int main(void)
 	test_wide_and_chain(2);
 	test_wide_and_chain(4);
 	test_errors();
+	test_refused();
 	test_transfers(0);
 	test_transfers(5);
 	test_starved_vs_overlapped();
