@@ -559,6 +559,14 @@ int hcomm_comm_event_listen(struct hcomm_comm *comm, hcomm_event_cb cb,
 int hcomm_comm_event_unlisten(struct hcomm_comm *comm, int id);
 
 /*
+ * 1 once a HCOMM_EVENT_PEER_LOST was raised about peer (its process is
+ * gone; set before the transport fails the requests to it, so a
+ * completion callback that sees a failure can ask), else 0;
+ * HCOMM_ERR_INVAL for a NULL comm, a rank out of range or this rank.
+ */
+int hcomm_comm_peer_lost(const struct hcomm_comm *comm, int peer);
+
+/*
  * Windows: memory each rank exposes to the others (collective; every rank
  * passes its own base/len, which may differ, len may be 0).  The library
  * registers it, grants the other ranks read and write access, and

@@ -721,9 +721,12 @@ static int issue(struct hcomm_win *w, const struct hcomm_xfer_desc *d,
 	/*
 	 * Callbacks of what completes meanwhile (a full ring reaped, the
 	 * ioctl path completing inside post) run once all n are issued.
-	 * Runs of consecutive descriptors for one transport go out together;
-	 * when a run fails, the runs before it stay issued and it and the
-	 * rest fail.
+	 * Runs of consecutive descriptors for one transport go out together.
+	 * When the first run fails nothing was issued: the call fails and
+	 * no callback runs.  When a later one fails, the runs before it are
+	 * on their way: it and the rest complete with the error (callbacks
+	 * included) and the call returns 0, so that every request of a call
+	 * that returned 0 completes exactly once through its callback.
 	 */
 	t_issuing++;
 	for (i = 0, ret = 0; i < n && !ret; i += run) {
@@ -739,10 +742,19 @@ static int issue(struct hcomm_win *w, const struct hcomm_xfer_desc *d,
 	t_issuing--;
 	if (ret) {
 		i -= run;
-		__atomic_sub_fetch(&c->inflight, n - i, __ATOMIC_RELEASE);
-		for (; i < n; i++) {
-			reqs[i].status = ret;
-			__atomic_store_n(&reqs[i].done, 1, __ATOMIC_RELEASE);
+		if (i) {
+			int err = hcomm_errno() ? hcomm_errno() : EIO;
+
+			for (; i < n; i++)
+				hcomm__complete(c, &reqs[i], err, 0);
+			ret = 0;
+		} else {
+			__atomic_sub_fetch(&c->inflight, n, __ATOMIC_RELEASE);
+			for (; i < n; i++) {
+				reqs[i].status = ret;
+				__atomic_store_n(&reqs[i].done, 1,
+						 __ATOMIC_RELEASE);
+			}
 		}
 	}
 	hcomm__run_pending();
@@ -1246,6 +1258,17 @@ static void peer_stats_get(struct hcomm_comm *c, int peer,
 			c->xo[x]->peer_stats(c, peer, &st->xp[x]);
 }
 
+HCOMM_EXPORT int hcomm_comm_peer_lost(const struct hcomm_comm *c, int peer)
+{
+	if (!c || peer < 0 || peer >= c->size || peer == c->rank)
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL,
+				   "hcomm_comm_peer_lost: %s", !c ?
+				   "comm is NULL" : peer == c->rank ?
+				   "this rank" : "no such rank");
+	return c->lost ? __atomic_load_n(&c->lost[peer], __ATOMIC_ACQUIRE) :
+	       0;
+}
+
 HCOMM_EXPORT int hcomm_comm_peer_stats(struct hcomm_comm *c, int peer,
 				       struct hcomm_peer_stats *st)
 {
@@ -1646,7 +1669,8 @@ static int routes_choose(struct hcomm_comm *c, const uint32_t *caps)
 
 	c->links = calloc((size_t)c->size * HCOMM_XP_MAX, sizeof(*c->links));
 	c->routes = calloc(c->size, sizeof(*c->routes));
-	if (!c->links || !c->routes)
+	c->lost = calloc(c->size, 1);
+	if (!c->links || !c->routes || !c->lost)
 		return hcomm__fail(HCOMM_ERR_NOMEM, ENOMEM, "hcomm_comm_init");
 	for (r = 0; r < c->size; r++) {
 		struct hcomm_link *l = &c->links[(size_t)r * HCOMM_XP_MAX];
@@ -2028,6 +2052,7 @@ static void comm_free(struct hcomm_comm *c)
 {
 	free(c->links);
 	free(c->routes);
+	free(c->lost);
 	pthread_cond_destroy(&c->lq_cond);
 	pthread_mutex_destroy(&c->lq_lock);
 	pthread_cond_destroy(&c->peers_cond);

@@ -26,6 +26,7 @@
  */
 #define HCOMM_EVQ	64
 #define HCOMM_EV_LISTENERS	8
+#define HCOMM_EV_CUR_APP	(-1)
 struct hcomm_events {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -46,7 +47,8 @@ struct hcomm_events {
 	pthread_t thr;
 	int thr_up;
 	int stop;
-	int busy;
+	int cur;		/* being called: 0 none, a listener's id, or
+				 * HCOMM_EV_CUR_APP */
 	int closed;
 	int log;
 };
@@ -106,6 +108,8 @@ struct hcomm_comm {
 	int forced;
 	struct hcomm_link *links;
 	struct hcomm_route *routes;
+	/* per rank: 1 once a PEER_LOST event was raised about it (atomic) */
+	uint8_t *lost;
 	char xname[32];
 	struct hcomm_ctx *ctx;
 	int64_t spin_ns;		/* HCOMM_SPIN_US; -1: unset (read-only) */

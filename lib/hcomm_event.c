@@ -74,6 +74,10 @@ void hcomm__event(struct hcomm_comm *c, int type, int peer, int xp, int err,
 	struct hcomm_event *ev;
 	va_list ap;
 
+	/* before the transport fails the peer's requests: callers read it */
+	if (type == HCOMM_EVENT_PEER_LOST && c->lost && peer >= 0 &&
+	    peer < c->size)
+		__atomic_store_n(&c->lost[peer], 1, __ATOMIC_RELEASE);
 	pthread_mutex_lock(&e->lock);
 	if (e->closed) {
 		pthread_mutex_unlock(&e->lock);
@@ -117,16 +121,20 @@ int hcomm__in_event_cb(struct hcomm_comm *c)
 	return in;
 }
 
+/*
+ * Each event goes to each subscriber in turn: the application's callback,
+ * then the listeners by slot, each as subscribed when its turn comes (one
+ * removed meanwhile is skipped).  e->cur names the one being called, so
+ * that removing a subscriber waits for its own call only.
+ */
 static void *event_main(void *arg)
 {
 	struct hcomm_comm *c = arg;
 	struct hcomm_events *e = &c->ev;
-	struct {
-		hcomm_event_cb cb;
-		void *arg;
-	} to[1 + HCOMM_EV_LISTENERS];
 	struct hcomm_event ev;
-	unsigned int n, i;
+	hcomm_event_cb cb;
+	void *cb_arg;
+	int k;
 
 	pthread_mutex_lock(&e->lock);
 	for (;;) {
@@ -137,24 +145,26 @@ static void *event_main(void *arg)
 		ev = e->q[e->head];
 		e->head = (e->head + 1) % HCOMM_EVQ;
 		e->n--;
-		/* who gets it: those subscribed now (busy keeps them valid) */
-		n = 0;
-		if (e->cb) {
-			to[n].cb = e->cb;
-			to[n++].arg = e->arg;
-		}
-		for (i = 0; i < HCOMM_EV_LISTENERS; i++)
-			if (e->ls[i].id) {
-				to[n].cb = e->ls[i].cb;
-				to[n++].arg = e->ls[i].arg;
+		for (k = 0; k <= HCOMM_EV_LISTENERS && !e->stop; k++) {
+			if (!k) {
+				if (!e->cb)
+					continue;
+				cb = e->cb;
+				cb_arg = e->arg;
+				e->cur = HCOMM_EV_CUR_APP;
+			} else {
+				if (!e->ls[k - 1].id)
+					continue;
+				cb = e->ls[k - 1].cb;
+				cb_arg = e->ls[k - 1].arg;
+				e->cur = e->ls[k - 1].id;
 			}
-		e->busy = 1;
-		pthread_mutex_unlock(&e->lock);
-		for (i = 0; i < n; i++)
-			to[i].cb(c, &ev, to[i].arg);
-		pthread_mutex_lock(&e->lock);
-		e->busy = 0;
-		pthread_cond_broadcast(&e->cond);
+			pthread_mutex_unlock(&e->lock);
+			cb(c, &ev, cb_arg);
+			pthread_mutex_lock(&e->lock);
+			e->cur = 0;
+			pthread_cond_broadcast(&e->cond);
+		}
 	}
 	pthread_mutex_unlock(&e->lock);
 	return NULL;
@@ -176,11 +186,14 @@ static int ev_thread_up(struct hcomm_comm *c, const char *who)
 	return 0;
 }
 
-/* Under e->lock: wait for a running delivery, unless this thread is it. */
-static void ev_quiesce(struct hcomm_events *e)
+/*
+ * Under e->lock: wait until subscriber who (HCOMM_EV_CUR_APP or a
+ * listener's id) is not being called, unless this thread is the caller.
+ */
+static void ev_quiesce(struct hcomm_events *e, int who)
 {
 	if (e->thr_up && !pthread_equal(pthread_self(), e->thr))
-		while (e->busy)
+		while (e->cur == who)
 			pthread_cond_wait(&e->cond, &e->lock);
 }
 
@@ -212,7 +225,7 @@ HCOMM_EXPORT int hcomm_comm_set_event_cb(struct hcomm_comm *c,
 	e->arg = arg;
 	pthread_cond_broadcast(&e->cond);
 	if (!cb)	/* off: no call of the old one after this returns */
-		ev_quiesce(e);
+		ev_quiesce(e, HCOMM_EV_CUR_APP);
 	pthread_mutex_unlock(&e->lock);
 	return 0;
 }
@@ -281,7 +294,7 @@ HCOMM_EXPORT int hcomm_comm_event_unlisten(struct hcomm_comm *c, int id)
 	}
 	memset(&e->ls[i], 0, sizeof(e->ls[i]));
 	e->nls--;
-	ev_quiesce(e);
+	ev_quiesce(e, id);
 	pthread_mutex_unlock(&e->lock);
 	return 0;
 }

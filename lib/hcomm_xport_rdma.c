@@ -1317,6 +1317,13 @@ static int rx_reap_lane_once(struct rx *rx, unsigned int l, int wait)
 	i = ibv_poll_cq(q->cq, RX_REAP_BATCH - n, wc + n);
 	if (i > 0)
 		n += i;
+	/*
+	 * A failover waits for these to be parked (rx_fo_tell): counted
+	 * before their ring slots are retired, so that one that finds the
+	 * rings empty then finds them here.
+	 */
+	if (n)
+		__atomic_add_fetch(&q->finishing, n, __ATOMIC_SEQ_CST);
 	if (n && rx->ka_timeout_ns)
 		now = hcomm__now_ns();
 	for (i = 0; i < n; i++) {
@@ -1336,11 +1343,8 @@ static int rx_reap_lane_once(struct rx *rx, unsigned int l, int wait)
 			memcpy(w->copy_to, w->bounce, w->len);
 		rx_slot_retire(rx, w);
 	}
-	if (n) {
+	if (n)
 		__atomic_sub_fetch(&q->posted, n, __ATOMIC_RELEASE);
-		/* a failover waits for these to be parked (rx_fo_tell) */
-		__atomic_add_fetch(&q->finishing, n, __ATOMIC_ACQ_REL);
-	}
 	pthread_mutex_unlock(&q->reap);
 	for (i = 0; i < n; i++)
 		rx_finish(rx, &done[i]);
@@ -4001,12 +4005,19 @@ static int rx_fo_tell(struct rx *rx, struct rx_peer *p, const char **what)
 		busy = !!__atomic_load_n(&p->fo_undo, __ATOMIC_ACQUIRE);
 		for (li = 0; li < rx->nlanes; li++) {
 			struct rx_conn *k = &p->conns[li];
+			int empty;
 
+			/*
+			 * The ring first, then finishing: a reaper counts
+			 * its WRs in finishing before it retires their
+			 * slots, so an empty ring read here shows them there.
+			 */
+			empty = __atomic_load_n(&k->tail, __ATOMIC_SEQ_CST) ==
+				__atomic_load_n(&k->head, __ATOMIC_SEQ_CST);
 			if (__atomic_load_n(&rx->scq[li].finishing,
-					    __ATOMIC_ACQUIRE))
+					    __ATOMIC_SEQ_CST))
 				busy = 1;
-			if (__atomic_load_n(&k->tail, __ATOMIC_ACQUIRE) ==
-			    __atomic_load_n(&k->head, __ATOMIC_ACQUIRE))
+			if (empty)
 				continue;
 			busy = 1;
 			if (!rx_reap_lane_once(rx, li, 1))

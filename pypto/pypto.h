@@ -401,10 +401,11 @@ unsigned int pypto_run_events(const struct pypto_run *r,
  * Link events of a run over libhcomm: pypto_run() listens to its
  * communicator (hcomm_comm_event_listen) while the run lasts and keeps
  * each event about the run's target rank (32 at most; stats.link_events
- * counts them all).  A LINK_DOWN or PEER_LOST marks the transfer tiles in
- * flight then (tiles_in_flight; their events carry PYPTO_EVF_DELAYED).
- * After a PEER_LOST no transfer is issued again: the run fails naming
- * the lost rank.
+ * counts them all).  A LINK_DOWN marks the transfer tiles in flight then
+ * (tiles_in_flight; their events carry PYPTO_EVF_DELAYED unless they
+ * failed and were issued again).  Once the target is lost (the PEER_LOST
+ * event, or hcomm_comm_peer_lost() when a transfer fails first) no
+ * transfer is issued again: the run fails naming the lost rank.
  */
 struct pypto_link_event {
 	uint64_t t_ns;			/* since the run's start */
@@ -412,7 +413,7 @@ struct pypto_link_event {
 	int32_t peer;
 	int32_t xport;			/* enum hcomm_xport_id of the link */
 	int32_t err;			/* hcomm_err behind it, or 0 */
-	uint32_t tiles_in_flight;
+	uint32_t tiles_in_flight;	/* LINK_DOWN */
 	uint32_t reserved;
 	char why[160];			/* libhcomm's sentence */
 };

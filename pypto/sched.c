@@ -172,6 +172,7 @@ struct sched {
 	struct hcomm_comm *comm;
 	int listen_id;
 	atomic_bool peer_lost;
+	_Atomic int lost_claim;		/* who writes lost_why (note_lost) */
 	char lost_why[160];		/* written before peer_lost is set */
 };
 
@@ -557,6 +558,25 @@ static void slot_release(struct sched *s, struct pypto_tile *t)
 	slot_dispatch(s, cur_worker, list);
 }
 
+/*
+ * The target rank is gone (libhcomm's PEER_LOST event, or its word when
+ * a transfer failed first): record why once, then tell the workers.
+ */
+static void note_lost(struct sched *s, const char *why)
+{
+	int zero = 0;
+
+	if (atomic_compare_exchange_strong(&s->lost_claim, &zero, 1)) {
+		snprintf(s->lost_why, sizeof(s->lost_why), "%s", why);
+		atomic_store_explicit(&s->peer_lost, true,
+				      memory_order_release);
+		return;
+	}
+	/* the other writer is between its claim and its store */
+	while (!atomic_load_explicit(&s->peer_lost, memory_order_acquire))
+		;
+}
+
 /* The last descriptor of transfer tile t completed (any thread). */
 static void xfer_tile_done(struct sched *s, struct pypto_tile *t)
 {
@@ -595,6 +615,9 @@ static void xfer_tile_done(struct sched *s, struct pypto_tile *t)
 		return;
 	}
 	/* A lost rank: issuing again cannot help, the run ends here. */
+	if (!atomic_load_explicit(&s->peer_lost, memory_order_acquire) &&
+	    s->comm && hcomm_comm_peer_lost(s->comm, s->x->target) == 1)
+		note_lost(s, "libhcomm reports it lost");
 	if (atomic_load_explicit(&s->peer_lost, memory_order_acquire)) {
 		sched_fail(s, pypto__fail(PYPTO_ERR_IO,
 					  "transfer tile %s failed and is not issued again: rank %d was lost (%s)",
@@ -613,6 +636,8 @@ static void xfer_tile_done(struct sched *s, struct pypto_tile *t)
 		return;
 	}
 	t->attempt++;
+	/* it failed: issued again, no longer one a failover delayed */
+	atomic_store_explicit(&t->delayed, 0, memory_order_relaxed);
 	atomic_fetch_add_explicit(&s->retries, 1, memory_order_relaxed);
 	/* Issue it again, in the slot it holds; its consumers keep waiting. */
 	make_ready(s, cur_worker, t);
@@ -830,8 +855,7 @@ static void sched_on_event(struct hcomm_comm *c, const struct hcomm_event *ev,
 	(void)c;
 	if (ev->peer != s->x->target || ev->time_ns < r->t0_ns)
 		return;
-	if (ev->type == HCOMM_EVENT_LINK_DOWN ||
-	    ev->type == HCOMM_EVENT_PEER_LOST) {
+	if (ev->type == HCOMM_EVENT_LINK_DOWN) {
 		for (i = 0; i < s->g->n; i++) {
 			struct pypto_tile *t = &s->g->tiles[i];
 
@@ -844,12 +868,8 @@ static void sched_on_event(struct hcomm_comm *c, const struct hcomm_event *ev,
 			}
 		}
 	}
-	if (ev->type == HCOMM_EVENT_PEER_LOST &&
-	    !atomic_load_explicit(&s->peer_lost, memory_order_relaxed)) {
-		snprintf(s->lost_why, sizeof(s->lost_why), "%s", ev->why);
-		atomic_store_explicit(&s->peer_lost, true,
-				      memory_order_release);
-	}
+	if (ev->type == HCOMM_EVENT_PEER_LOST)
+		note_lost(s, ev->why);
 	pthread_mutex_lock(&r->lev_lock);
 	r->lev_seen++;
 	if (r->nlev < PYPTO_LINK_EVENTS_MAX) {
@@ -881,7 +901,8 @@ static void link_stats(struct sched *s, struct pypto_stats *st)
 		const struct pypto_link_event *le = &r->lev[i];
 
 		if (le->type == HCOMM_EVENT_LINK_DOWN) {
-			down = le->t_ns;
+			if (!have_down)		/* the first of a failover */
+				down = le->t_ns;
 			have_down = true;
 		} else if (le->type == HCOMM_EVENT_FAILED_OVER) {
 			st->failovers++;

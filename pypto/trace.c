@@ -742,6 +742,7 @@ static void diag_links(const struct pypto_run *r, FILE *f)
 {
 	const struct pypto_stats *st = &r->st;
 	uint64_t down = 0;
+	bool have_down = false;
 	uint32_t i, shown = 0;
 	char b1[32];
 
@@ -761,19 +762,22 @@ static void diag_links(const struct pypto_run *r, FILE *f)
 			link_ev_name(le->type), le->peer,
 			xport_label(le->xport));
 		if (le->type == HCOMM_EVENT_LINK_DOWN) {
-			down = le->t_ns;
+			if (!have_down)	/* as link_stats(): the first */
+				down = le->t_ns;
+			have_down = true;
 			fprintf(f, ", %u transfer tile(s) in flight (delayed: "
 				"the transport replays their descriptors "
 				"exactly once, not issued again)",
 				le->tiles_in_flight);
-		} else if (le->type == HCOMM_EVENT_FAILED_OVER && down &&
+		} else if (le->type == HCOMM_EVENT_FAILED_OVER && have_down &&
 			   le->t_ns >= down) {
 			fprintf(f, ", stall %s", pypto__fmt_ns(b1, sizeof(b1),
 				(double)(le->t_ns - down)));
+			have_down = false;
+		} else if (le->type == HCOMM_EVENT_FAILED_OVER) {
+			have_down = false;
 		} else if (le->type == HCOMM_EVENT_PEER_LOST) {
-			fprintf(f, ", %u transfer tile(s) in flight: the run "
-				"fails, nothing is issued again",
-				le->tiles_in_flight);
+			fprintf(f, ": the run fails, nothing is issued again");
 		}
 		fprintf(f, ": %s\n", le->why);
 	}

@@ -1412,6 +1412,12 @@ static int rank_killed(void)
 		      -HCOMM_ERR_INVAL, "a second unlisten of the same id: "
 		      "HCOMM_ERR_INVAL");
 		ls_id = id[0];
+		check(hcomm_comm_peer_lost(comm, 1) == 0 &&
+		      hcomm_comm_peer_lost(comm, 0) == -HCOMM_ERR_INVAL &&
+		      hcomm_comm_peer_lost(comm, 2) == -HCOMM_ERR_INVAL &&
+		      hcomm_comm_peer_lost(NULL, 1) == -HCOMM_ERR_INVAL,
+		      "hcomm_comm_peer_lost: 0 for a live peer, "
+		      "HCOMM_ERR_INVAL for this rank, no rank, NULL");
 	}
 	memset(req, 0, sizeof(req));
 	for (t1 = now_ms(); now_ms() - t1 < 30000; n++) {
@@ -1436,6 +1442,8 @@ static int rank_killed(void)
 	check(first == -HCOMM_ERR_IO && t0 && t1 < 10000,
 	      "streaming to a rank that is killed: HCOMM_ERR_IO %lld ms after "
 	      "the kill was asked (%s)", (long long)t1, hcomm_strerror(first));
+	check(hcomm_comm_peer_lost(comm, 1) == 1, "hcomm_comm_peer_lost: 1 "
+	      "as soon as a request to the killed rank failed");
 	r = hcomm_put(w, 1, 0, src, 64);
 	check(r == -HCOMM_ERR_IO && strstr(hcomm_errmsg(), "rank 1"),
 	      "a put after that: HCOMM_ERR_IO naming rank 1 (%s)",
