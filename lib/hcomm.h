@@ -524,6 +524,14 @@ struct hcomm_event {
 	char why[160];
 };
 
+/*
+ * Names for logs: "link-down", "failed-over", "recovered", "peer-lost"
+ * ("?" for another type); "kernel", "rdma", "tcp" for an enum
+ * hcomm_xport_id ("none" for another value).
+ */
+const char *hcomm_event_name(int type);
+const char *hcomm_xport_name(int xport);
+
 typedef void (*hcomm_event_cb)(struct hcomm_comm *comm,
 			       const struct hcomm_event *ev, void *arg);
 

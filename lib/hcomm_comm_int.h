@@ -247,7 +247,6 @@ HCOMM_HIDDEN void hcomm__events_fini(struct hcomm_comm *c);
 HCOMM_HIDDEN __attribute__((format(printf, 7, 8)))
 void hcomm__event(struct hcomm_comm *c, int type, int peer, int xp, int err,
 		  uint64_t silent_ns, const char *fmt, ...);
-HCOMM_HIDDEN const char *hcomm__event_name(int type);
 /* 1 on c's event thread (inside an event callback). */
 HCOMM_HIDDEN int hcomm__in_event_cb(struct hcomm_comm *c);
 

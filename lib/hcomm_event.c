@@ -18,7 +18,7 @@
 
 #include "hcomm_comm_int.h"
 
-const char *hcomm__event_name(int type)
+HCOMM_EXPORT const char *hcomm_event_name(int type)
 {
 	switch (type) {
 	case HCOMM_EVENT_LINK_DOWN:
@@ -105,7 +105,7 @@ void hcomm__event(struct hcomm_comm *c, int type, int peer, int xp, int err,
 	if (e->log)
 		fprintf(stderr, "hcomm: rank %d: event %llu %s: peer %d, %s: "
 			"%s\n", c->rank, (unsigned long long)ev->seq,
-			hcomm__event_name(type), peer, hcomm__xp_name(xp),
+			hcomm_event_name(type), peer, hcomm__xp_name(xp),
 			ev->why);
 	pthread_cond_broadcast(&e->cond);
 	pthread_mutex_unlock(&e->lock);

@@ -22,6 +22,11 @@ const char *hcomm__xp_name(int xp)
 	return xp >= 0 && xp < HCOMM_XP_MAX ? xp_names[xp] : "none";
 }
 
+HCOMM_EXPORT const char *hcomm_xport_name(int xport)
+{
+	return hcomm__xp_name(xport);
+}
+
 int hcomm__xp_id(const char *name)
 {
 	int i;

@@ -172,8 +172,7 @@ struct sched {
 	struct hcomm_comm *comm;
 	int listen_id;
 	atomic_bool peer_lost;
-	_Atomic int lost_claim;		/* who writes lost_why (note_lost) */
-	char lost_why[160];		/* written before peer_lost is set */
+	char lost_why[160];		/* r->lev_lock; fixed once peer_lost */
 };
 
 static __thread struct worker *cur_worker;
@@ -564,17 +563,13 @@ static void slot_release(struct sched *s, struct pypto_tile *t)
  */
 static void note_lost(struct sched *s, const char *why)
 {
-	int zero = 0;
-
-	if (atomic_compare_exchange_strong(&s->lost_claim, &zero, 1)) {
+	pthread_mutex_lock(&s->r->lev_lock);
+	if (!atomic_load_explicit(&s->peer_lost, memory_order_relaxed)) {
 		snprintf(s->lost_why, sizeof(s->lost_why), "%s", why);
 		atomic_store_explicit(&s->peer_lost, true,
 				      memory_order_release);
-		return;
 	}
-	/* the other writer is between its claim and its store */
-	while (!atomic_load_explicit(&s->peer_lost, memory_order_acquire))
-		;
+	pthread_mutex_unlock(&s->r->lev_lock);
 }
 
 /* The last descriptor of transfer tile t completed (any thread). */

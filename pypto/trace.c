@@ -704,36 +704,6 @@ static bool worker_spread(const struct pypto_run *r, uint32_t workers,
 	return true;
 }
 
-static const char *link_ev_name(uint32_t type)
-{
-	switch (type) {
-	case HCOMM_EVENT_LINK_DOWN:
-		return "link-down";
-	case HCOMM_EVENT_FAILED_OVER:
-		return "failed-over";
-	case HCOMM_EVENT_RECOVERED:
-		return "recovered";
-	case HCOMM_EVENT_PEER_LOST:
-		return "peer-lost";
-	default:
-		return "?";
-	}
-}
-
-static const char *xport_label(int32_t xp)
-{
-	switch (xp) {
-	case HCOMM_XPORT_KERNEL:
-		return "kernel";
-	case HCOMM_XPORT_RDMA:
-		return "rdma";
-	case HCOMM_XPORT_TCP:
-		return "tcp";
-	default:
-		return "?";
-	}
-}
-
 /*
  * The run's link events (libhcomm): when, which link, the stall of each
  * failover, and the transfer tiles it delayed (by name, from the events).
@@ -759,8 +729,8 @@ static void diag_links(const struct pypto_run *r, FILE *f)
 
 		fprintf(f, "    at %-10s %-11s rank %d, %s",
 			pypto__fmt_ns(b1, sizeof(b1), (double)le->t_ns),
-			link_ev_name(le->type), le->peer,
-			xport_label(le->xport));
+			hcomm_event_name((int)le->type), le->peer,
+			hcomm_xport_name(le->xport));
 		if (le->type == HCOMM_EVENT_LINK_DOWN) {
 			if (!have_down)	/* as link_stats(): the first */
 				down = le->t_ns;
@@ -1296,12 +1266,12 @@ static int trace_file(FILE *f, const void *arg)
 		const struct pypto_link_event *le = &r->lev[i];
 
 		fputs(",\n{\"ph\":\"i\",\"s\":\"g\",\"name\":", f);
-		pypto__json_str(f, link_ev_name(le->type), false);
+		pypto__json_str(f, hcomm_event_name((int)le->type), false);
 		fputs(",\"cat\":\"link\",\"pid\":2,\"tid\":0,\"ts\":", f);
 		json_us(f, le->t_ns);
 		fprintf(f, ",\"args\":{\"peer\":%d,\"xport\":\"%s\","
 			"\"err\":%d,\"tiles_in_flight\":%u,\"why\":",
-			le->peer, xport_label(le->xport), le->err,
+			le->peer, hcomm_xport_name(le->xport), le->err,
 			le->tiles_in_flight);
 		pypto__json_str(f, le->why, false);
 		fputs("}}", f);

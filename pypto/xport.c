@@ -129,6 +129,7 @@ static void hx_destroy(struct pypto_xport *x)
 
 static int hx_busy(struct pypto_xport *x, uint64_t *busy_ns, uint32_t *lanes)
 {
+	struct xport_hcomm *hx = (struct xport_hcomm *)x;
 	unsigned long long v, busy = 0;
 	unsigned int w = 0;
 	bool found = false;
@@ -140,15 +141,14 @@ static int hx_busy(struct pypto_xport *x, uint64_t *busy_ns, uint32_t *lanes)
 	 * for a target on another host (rdma, tcp) its busy time says
 	 * nothing about this run's transfers, so it is unknown.
 	 */
-	if (((struct xport_hcomm *)x)->comm &&
-	    x->target != hcomm_comm_rank(((struct xport_hcomm *)x)->comm)) {
+	if (hx->comm && x->target != hcomm_comm_rank(hx->comm)) {
 		struct hcomm_peer_stats ps;
 		uint32_t i;
 
 		memset(&ps, 0, sizeof(ps));
 		ps.size = sizeof(ps);
-		if (hcomm_comm_peer_stats(((struct xport_hcomm *)x)->comm,
-					  x->target, &ps) || !ps.nranges)
+		if (hcomm_comm_peer_stats(hx->comm, x->target, &ps) ||
+		    !ps.nranges)
 			return -1;
 		for (i = 0; i < ps.nranges && i < HCOMM_PEER_RANGES; i++)
 			if (ps.range[i].xport != HCOMM_XPORT_KERNEL)

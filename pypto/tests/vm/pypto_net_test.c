@@ -228,11 +228,7 @@ static void app_ev(struct hcomm_comm *c, const struct hcomm_event *ev,
 	(void)c;
 	(void)arg;
 	printf("# r0: event %llu %s: peer %d: %s\n",
-	       (unsigned long long)ev->seq,
-	       ev->type == HCOMM_EVENT_LINK_DOWN ? "link-down" :
-	       ev->type == HCOMM_EVENT_FAILED_OVER ? "failed-over" :
-	       ev->type == HCOMM_EVENT_RECOVERED ? "recovered" :
-	       ev->type == HCOMM_EVENT_PEER_LOST ? "peer-lost" : "?",
+	       (unsigned long long)ev->seq, hcomm_event_name((int)ev->type),
 	       ev->peer, ev->why);
 	fflush(stdout);
 	pthread_mutex_lock(&app.lock);
