@@ -221,7 +221,10 @@ struct hcomm_req_priv {
  * set, cb != NULL), counted in c->inflight until it completes.  Its cb
  * runs inside hcomm__complete(), on whatever thread completes it, with
  * status, bytes and priv's err set; it must not block.  0 or a negated
- * hcomm_err (then nothing was issued and cb never runs).
+ * hcomm_err (then nothing was issued and cb never runs).  The tcp
+ * transport applies the internal operations to a peer in the order they
+ * were posted (one connection, unstriped): a failover's replay and its
+ * count-then-epoch rely on it.
  */
 HCOMM_HIDDEN int hcomm__post_internal(struct hcomm_comm *c,
 				      struct hcomm_win *w, int xp,

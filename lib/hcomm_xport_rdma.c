@@ -3892,14 +3892,16 @@ static void rx_flag_done(struct hcomm_request *req, void *arg)
 	__atomic_store_n(&f->done, 1, __ATOMIC_RELEASE);
 }
 
-/* Put len bytes at src to offset off of p's failover window; wait. */
+/*
+ * Put len bytes at src to offset off of p's failover window (f: set when
+ * it landed; src must stay until then).  0, or the errno of a put that
+ * was not issued (then f is done with it).
+ */
 static int rx_fo_put(struct rx *rx, struct rx_peer *p, uint64_t off,
-		     const void *src, size_t len)
+		     const void *src, size_t len, struct rx_flag *f)
 {
 	struct hcomm_comm *c = rx->c;
-	const struct hcomm_xport_ops *t = c->xo[HCOMM_XP_TCP];
 	struct hcomm_xfer_desc x;
-	struct rx_flag f;
 
 	memset(&x, 0, sizeof(x));
 	x.op = HCOMM_OP_PUT;
@@ -3907,15 +3909,25 @@ static int rx_fo_put(struct rx *rx, struct rx_peer *p, uint64_t off,
 	x.target_off = off;
 	x.local = (uintptr_t)src;
 	x.len = len;
-	memset(&f, 0, sizeof(f));
-	f.req.cb = rx_flag_done;
-	f.req.cb_arg = &f;
-	if (hcomm__post_internal(c, c->fo_win, HCOMM_XP_TCP, &x, &f.req))
-		return hcomm_errno() ? hcomm_errno() : EIO;
-	while (!__atomic_load_n(&f.done, __ATOMIC_ACQUIRE))
-		if (!t->progress(c))
-			(void)t->block(c, &f.req, 1000);
-	return f.err;
+	memset(f, 0, sizeof(*f));
+	f->req.cb = rx_flag_done;
+	f->req.cb_arg = f;
+	if (hcomm__post_internal(c, c->fo_win, HCOMM_XP_TCP, &x, &f->req)) {
+		f->err = hcomm_errno() ? hcomm_errno() : EIO;
+		f->done = 1;
+	}
+	return f->err;
+}
+
+/* Wait until f landed (or failed): its errno. */
+static int rx_flag_wait(struct rx *rx, struct rx_flag *f)
+{
+	const struct hcomm_xport_ops *t = rx->c->xo[HCOMM_XP_TCP];
+
+	while (!__atomic_load_n(&f->done, __ATOMIC_ACQUIRE))
+		if (!t->progress(rx->c))
+			(void)t->block(rx->c, &f->req, 1000);
+	return f->err;
 }
 
 /* Parked WRs in the order they were issued (peer_seq, then the QP's). */
@@ -3990,6 +4002,7 @@ static int rx_fo_tell(struct rx *rx, struct rx_peer *p, const char **what)
 {
 	struct hcomm_comm *c = rx->c;
 	uint64_t rcvd[HCOMM_FO_LANES], epoch = p->fo_epoch, quiet, sum, last;
+	struct rx_flag fc, fe = { .err = 0 };
 	unsigned int li;
 	int err, busy;
 
@@ -4055,16 +4068,26 @@ static int rx_fo_tell(struct rx *rx, struct rx_peer *p, const char **what)
 	for (li = 0; li < rx->nlanes; li++)
 		rcvd[li] = __atomic_load_n(&p->conns[li].rcvd,
 					   __ATOMIC_ACQUIRE);
-	/* 4 */
+	/*
+	 * 4: the counts, then the epoch, without waiting in between: tcp
+	 * applies the internal operations to p in the order they were
+	 * posted (one connection), so p sees the counts once it sees the
+	 * epoch.
+	 */
 	p->fo_ts[2] = hcomm__now_ns();
 	*what = "telling the peer what landed";
 	err = rx_fo_broken(rx, p);
-	if (!err)
-		err = rx_fo_put(rx, p, (uint64_t)c->rank * HCOMM_FO_SLOT, rcvd,
-				rx->nlanes * sizeof(rcvd[0]));
-	if (!err)
-		err = rx_fo_put(rx, p, (uint64_t)c->rank * HCOMM_FO_SLOT +
-				HCOMM_FO_EPOCH, &epoch, sizeof(epoch));
+	if (err)
+		return err;
+	if (!rx_fo_put(rx, p, (uint64_t)c->rank * HCOMM_FO_SLOT, rcvd,
+		       rx->nlanes * sizeof(rcvd[0]), &fc))
+		(void)rx_fo_put(rx, p, (uint64_t)c->rank * HCOMM_FO_SLOT +
+				HCOMM_FO_EPOCH, &epoch, sizeof(epoch), &fe);
+	else
+		fe.done = 1;
+	err = rx_flag_wait(rx, &fc);
+	if (rx_flag_wait(rx, &fe) && !err)
+		err = fe.err;
 	p->fo_ts[3] = hcomm__now_ns();
 	return err;
 }
@@ -4086,12 +4109,6 @@ static int rx_fo_heard(const struct rx *rx, const struct rx_peer *p)
 	return rx_fo_slot(rx, p, HCOMM_FO_LANES) >= p->fo_epoch;
 }
 
-/* Does [a, a + la) overlap [b, b + lb)? */
-static int rx_overlap(uint64_t a, uint64_t la, uint64_t b, uint64_t lb)
-{
-	return la && lb && a < b + lb && b < a + la;
-}
-
 /* Wait for p's replays in flight over tcp (0, or why they cannot end). */
 static int rx_fo_kids_wait(struct rx *rx, struct rx_peer *p)
 {
@@ -4111,22 +4128,22 @@ static int rx_fo_kids_wait(struct rx *rx, struct rx_peer *p)
 /*
  * The second half (p told us what landed there):
  *  6. a parked write that p counted is complete; everything else is
- *     replayed over tcp in issue order (a replay that overlaps an
- *     earlier one in the window, or a signal piece, waits for the
- *     earlier ones to land: tcp's lanes do not keep an order), and the
- *     replay has landed;
- *  7. p's operations go to tcp from now on (forwarded by rx_post).
+ *     replayed over tcp in issue order, without waiting in between: tcp
+ *     applies internal operations to p in the order they were posted
+ *     (one connection, unstriped), so a replay that overlaps an earlier
+ *     one, or a signal piece, lands after it; then the replay has landed;
+ *  7. p's operations go to tcp from now on (forwarded by rx_post: any
+ *     lane, hence after the replay has landed).
  */
 static int rx_fo_finish(struct rx *rx, struct rx_peer *p)
 {
 	struct hcomm_comm *c = rx->c;
-	struct rx_done *l, *g;
+	struct rx_done *l;
 	uint64_t t0;
-	size_t n, i, j, ng = 0, replayed = 0, total = 0;
+	size_t n, i, replayed = 0, total = 0;
 	int err = 0;
 
 	p->fo_ts[4] = hcomm__now_ns();
-	g = NULL;
 	for (;;) {
 		l = rx_fo_take(p, &n);
 		if (!n) {
@@ -4144,9 +4161,6 @@ static int rx_fo_finish(struct rx *rx, struct rx_peer *p)
 		}
 		total += n;
 		qsort(l, n, sizeof(*l), rx_done_cmp);
-		free(g);
-		g = calloc(n, sizeof(*g));	/* the replays in flight */
-		ng = 0;
 		for (i = 0; i < n; i++) {
 			struct rx_done *d = &l[i];
 
@@ -4162,24 +4176,11 @@ static int rx_fo_finish(struct rx *rx, struct rx_peer *p)
 					     d->payload ? d->len : 0, d);
 				continue;
 			}
-			for (j = 0; g && j < ng; j++)
-				if (d->sigimm || d->req == g[j].req ||
-				    rx_overlap(d->raddr, d->len, g[j].raddr,
-					       g[j].len))
-					break;
-			if (!g || j < ng) {
-				err = err ? err : rx_fo_kids_wait(rx, p);
-				ng = 0;
-			}
-			if (g)
-				g[ng++] = *d;
 			rx_replay(rx, p, d, 1);
 			replayed++;
 		}
 		free(l);
-		err = err ? err : rx_fo_kids_wait(rx, p);
 	}
-	free(g);
 	if (!err)
 		err = rx_fo_kids_wait(rx, p);
 	if (!err)
@@ -4220,6 +4221,7 @@ static void rx_fo_back(struct rx *rx, struct rx_peer *p)
 	struct hcomm_comm *c = rx->c;
 	const struct hcomm_xport_ops *t = c->xo[HCOMM_XP_TCP];
 	uint64_t t0 = hcomm__now_ns(), now, epoch = p->fo_epoch;
+	struct rx_flag f;
 	unsigned int l;
 	int err, ok = 1;
 
@@ -4279,9 +4281,10 @@ static void rx_fo_back(struct rx *rx, struct rx_peer *p)
 	__atomic_store_n(&p->fo, RX_FO_NONE, __ATOMIC_SEQ_CST);
 	pthread_mutex_unlock(&p->fo_lock);
 	/* the connector tells the acceptor that it is back (it waits) */
-	if (p->rank < c->rank)
-		(void)rx_fo_put(rx, p, (uint64_t)c->rank * HCOMM_FO_SLOT +
-				HCOMM_FO_BACK, &epoch, sizeof(epoch));
+	if (p->rank < c->rank &&
+	    !rx_fo_put(rx, p, (uint64_t)c->rank * HCOMM_FO_SLOT +
+		       HCOMM_FO_BACK, &epoch, sizeof(epoch), &f))
+		(void)rx_flag_wait(rx, &f);
 	__atomic_add_fetch(&rx->fo_back, 1, __ATOMIC_RELAXED);
 	hcomm__event(c, HCOMM_EVENT_RECOVERED, p->rank, HCOMM_XP_RDMA, 0, 0,
 		     "tcp -> rdma: new QPs up %.1f s after the failover (%s); "

@@ -228,6 +228,8 @@ struct tx_op {
 	unsigned int nchunks;
 	unsigned int pending;
 	int phase;
+	int ordered;		/* a transport's internal operation: one
+				 * chunk, on the first live lane */
 	struct tx_chunk *chunks;
 	struct tx_op *prev, *next;
 };
@@ -1447,18 +1449,25 @@ static void op_finish(struct tx *tx, struct tx_op *op)
 	fences_check(tx);
 }
 
-/* A live lane of peer p for chunk i (round robin), or NULL. */
-static struct tx_conn *peer_lane(struct tx_peer *p, unsigned int i)
+/* A live lane of peer p: the first from lane rr + i, or NULL. */
+static struct tx_conn *peer_lane_from(struct tx_peer *p, unsigned int rr,
+				      unsigned int i)
 {
 	struct tx_conn *k;
 	unsigned int j;
 
 	for (j = 0; j < p->nlanes; j++) {
-		k = p->lanes[(p->rr + i + j) % p->nlanes];
+		k = p->lanes[(rr + i + j) % p->nlanes];
 		if (k && k->state == K_UP && !k->bye_in)
 			return k;
 	}
 	return NULL;
+}
+
+/* A live lane of peer p for chunk i (round robin), or NULL. */
+static struct tx_conn *peer_lane(struct tx_peer *p, unsigned int i)
+{
+	return peer_lane_from(p, p->rr, i);
 }
 
 /*
@@ -1521,6 +1530,15 @@ static void op_start(struct tx *tx, struct tx_op *op)
 	if (!peer_lane(p, 0)) {
 		op->err = peer_err(p);
 		op_finish(tx, op);
+		return;
+	}
+	if (op->ordered) {
+		/*
+		 * One chunk on the first live lane: the internal operations
+		 * to p are applied there in the order they were posted (a
+		 * lane that dies takes p's failover with it).
+		 */
+		chunk_queue(tx, peer_lane_from(p, 0, 0), op->chunks);
 		return;
 	}
 	for (ch = op->chunks; ch; ch = ch->onext)
@@ -1911,6 +1929,11 @@ static int frame_end(struct tx *tx, struct tx_conn *k)
 	}
 	switch (h->op) {
 	case OP_PUT:
+		/*
+		 * Its bytes are seen before any later frame's of this
+		 * connection (a failover's count, then its epoch).
+		 */
+		__atomic_thread_fence(__ATOMIC_RELEASE);
 		k->applied = h->seq;
 		s->ops_recv++;
 		s->bytes_recv += h->len;
@@ -2911,7 +2934,7 @@ static int tx_post(struct hcomm_comm *c, struct hcomm_win *w,
 	struct tx *tx = tx_of(c);
 	struct tx_op *op;
 	unsigned int i, k;
-	int pushed = 0;
+	int pushed = 0, ordered;
 
 	for (i = 0; i < n; i++) {
 		if (!d[i].len && d[i].op != HCOMM_OP_PUT_SIGNAL) {
@@ -2922,7 +2945,9 @@ static int tx_post(struct hcomm_comm *c, struct hcomm_win *w,
 			op_local(c, w, &d[i], &reqs[i]);
 			continue;
 		}
-		k = stripes(tx, &d[i]);
+		ordered = hcomm__req_priv(&reqs[i])->target ==
+			  HCOMM_TGT_INTERNAL;
+		k = ordered ? 1 : stripes(tx, &d[i]);
 		while (!(op = pool_get(&tx->pool, k))) {
 			if (pushed)
 				svc_wake(tx);
@@ -2931,6 +2956,7 @@ static int tx_post(struct hcomm_comm *c, struct hcomm_win *w,
 				tx_block(c, &reqs[i], 200);
 		}
 		op_fill(op, w, &d[i], &reqs[i], k);
+		op->ordered = ordered;
 		hcomm_mpsc_push(&tx->subq, &op->m.node);
 		pushed = 1;
 	}

@@ -956,6 +956,134 @@ out:
 	return down(w, ret);
 }
 
+/*
+ * A transport's internal operations (a failover's replay) are applied in
+ * the order they were posted, whatever the lanes: rank 0 posts, without
+ * waiting, puts of shrinking length over the same bytes (each of its own
+ * byte value), a get of them and a put_signal; with 4 lanes, an order
+ * kept per lane only lets a short put land before a long earlier one,
+ * which then overwrites it.
+ */
+#define O_ROUNDS	20
+#define O_PUTS		24
+#define O_LEN		(240 * KiB)	/* under two stripes: one chunk */
+#define SIG_O		11
+
+struct o_req {
+	struct hcomm_request req;
+	int done;
+	int err;
+};
+
+static void o_done(struct hcomm_request *req, void *arg)
+{
+	struct o_req *o = arg;
+
+	o->err = hcomm__req_priv(req)->err ? hcomm__req_priv(req)->err :
+		 req->status ? EIO : 0;
+	__atomic_store_n(&o->done, 1, __ATOMIC_RELEASE);
+}
+
+/* The byte at i after puts 0 .. O_PUTS - 1 (put j: its first len(j)). */
+static uint64_t o_len(int j)
+{
+	return O_LEN - (uint64_t)j * (O_LEN / O_PUTS) + (uint64_t)j % 3;
+}
+
+static unsigned char o_want(uint64_t i, int round)
+{
+	int j;
+
+	for (j = O_PUTS - 1; j >= 0; j--)
+		if (i < o_len(j))
+			return (unsigned char)(round * O_PUTS + j + 1);
+	return 0;
+}
+
+static int o_post(struct hcomm_win *w, struct o_req *o, uint32_t op,
+		  uint64_t len, void *local, uint64_t value)
+{
+	struct hcomm_xfer_desc d;
+
+	memset(&d, 0, sizeof(d));
+	d.op = op;
+	d.target = 1;
+	d.target_off = 0;
+	d.local = (uintptr_t)local;
+	d.len = len;
+	d.sig = SIG_O;
+	d.value = value;
+	memset(o, 0, sizeof(*o));
+	o->req.cb = o_done;
+	o->req.cb_arg = o;
+	return hcomm__post_internal(comm, w, HCOMM_XP_TCP, &d, &o->req);
+}
+
+static int rank_ordered(void)
+{
+	unsigned char *mem = xmap(O_LEN), *src = xmap(O_PUTS * O_LEN);
+	unsigned char *back = xmap(O_LEN), *want = xmap(O_LEN);
+	struct o_req o[O_PUTS + 2];
+	struct hcomm_win *w = NULL;
+	int r, j, bad = 0, bad_get = 0, failed = 0, ret = 1;
+	uint64_t i, one = 1;
+
+	if (!mem || !src || !back || !want || up())
+		return 1;
+	w = win_make(mem, O_LEN);
+	if (!w)
+		goto out;
+	for (r = 0; r < O_ROUNDS; r++) {
+		for (i = 0; i < O_LEN; i++)
+			want[i] = o_want(i, r);
+		if (me == 0) {
+			for (j = 0; j < O_PUTS; j++) {
+				memset(src + (size_t)j * O_LEN,
+				       r * O_PUTS + j + 1, o_len(j));
+				failed += o_post(w, &o[j], HCOMM_OP_PUT,
+						 o_len(j),
+						 src + (size_t)j * O_LEN, 0) != 0;
+			}
+			failed += o_post(w, &o[O_PUTS], HCOMM_OP_GET, O_LEN,
+					 back, 0) != 0;
+			failed += o_post(w, &o[O_PUTS + 1],
+					 HCOMM_OP_PUT_SIGNAL, 8,
+					 src + (size_t)(O_PUTS - 1) * O_LEN,
+					 one) != 0;
+			for (j = 0; j < O_PUTS + 2; j++) {
+				while (!__atomic_load_n(&o[j].done,
+							__ATOMIC_ACQUIRE))
+					if (!hcomm_progress(comm))
+						usleep(100);
+				failed += o[j].err != 0;
+			}
+			bad_get += memcmp(back, want, O_LEN) != 0;
+		} else {
+			if (hcomm_signal_wait(comm, SIG_O, (uint64_t)r + 1,
+					      IO_MS) < 0) {
+				bad++;
+				break;
+			}
+			/* the put_signal wrote 8 bytes of the last value */
+			bad += memcmp(mem, want, O_LEN) != 0;
+		}
+		check_ok(hcomm_barrier(comm), "hcomm_barrier");
+	}
+	if (me == 0)
+		check(!failed && !bad_get, "%d rounds of %d internal puts "
+		      "over the same bytes, a get, a put_signal, 4 lanes: "
+		      "none failed (%d), the get read the last put of every "
+		      "byte (%d rounds not)", O_ROUNDS, O_PUTS, failed,
+		      bad_get);
+	else
+		check(!bad, "internal operations applied in the order posted: "
+		      "at each signal every byte held its last put (%d "
+		      "rounds not)", bad);
+	ret = 0;
+out:
+	return down(w, ret);
+}
+
 /* ------------------------------------------------------------------ */
 /* errors                                                              */
 /* ------------------------------------------------------------------ */
@@ -2123,6 +2251,8 @@ int main(int argc, char **argv)
 		  { "HCOMM_NUM_QPS=3" } },
 		{ "callbacks", 2, rank_callbacks, { "HCOMM_NUM_QPS=2" } },
 		{ "fence and flush, 4 lanes", 2, rank_fence,
+		  { "HCOMM_NUM_QPS=4" } },
+		{ "internal operations in order, 4 lanes", 2, rank_ordered,
 		  { "HCOMM_NUM_QPS=4" } },
 		{ "errors", 2, rank_errors, { NULL } },
 		{ "HCOMM_TRANSPORT=bogus", 1, rank_bad_env,
