@@ -747,6 +747,118 @@ enum hcomm_cb_mode {
  */
 int hcomm_comm_set_cb_mode(struct hcomm_comm *comm, enum hcomm_cb_mode mode);
 
+/* ------------------------------------------------------------------ */
+/* Data types and reductions (hcomm_reduce.c)                         */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Element types of the reductions (Documentation/collectives.rst).  The
+ * values start at 1 (0 is no type, so a zeroed argument is caught) and
+ * are part of the ABI: never renumbered; a new type (int16, fp8, ...)
+ * takes the next value.
+ *  HCOMM_FP32    IEEE 754 binary32 (float)
+ *  HCOMM_FP64    IEEE 754 binary64 (double)
+ *  HCOMM_FP16    IEEE 754 binary16, its bits in a uint16_t; computed in
+ *                fp32 and rounded once to nearest even per element
+ *  HCOMM_BF16    bfloat16 (the upper half of a binary32), in a uint16_t;
+ *                computed in fp32 and rounded once likewise
+ *  HCOMM_INT8, HCOMM_INT32, HCOMM_INT64     two's complement
+ *  HCOMM_UINT8, HCOMM_UINT32, HCOMM_UINT64  unsigned
+ * Buffers of any type may have any alignment.
+ */
+enum hcomm_dtype {
+	HCOMM_FP32 = 1,
+	HCOMM_FP64 = 2,
+	HCOMM_FP16 = 3,
+	HCOMM_BF16 = 4,
+	HCOMM_INT8 = 5,
+	HCOMM_INT32 = 6,
+	HCOMM_INT64 = 7,
+	HCOMM_UINT8 = 8,
+	HCOMM_UINT32 = 9,
+	HCOMM_UINT64 = 10,
+	HCOMM_DTYPE__MAX		/* not a type; one past the last */
+};
+
+/*
+ * Reduction operations, element by element over the contributions.
+ * Values start at 1 and are never renumbered, as above.
+ *  HCOMM_SUM   sum; the integer types wrap modulo 2^bits (the signed
+ *              ones as two's complement, never undefined behaviour)
+ *  HCOMM_PROD  product; integers wrap likewise
+ *  HCOMM_MAX   maximum; floating point: IEEE 754-2019 maximum (a NaN if
+ *              either is a NaN, and +0 is above -0)
+ *  HCOMM_MIN   minimum; floating point: IEEE 754-2019 minimum (a NaN if
+ *              either is a NaN, and -0 is below +0)
+ *  HCOMM_AVG   the sum divided by the number of contributions:
+ *              floating point rounded to nearest; integers truncated
+ *              toward zero (C division: -7 / 2 is -3), after the sum
+ *              wrapped as HCOMM_SUM does if it overflowed
+ * A NaN result is quiet.  Floating-point arithmetic honours the calling
+ * thread's rounding mode and flush-to-zero flags (defaults: to nearest,
+ * subnormals kept); conversions to fp16 and bf16 always round to nearest
+ * even.
+ */
+enum hcomm_redop {
+	HCOMM_SUM = 1,
+	HCOMM_PROD = 2,
+	HCOMM_MAX = 3,
+	HCOMM_MIN = 4,
+	HCOMM_AVG = 5,
+	HCOMM_REDOP__MAX		/* not an op; one past the last */
+};
+
+/* Bytes of one element of dt (1, 2, 4 or 8); 0 for a value that is no type. */
+size_t hcomm_dtype_size(enum hcomm_dtype dt);
+/*
+ * Names for logs: "fp32", "fp64", "fp16", "bf16", "int8", "int32",
+ * "int64", "uint8", "uint32", "uint64"; "sum", "prod", "max", "min",
+ * "avg"; "?" for a value that is none of them.
+ */
+const char *hcomm_dtype_name(enum hcomm_dtype dt);
+const char *hcomm_redop_name(enum hcomm_redop op);
+
+/* ------------------------------------------------------------------ */
+/* Collectives over the data path (hcomm_coll.c)                      */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Collective calls, like hcomm_barrier(): every rank calls them in the
+ * same order, from one thread at a time, with the same count, dt, op and
+ * root (Documentation/collectives.rst).  They move data with put_signal
+ * into a staging window that the first of them creates (collectively:
+ * HCOMM_COLL_SLOTS slots of HCOMM_COLL_CHUNK bytes per rank, defaults 4
+ * and 256 KiB) and they own the communicator's last two signals
+ * (hcomm_signal_count() - 2 and - 1): do not use those.  Each waits at
+ * most the collective timeout (hcomm_comm_set_coll_timeout) without
+ * progress.  After one failed (a rank lost, a transfer failed, the
+ * timeout) the ring is out of step for good: every later one fails at
+ * once with HCOMM_ERR_IO.  Bad arguments fail with HCOMM_ERR_INVAL
+ * before anything moves and leave the ring usable.
+ *
+ * Buffers may have any alignment; send == recv means in place (other
+ * overlaps are not allowed).  Results are bit for bit the same on every
+ * rank.  fp16 and bf16 are combined in fp32 and rounded once at each
+ * step of the ring (each rank's partial result is a value of the type).
+ */
+/* recv[i] = op over the ranks of send[i], i < count, on every rank. */
+int hcomm_allreduce(struct hcomm_comm *comm, const void *send, void *recv,
+		    size_t count, enum hcomm_dtype dt, enum hcomm_redop op);
+/*
+ * send holds size * recvcount elements; rank r's recv gets elements
+ * [r * recvcount, (r + 1) * recvcount) of op over the ranks' send.
+ */
+int hcomm_reduce_scatter(struct hcomm_comm *comm, const void *send,
+			 void *recv, size_t recvcount, enum hcomm_dtype dt,
+			 enum hcomm_redop op);
+/* root's buf (count elements) into every rank's buf. */
+int hcomm_broadcast(struct hcomm_comm *comm, void *buf, size_t count,
+		    enum hcomm_dtype dt, int root);
+/* root's recv = op over the ranks' send (recv is unused elsewhere). */
+int hcomm_reduce(struct hcomm_comm *comm, const void *send, void *recv,
+		 size_t count, enum hcomm_dtype dt, enum hcomm_redop op,
+		 int root);
+
 #ifdef __cplusplus
 }
 #endif

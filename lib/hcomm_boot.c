@@ -1168,6 +1168,11 @@ const char *hcomm__boot_self_ip(const struct hcomm_boot *b)
 	return b->self_ip;
 }
 
+int64_t hcomm__boot_timeout(const struct hcomm_boot *b)
+{
+	return b->timeout_ms;
+}
+
 int hcomm__boot_set_timeout(struct hcomm_boot *b, int64_t timeout_ms)
 {
 	if (!b || timeout_ms == 0 || timeout_ms > HCOMM_COLL_TIMEOUT_MAX)

@@ -140,6 +140,8 @@ HCOMM_HIDDEN int hcomm__boot_init(const struct hcomm_rankinfo *ri,
  */
 HCOMM_HIDDEN int hcomm__boot_set_timeout(struct hcomm_boot *b,
 					 int64_t timeout_ms);
+/* The current limit of each collective (ms), or -1 for none. */
+HCOMM_HIDDEN int64_t hcomm__boot_timeout(const struct hcomm_boot *b);
 /*
  * recv[r * len .. ] = rank r's send, for every rank (collective).  After
  * any failure (timeout, a rank gone, a mismatch) the channel is out of

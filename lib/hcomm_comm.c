@@ -2217,6 +2217,7 @@ HCOMM_EXPORT int hcomm_comm_destroy(struct hcomm_comm *c)
 		free(w);
 	}
 	c->wins = NULL;
+	hcomm__coll_free(c);
 	stats_unpublish(c);
 	xports_fini(c);
 	hcomm__boot_fini(c->boot);

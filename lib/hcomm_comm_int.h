@@ -149,6 +149,8 @@ struct hcomm_comm {
 	struct hcomm_request *orph_tail;
 	struct hcomm_win *fo_win;
 	void *fo_mem;
+	struct hcomm_coll *coll;	/* the collectives' state, made by the
+					 * first (hcomm_coll.c), or NULL */
 };
 
 /*
@@ -226,6 +228,9 @@ struct hcomm_req_priv {
  * were posted (one connection, unstriped): a failover's replay and its
  * count-then-epoch rely on it.
  */
+/* hcomm_comm_destroy, once the windows are freed: the collectives' state. */
+HCOMM_HIDDEN void hcomm__coll_free(struct hcomm_comm *c);
+
 HCOMM_HIDDEN int hcomm__post_internal(struct hcomm_comm *c,
 				      struct hcomm_win *w, int xp,
 				      const struct hcomm_xfer_desc *d,

@@ -327,21 +327,32 @@ HCOMM_EXPORT int hcomm_config_from_env(struct hcomm_config *cfg)
 	return 0;
 }
 
+/* Variables of the library that are no field of struct hcomm_config. */
+static const struct var env_only[] = {
+	{ "HCOMM_COLL_CHUNK",     SIZE, 64,      64 * MiB, 0, 0 },
+	{ "HCOMM_COLL_SLOTS",     UINT, 1,       64,       0, 0 },
+};
+
 int hcomm__config_env(const char *name, uint64_t *out)
 {
 	const char *s = getenv(name);
+	const struct var *v = NULL;
 	unsigned i;
 	int ret;
 
-	for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
-		if (strcmp(vars[i].name, name))
-			continue;
-		if (!s)
-			return 0;
-		ret = parse_var(&vars[i], s, out);
-		return ret ? ret : 1;
-	}
-	return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "no variable %s", name);
+	for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+		if (!strcmp(vars[i].name, name))
+			v = &vars[i];
+	for (i = 0; i < sizeof(env_only) / sizeof(env_only[0]); i++)
+		if (!strcmp(env_only[i].name, name))
+			v = &env_only[i];
+	if (!v)
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "no variable %s",
+				   name);
+	if (!s)
+		return 0;
+	ret = parse_var(v, s, out);
+	return ret ? ret : 1;
 }
 
 int hcomm__coll_timeout_from_env(int64_t *out)

@@ -130,30 +130,23 @@ if [ -n "$sum" ]; then
 else
 	p=0 f=1
 fi
-# The unit tests of the library's module-free pieces print their own line.
-usum=$(grep -E '^units: [0-9]+ passed, [0-9]+ failed' "$logs/check-host-lib-tests.log" | tail -n1)
-if [ -n "$usum" ]; then
-	set -- $usum
-	p=$((p + $2)) f=$((f + $4))
-elif [ -n "$sum" ]; then
-	f=$((f + 1))	# the library tests ran, the unit tests did not
-fi
-# The tcp transport's tests (forked ranks over 127.0.0.1) too.
-csum=$(grep -E '^tcp: [0-9]+ passed, [0-9]+ failed' "$logs/check-host-lib-tests.log" | tail -n1)
-if [ -n "$csum" ]; then
-	set -- $csum
-	p=$((p + $2)) f=$((f + $4))
-elif [ -n "$usum" ]; then
-	f=$((f + 1))	# the unit tests ran, the tcp tests did not
-fi
-tsum=$(grep -E '^tools: [0-9]+ passed, [0-9]+ failed' "$logs/check-host-lib-tests.log" | tail -n1)
-if [ -n "$tsum" ]; then
-	set -- $tsum
-	p=$((p + $2)) f=$((f + $4))
-elif [ -n "$csum" ]; then
-	f=$((f + 1))	# the tcp tests ran, the tool tests did not
-fi
-echo "rc=$rc ${sum:-no summary line}; ${usum:-no units line}; ${csum:-no tcp line}; ${tsum:-no tools line} ($(since "$t")s)" >&2
+# Then each program after test_hcomm prints its own line, in this order
+# (make stops at the first that fails: the later ones count one failure):
+# units (the module-free pieces), tcp (forked ranks over 127.0.0.1),
+# reduce (the collectives' kernels), coll (the collectives), tools.
+prev=$sum lines=""
+for what in units tcp reduce coll tools; do
+	wsum=$(grep -E "^$what: [0-9]+ passed, [0-9]+ failed" "$logs/check-host-lib-tests.log" | tail -n1)
+	if [ -n "$wsum" ]; then
+		set -- $wsum
+		p=$((p + $2)) f=$((f + $4))
+	elif [ -n "$prev" ]; then
+		f=$((f + 1))	# the one before ran, this one did not
+	fi
+	prev=$wsum
+	lines="$lines; ${wsum:-no $what line}"
+done
+echo "rc=$rc ${sum:-no summary line}$lines ($(since "$t")s)" >&2
 [ $rc -ne 0 ] && tail -n 25 "$logs/check-host-lib-tests.log" | sed 's/^/    /' >&2
 row test "host/lib" "$p" "$f" 0 "$(since "$t")"
 

@@ -395,13 +395,16 @@ static void test_exports(const char *so)
 		"hcomm_get_info", "hcomm_reg_mem", "hcomm_reg_dmabuf",
 		"hcomm_dereg", "hcomm_query", "hcomm_strerror",
 		"hcomm_errno", "hcomm_errmsg", "hcomm_comm_set_coll_timeout",
-		"hcomm_barrier", "hcomm_comm_get_stats",
+		"hcomm_barrier", "hcomm_comm_get_stats", "hcomm_dtype_size",
+		"hcomm_dtype_name", "hcomm_redop_name", "hcomm_allreduce",
+		"hcomm_reduce_scatter", "hcomm_broadcast", "hcomm_reduce",
 	};
 	static const char *const priv[] = {
 		"hcomm__prep_cmd", "hcomm__err_code", "fail", "hcomm_submit",
 		"hcomm__run_pending", "hcomm__boot_set_timeout",
 		"hcomm__coll_timeout_from_env", "hcomm__config_env",
-		"hcomm__rcache_publish",
+		"hcomm__rcache_publish", "hcomm__reduce", "hcomm__coll_free",
+		"hcomm__fp32_to_fp16",
 	};
 	void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
 	unsigned i, miss = 0, leak = 0;

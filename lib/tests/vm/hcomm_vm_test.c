@@ -55,6 +55,9 @@
  *             survivors still reach each other, a barrier fails, win_free
  *             and destroy return and give back every fd and thread (run it
  *             under hcomm_vm_launch -k V)
+ *   coll      the collectives (allreduce, reduce_scatter, broadcast,
+ *             reduce) of every type and operation against exact
+ *             references, bad arguments (tests/coll_check.h)
  *
  * Output: lines "rN: ..." (one write each); failures start with "FAIL".
  * HCOMM_VMTEST_TRACE=1 adds a line "rN: phase P after S s" each time the
@@ -4488,6 +4491,44 @@ static int case_fopair(void)
 	return fails ? 1 : 0;
 }
 
+/* ------------------------------------------------------------------ */
+/* coll: the collectives against references (tests/coll_check.h)       */
+/* ------------------------------------------------------------------ */
+
+static int coll_nchecks;
+#define COLL_CHECK(c, ...)	(coll_nchecks++, CHECK(c, __VA_ARGS__))
+#include "../coll_check.h"
+
+/*
+ * Every type and operation of hcomm_allreduce, then reduce_scatter,
+ * broadcast and reduce from every root, and bad arguments, with 4 KiB
+ * chunks in 2 slots (the ring's slots wrap many times), over whatever
+ * transports the ranks' pairs use.
+ */
+static int case_coll(void)
+{
+	uint64_t t0;
+
+	setenv("HCOMM_COLL_CHUNK", "4096", 1);
+	setenv("HCOMM_COLL_SLOTS", "2", 1);
+	comm_up();
+	t0 = now_ns();
+	phase = "allreduce";
+	coll_t_allreduce();
+	phase = "reduce_scatter";
+	if (np > 1)
+		coll_t_reduce_scatter();
+	phase = "broadcast and reduce";
+	coll_t_rooted();
+	phase = "bad arguments";
+	coll_t_errors();
+	out("coll: %d checks of %d ranks over %s in %.1f s, %d failed",
+	    coll_nchecks, np, hcomm_comm_transport(comm),
+	    (double)(now_ns() - t0) / 1e9, fails);
+	comm_down();
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = NULL, *expect = NULL, *how = "netem";
@@ -4586,6 +4627,8 @@ int main(int argc, char **argv)
 		ret = case_killed(victim);
 	else if (!strcmp(case_name, "regcache"))
 		ret = case_regcache();
+	else if (!strcmp(case_name, "coll"))
+		ret = case_coll();
 	else {
 		fprintf(stderr, "hcomm_vm_test: unknown case %s\n", case_name);
 		return 2;

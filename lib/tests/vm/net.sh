@@ -64,12 +64,15 @@ rdma-batch-2|1|HCOMM_TRANSPORT=rdma HCOMM_VMTEST_TRANSPORT=rdma|batch
 rdma-cb-thread-2|1|HCOMM_TRANSPORT=rdma HCOMM_VMTEST_TRANSPORT=rdma|cb --mode thread
 rdma-fence-2|1|HCOMM_TRANSPORT=rdma HCOMM_VMTEST_TRANSPORT=rdma|fence
 rdma-errors-2|1|HCOMM_TRANSPORT=rdma HCOMM_VMTEST_TRANSPORT=rdma|errors
+tcp-coll-2|1|HCOMM_TRANSPORT=tcp HCOMM_VMTEST_TRANSPORT=tcp|coll
+rdma-coll-2|1|HCOMM_TRANSPORT=rdma HCOMM_VMTEST_TRANSPORT=rdma|coll
 mix-basic-4|2|HCOMM_VMTEST_TRANSPORT=kernel+rdma+tcp|basic --expect env
 mix-putget-4|2|HCOMM_VMTEST_TRANSPORT=kernel+rdma+tcp|putget --max 1M
 mix-signal-4|2|HCOMM_VMTEST_TRANSPORT=kernel+rdma+tcp|signal
 mix-batch-4|2|HCOMM_VMTEST_TRANSPORT=kernel+rdma+tcp|batch
 mix-cb-thread-4|2|HCOMM_VMTEST_TRANSPORT=kernel+rdma+tcp|cb --mode thread
 mix-fence-4|2|HCOMM_VMTEST_TRANSPORT=kernel+rdma+tcp|fence
+mix-coll-4|2|HCOMM_VMTEST_TRANSPORT=kernel+rdma+tcp HCOMM_COLL_TEST_QUICK=1|coll
 table-hosts-4|2|HCOMM_RANK_TABLE=@TABLE@ HCOMM_VMTEST_TRANSPORT=kernel+rdma+tcp|basic --expect table
 auto-measured-2|1||route --expect measured
 auto-rdma-tcpslow-2|1|NETSH_TC=tcp-slow|route --expect rdma

@@ -1,0 +1,436 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hcomm_coll_perf: libhcomm's collectives against Open MPI's in the same
+ * processes, in the manner of nccl-tests' all_reduce_perf.
+ *
+ *   mpirun -np N hcomm_coll_perf [-t allreduce|reduce_scatter|broadcast|
+ *       reduce] [-b 8] [-e 64M] [-f 2] [-o sum] [-d float] [-n iters]
+ *       [-w warmup] [-c 0|1] [-r root]
+ *
+ * Each rank is one MPI process and one libhcomm rank (hcomm_comm_init
+ * reads Open MPI's OMPI_COMM_WORLD_* variables).  For every size from -b
+ * to -e (bytes, times -f each step) it times -n iterations (after -w
+ * untimed ones) of the libhcomm collective, then the same of the MPI one
+ * on the same buffers, and prints per size: bytes, count, type, op, the
+ * time of one iteration (us, the slowest rank's average), algbw and busbw
+ * (GB/s, nccl-tests' definitions: algbw = bytes / time; busbw = algbw *
+ * 2 (n - 1) / n for allreduce, (n - 1) / n for reduce_scatter, 1 for
+ * broadcast and reduce) and #wrong for each, and busbw(hcomm) /
+ * busbw(MPI).  With -c 1 (the default) each library's result of the last
+ * iteration is checked element by element against the exact value (the
+ * data are small integers, so every sum is exact); #wrong counts the
+ * elements that differ on any rank.  Without mpirun (no OMPI_COMM_WORLD_
+ * SIZE) it runs libhcomm alone, ranks from HCOMM_RANK and friends.
+ *
+ * Exit status 0 when nothing was wrong, 1 otherwise, 2 on bad arguments.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hcomm.h"
+
+#ifdef HAVE_MPI
+#include <mpi.h>
+#endif
+
+enum { C_ALLREDUCE, C_REDUCE_SCATTER, C_BCAST, C_REDUCE };
+static const char *const cnames[] = {
+	"allreduce", "reduce_scatter", "broadcast", "reduce",
+};
+
+static struct hcomm_comm *comm;
+static int me, np, use_mpi;
+
+static double now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static size_t parse_size(const char *s)
+{
+	char *end;
+	unsigned long long v = strtoull(s, &end, 0);
+
+	switch (*end) {
+	case 'G': case 'g': v <<= 10; /* fall through */
+	case 'M': case 'm': v <<= 10; /* fall through */
+	case 'K': case 'k': v <<= 10; break;
+	default: break;
+	}
+	return (size_t)v;
+}
+
+struct dtype {
+	const char *name;
+	enum hcomm_dtype dt;
+#ifdef HAVE_MPI
+	MPI_Datatype mt;
+#endif
+};
+
+static const struct dtype dtypes[] = {
+#ifdef HAVE_MPI
+	{ "float", HCOMM_FP32, MPI_FLOAT },
+	{ "double", HCOMM_FP64, MPI_DOUBLE },
+	{ "int32", HCOMM_INT32, MPI_INT32_T },
+	{ "int64", HCOMM_INT64, MPI_INT64_T },
+	{ "uint8", HCOMM_UINT8, MPI_UINT8_T },
+#else
+	{ "float", HCOMM_FP32 },
+	{ "double", HCOMM_FP64 },
+	{ "int32", HCOMM_INT32 },
+	{ "int64", HCOMM_INT64 },
+	{ "uint8", HCOMM_UINT8 },
+#endif
+};
+
+struct redop {
+	const char *name;
+	enum hcomm_redop op;
+#ifdef HAVE_MPI
+	MPI_Op mo;
+#endif
+};
+
+static const struct redop redops[] = {
+#ifdef HAVE_MPI
+	{ "sum", HCOMM_SUM, MPI_SUM },
+	{ "max", HCOMM_MAX, MPI_MAX },
+	{ "min", HCOMM_MIN, MPI_MIN },
+#else
+	{ "sum", HCOMM_SUM },
+	{ "max", HCOMM_MAX },
+	{ "min", HCOMM_MIN },
+#endif
+};
+
+/* Rank r's element i: small integers, exact in every type when summed. */
+static int64_t val(int r, size_t i)
+{
+	return (int64_t)((i * 7 + (size_t)r * 3) % 13) + r;
+}
+
+static void put_val(enum hcomm_dtype dt, void *b, size_t i, int64_t v)
+{
+	switch (dt) {
+	case HCOMM_FP32: ((float *)b)[i] = (float)v; break;
+	case HCOMM_FP64: ((double *)b)[i] = (double)v; break;
+	case HCOMM_INT32: ((int32_t *)b)[i] = (int32_t)v; break;
+	case HCOMM_INT64: ((int64_t *)b)[i] = v; break;
+	default: ((uint8_t *)b)[i] = (uint8_t)v; break;
+	}
+}
+
+static void fill(enum hcomm_dtype dt, void *b, size_t count, int r)
+{
+	size_t i;
+
+	for (i = 0; i < count; i++)
+		put_val(dt, b, i, val(r, i));
+}
+
+/* The exact result of op over the ranks for element i. */
+static int64_t want(enum hcomm_redop op, size_t i, int bcast_root)
+{
+	int64_t v = val(bcast_root >= 0 ? bcast_root : 0, i), x;
+	int r;
+
+	if (bcast_root >= 0)
+		return v;
+	for (r = 1; r < np; r++) {
+		x = val(r, i);
+		if (op == HCOMM_SUM)
+			v += x;
+		else if (op == HCOMM_MAX)
+			v = x > v ? x : v;
+		else
+			v = x < v ? x : v;
+	}
+	return v;
+}
+
+/* Elements of b[0 .. count) (global index from first) that are wrong. */
+static uint64_t wrong(enum hcomm_dtype dt, enum hcomm_redop op,
+		      const void *b, size_t first, size_t count,
+		      int bcast_root)
+{
+	char w[8];
+	size_t i, es = hcomm_dtype_size(dt);
+	uint64_t bad = 0;
+
+	for (i = 0; i < count; i++) {
+		put_val(dt, w, 0, want(op, first + i, bcast_root));
+		bad += memcmp((const char *)b + i * es, w, es) != 0;
+	}
+	return bad;
+}
+
+/* The slowest rank's value (hcomm: an allreduce of its own). */
+static double max_all(double v)
+{
+	double out = v;
+
+#ifdef HAVE_MPI
+	if (use_mpi) {
+		MPI_Allreduce(&v, &out, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+		return out;
+	}
+#endif
+	if (hcomm_allreduce(comm, &v, &out, 1, HCOMM_FP64, HCOMM_MAX))
+		return -1;
+	return out;
+}
+
+static uint64_t sum_all(uint64_t v)
+{
+	uint64_t out = v;
+
+#ifdef HAVE_MPI
+	if (use_mpi) {
+		MPI_Allreduce(&v, &out, 1, MPI_UINT64_T, MPI_SUM,
+			      MPI_COMM_WORLD);
+		return out;
+	}
+#endif
+	if (hcomm_allreduce(comm, &v, &out, 1, HCOMM_UINT64, HCOMM_SUM))
+		return UINT64_MAX;
+	return out;
+}
+
+/* One collective of library lib (0 hcomm, 1 MPI). */
+static int run1(int lib, int coll, const struct dtype *d,
+		const struct redop *o, void *s, void *r, size_t count,
+		int root)
+{
+#ifdef HAVE_MPI
+	if (lib) {
+		switch (coll) {
+		case C_ALLREDUCE:
+			return MPI_Allreduce(s, r, (int)count, d->mt, o->mo,
+					     MPI_COMM_WORLD);
+		case C_REDUCE_SCATTER:
+			return MPI_Reduce_scatter_block(s, r, (int)count,
+							d->mt, o->mo,
+							MPI_COMM_WORLD);
+		case C_BCAST:
+			return MPI_Bcast(r, (int)count, d->mt, root,
+					 MPI_COMM_WORLD);
+		default:
+			return MPI_Reduce(s, r, (int)count, d->mt, o->mo,
+					  root, MPI_COMM_WORLD);
+		}
+	}
+#endif
+	(void)lib;
+	switch (coll) {
+	case C_ALLREDUCE:
+		return hcomm_allreduce(comm, s, r, count, d->dt, o->op);
+	case C_REDUCE_SCATTER:
+		return hcomm_reduce_scatter(comm, s, r, count, d->dt, o->op);
+	case C_BCAST:
+		return hcomm_broadcast(comm, r, count, d->dt, root);
+	default:
+		return hcomm_reduce(comm, s, r, count, d->dt, o->op, root);
+	}
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: hcomm_coll_perf [-t allreduce|reduce_scatter|"
+		"broadcast|reduce] [-b bytes] [-e bytes] [-f factor] "
+		"[-o sum|max|min] [-d float|double|int32|int64|uint8] "
+		"[-n iters] [-w warmup] [-c 0|1] [-r root]\n");
+}
+
+int main(int argc, char **argv)
+{
+	size_t minb = 8, maxb = 64 << 20, bytes, count, rcount, es, sbytes;
+	int coll = C_ALLREDUCE, iters = 20, warm = 5, check = 1, root = 0;
+	int opt, i, lib, nlib, ret, failed = 0;
+	const struct dtype *d = &dtypes[0];
+	const struct redop *o = &redops[0];
+	unsigned int k, factor = 2;
+	double t0, t[2], bw[2], busf;
+	uint64_t bad[2];
+	char *s, *r;
+
+	while ((opt = getopt(argc, argv, "t:b:e:f:o:d:n:w:c:r:h")) != -1) {
+		switch (opt) {
+		case 't':
+			for (coll = 0; coll < 4; coll++)
+				if (!strcmp(optarg, cnames[coll]))
+					break;
+			if (coll == 4) {
+				usage();
+				return 2;
+			}
+			break;
+		case 'b': minb = parse_size(optarg); break;
+		case 'e': maxb = parse_size(optarg); break;
+		case 'f': factor = (unsigned int)atoi(optarg); break;
+		case 'n': iters = atoi(optarg); break;
+		case 'w': warm = atoi(optarg); break;
+		case 'c': check = atoi(optarg); break;
+		case 'r': root = atoi(optarg); break;
+		case 'o':
+			for (k = 0; k < 3 && strcmp(redops[k].name, optarg);
+			     k++)
+				;
+			if (k == 3) {
+				usage();
+				return 2;
+			}
+			o = &redops[k];
+			break;
+		case 'd':
+			for (k = 0; k < 5 && strcmp(dtypes[k].name, optarg);
+			     k++)
+				;
+			if (k == 5) {
+				usage();
+				return 2;
+			}
+			d = &dtypes[k];
+			break;
+		default:
+			usage();
+			return 2;
+		}
+	}
+	if (factor < 2 || iters < 1 || warm < 0 || !minb || minb > maxb) {
+		usage();
+		return 2;
+	}
+#ifdef HAVE_MPI
+	use_mpi = getenv("OMPI_COMM_WORLD_SIZE") != NULL;
+	if (use_mpi)
+		MPI_Init(&argc, &argv);
+#endif
+	ret = hcomm_comm_init(&comm, NULL);
+	if (ret) {
+		fprintf(stderr, "hcomm_coll_perf: hcomm_comm_init: %s\n",
+			hcomm_errmsg());
+		return 1;
+	}
+	me = hcomm_comm_rank(comm);
+	np = hcomm_comm_size(comm);
+	if (root < 0 || root >= np) {
+		usage();
+		return 2;
+	}
+	nlib = use_mpi ? 2 : 1;
+	es = hcomm_dtype_size(d->dt);
+	s = malloc(maxb * (coll == C_REDUCE_SCATTER ? (size_t)np : 1) + es);
+	r = malloc(maxb + es);
+	if (!s || !r)
+		return 1;
+	switch (coll) {
+	case C_ALLREDUCE: busf = 2.0 * (np - 1) / np; break;
+	case C_REDUCE_SCATTER: busf = (double)(np - 1) / np; break;
+	default: busf = 1; break;
+	}
+	if (me == 0) {
+		printf("# hcomm_coll_perf: %s, %d ranks, transport %s, %s, %s, "
+		       "%d iterations after %d warm-up, check %s%s\n",
+		       cnames[coll], np, hcomm_comm_transport(comm), d->name,
+		       o->name, iters, warm, check ? "on" : "off",
+		       use_mpi ? "; Open MPI in the same processes" : "; "
+		       "no MPI (not under mpirun)");
+		printf("# %12s %12s %6s %5s | %10s %8s %8s %7s | %10s %8s "
+		       "%8s %7s | %s\n", "size(B)", "count", "type", "op",
+		       "hcomm(us)", "algbw", "busbw", "#wrong", "MPI(us)",
+		       "algbw", "busbw", "#wrong", "busbw hcomm/MPI");
+	}
+	for (bytes = minb; bytes <= maxb; bytes *= factor) {
+		count = bytes / es;
+		if (!count)
+			continue;
+		/* reduce_scatter: bytes is the whole (send) size */
+		rcount = coll == C_REDUCE_SCATTER ? count / (size_t)np : count;
+		if (!rcount)
+			continue;
+		sbytes = coll == C_REDUCE_SCATTER ? rcount * (size_t)np * es :
+			 count * es;
+		for (lib = 0; lib < nlib; lib++) {
+			fill(d->dt, s, sbytes / es, me);
+			if (coll == C_BCAST)
+				fill(d->dt, r, count, me);
+			for (i = 0; i < warm; i++)
+				run1(lib, coll, d, o, s, r, rcount, root);
+			if (lib)
+				(void)max_all(0);	/* line up */
+			else
+				hcomm_barrier(comm);
+			t0 = now_s();
+			for (i = 0; i < iters; i++) {
+				if (run1(lib, coll, d, o, s, r, rcount,
+					 root)) {
+					fprintf(stderr, "rank %d: %s %s failed:"
+						" %s\n", me, lib ? "MPI" :
+						"hcomm", cnames[coll],
+						lib ? "" : hcomm_errmsg());
+					return 1;
+				}
+			}
+			t[lib] = max_all((now_s() - t0) / iters);
+			bad[lib] = 0;
+			if (check) {
+				if (coll == C_BCAST) {
+					/* the root's own values, once more */
+					if (me == root)
+						fill(d->dt, r, count, root);
+					else
+						memset(r, 0xee, count * es);
+					run1(lib, coll, d, o, s, r, count,
+					     root);
+					bad[lib] = wrong(d->dt, o->op, r, 0,
+							 count, root);
+				} else if (coll == C_REDUCE_SCATTER) {
+					bad[lib] = wrong(d->dt, o->op, r,
+							 (size_t)me * rcount,
+							 rcount, -1);
+				} else if (coll == C_ALLREDUCE ||
+					   me == root) {
+					bad[lib] = wrong(d->dt, o->op, r, 0,
+							 count, -1);
+				}
+				bad[lib] = sum_all(bad[lib]);
+			}
+			bw[lib] = t[lib] > 0 ? (double)sbytes / t[lib] / 1e9 :
+				  0;
+			failed |= bad[lib] != 0;
+		}
+		if (me)
+			continue;
+		printf("  %12zu %12zu %6s %5s | %10.1f %8.3f %8.3f %7llu",
+		       sbytes, sbytes / es, d->name, o->name, t[0] * 1e6, bw[0],
+		       bw[0] * busf, (unsigned long long)bad[0]);
+		if (nlib == 2)
+			printf(" | %10.1f %8.3f %8.3f %7llu | %.2f\n",
+			       t[1] * 1e6, bw[1], bw[1] * busf,
+			       (unsigned long long)bad[1],
+			       bw[1] > 0 ? bw[0] / bw[1] : 0);
+		else
+			printf(" | %10s %8s %8s %7s | -\n", "-", "-", "-", "-");
+		fflush(stdout);
+	}
+	if (me == 0)
+		printf("# %s\n", failed ? "WRONG RESULTS" : "all results right");
+	hcomm_comm_destroy(comm);
+#ifdef HAVE_MPI
+	if (use_mpi)
+		MPI_Finalize();
+#endif
+	free(s);
+	free(r);
+	return failed;
+}

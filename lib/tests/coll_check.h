@@ -1,0 +1,422 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The checks of the collectives, shared by tests/test_coll.c (forked ranks
+ * on one host) and tests/vm/hcomm_vm_test.c (case "coll": ranks in VMs,
+ * over the kernel path, rdma and tcp).  Public API only.  The includer
+ * defines comm, me, np and COLL_CHECK(cond, fmt, ...) first.
+ *
+ * Values are small integers (floats: multiples of 12 for avg, halves
+ * otherwise), so that every sum, product, maximum, minimum and average is
+ * exact in every type whatever order the ring combines them in: results
+ * must match bit for bit.  Integers wrap (and avg truncates toward zero)
+ * as Documentation/collectives.rst says.
+ */
+#ifndef HCOMM_COLL_CHECK_H
+#define HCOMM_COLL_CHECK_H
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hcomm.h"
+
+#define COLL_MAX_RANKS	4
+
+/* ------------------------------------------------------------------ */
+/* values                                                              */
+/* ------------------------------------------------------------------ */
+
+static const enum hcomm_dtype dts[] = {
+	HCOMM_FP32, HCOMM_FP64, HCOMM_FP16, HCOMM_BF16, HCOMM_INT8,
+	HCOMM_INT32, HCOMM_INT64, HCOMM_UINT8, HCOMM_UINT32, HCOMM_UINT64,
+};
+static const enum hcomm_redop ops[] = {
+	HCOMM_SUM, HCOMM_PROD, HCOMM_MAX, HCOMM_MIN, HCOMM_AVG,
+};
+
+static int is_float(enum hcomm_dtype dt)
+{
+	return dt == HCOMM_FP32 || dt == HCOMM_FP64 || dt == HCOMM_FP16 ||
+	       dt == HCOMM_BF16;
+}
+
+static int is_signed(enum hcomm_dtype dt)
+{
+	return dt == HCOMM_INT8 || dt == HCOMM_INT32 || dt == HCOMM_INT64;
+}
+
+/*
+ * Rank r's element i: products stay within +-2^4 of 1 (factors 1, 2,
+ * -1, 0.5 for floats; 1, 2, -1 or 3 for integers), sums of 4 ranks
+ * within bf16's 8 bits; a float average's sum is a multiple of 12, so
+ * dividing by 1 to 4 ranks is exact too.
+ */
+static double value(enum hcomm_dtype dt, enum hcomm_redop op, int r,
+		    size_t i)
+{
+	uint64_t h = (i + 1) * 0x9e3779b97f4a7c15ULL ^
+		     (uint64_t)(r + 1) * 0xbf58476d1ce4e5b9ULL;
+
+	h ^= h >> 31;
+	if (op == HCOMM_PROD) {
+		static const double ff[] = { 1, 2, -1, 0.5 };
+		static const double fi[] = { 1, 2, -1, 3 };
+		static const double fu[] = { 1, 2, 3, 1 };
+
+		if (is_float(dt))
+			return ff[h % 4];
+		return is_signed(dt) ? fi[h % 4] : fu[h % 4];
+	}
+	if (is_float(dt) && op == HCOMM_AVG)	/* sums divide by 1 .. 4 */
+		return (double)((int64_t)(h % 17) - 8) * 12.0;
+	if (is_float(dt))
+		return (double)((int64_t)(h % 33) - 16) / 2.0;
+	if (is_signed(dt))
+		return (double)((int64_t)(h % 201) - 100);
+	return (double)(h % 200);
+}
+
+/*
+ * The fp16 bits of v, which is exact in fp16 and a normal number or 0
+ * (written here, not the library's conversion under test).
+ */
+static uint16_t fp16_exact(double v)
+{
+	uint16_t sign = v < 0 ? 0x8000 : 0;
+	double f;
+	int e;
+
+	if (v == 0)
+		return sign;
+	f = frexp(fabs(v), &e);		/* v = f * 2^e, f in [0.5, 1) */
+	return (uint16_t)(sign | (uint16_t)(e - 1 + 15) << 10 |
+			  (uint16_t)((f * 2 - 1) * 1024));
+}
+
+/* bf16 is the upper half of the fp32 (exact: the lower half is 0). */
+static uint16_t bf16_exact(double v)
+{
+	float f = (float)v;
+	uint32_t u;
+
+	memcpy(&u, &f, sizeof(u));
+	return (uint16_t)(u >> 16);
+}
+
+/* Store v (exact in dt) as element i of buf. */
+static void put_elem(enum hcomm_dtype dt, void *buf, size_t i, double v)
+{
+	float f = (float)v;
+
+	switch (dt) {
+	case HCOMM_FP32: ((float *)buf)[i] = f; break;
+	case HCOMM_FP64: ((double *)buf)[i] = v; break;
+	case HCOMM_FP16: ((uint16_t *)buf)[i] = fp16_exact(v); break;
+	case HCOMM_BF16: ((uint16_t *)buf)[i] = bf16_exact(v); break;
+	case HCOMM_INT8: ((int8_t *)buf)[i] = (int8_t)(int64_t)v; break;
+	case HCOMM_INT32: ((int32_t *)buf)[i] = (int32_t)(int64_t)v; break;
+	case HCOMM_INT64: ((int64_t *)buf)[i] = (int64_t)v; break;
+	case HCOMM_UINT8: ((uint8_t *)buf)[i] = (uint8_t)(uint64_t)v; break;
+	case HCOMM_UINT32: ((uint32_t *)buf)[i] = (uint32_t)(uint64_t)v; break;
+	case HCOMM_UINT64: ((uint64_t *)buf)[i] = (uint64_t)v; break;
+	default: break;
+	}
+}
+
+/*
+ * The expected element i over ranks 0 .. n - 1, stored into ref.
+ * Floats: the exact result (sum, product, max, min of exactly
+ * representable values stay exact here), the average divided once in
+ * the type's precision.  Integers: wrapping arithmetic in uint64_t, then
+ * truncated to the type (signed average: the wrapped sum, divided
+ * toward zero).
+ */
+static void expect(enum hcomm_dtype dt, enum hcomm_redop op, int n,
+		   size_t i, void *ref)
+{
+	double d = 0, v;
+	uint64_t u = op == HCOMM_PROD ? 1 : 0;
+	int r;
+
+	for (r = 0; r < n; r++) {
+		v = value(dt, op, r, i);
+		if (is_float(dt)) {
+			if (r == 0)
+				d = v;
+			else if (op == HCOMM_SUM || op == HCOMM_AVG)
+				d += v;
+			else if (op == HCOMM_PROD)
+				d *= v;
+			else if (op == HCOMM_MAX)
+				d = v > d ? v : d;
+			else
+				d = v < d ? v : d;
+			continue;
+		}
+		{
+			uint64_t x = (uint64_t)(int64_t)v;
+
+			if (r == 0)
+				u = x;
+			else if (op == HCOMM_SUM || op == HCOMM_AVG)
+				u += x;
+			else if (op == HCOMM_PROD)
+				u *= x;
+			else if (is_signed(dt) ? (int64_t)x > (int64_t)u :
+				 x > u)
+				u = op == HCOMM_MAX ? x : u;
+			else
+				u = op == HCOMM_MIN ? x : u;
+		}
+	}
+	if (is_float(dt)) {
+		if (op == HCOMM_AVG)
+			d /= n;		/* exact: a multiple of 12 */
+		put_elem(dt, ref, i, d);
+		return;
+	}
+	/* wrap to the type's width first, then (avg) divide toward zero */
+	switch (dt) {
+	case HCOMM_INT8: {
+		int8_t s = (int8_t)u;
+
+		((int8_t *)ref)[i] = op == HCOMM_AVG ? (int8_t)(s / n) : s;
+		break;
+	}
+	case HCOMM_INT32: {
+		int32_t s = (int32_t)u;
+
+		((int32_t *)ref)[i] = op == HCOMM_AVG ? s / n : s;
+		break;
+	}
+	case HCOMM_INT64: {
+		int64_t s = (int64_t)u;
+
+		((int64_t *)ref)[i] = op == HCOMM_AVG ? s / n : s;
+		break;
+	}
+	case HCOMM_UINT8: {
+		uint8_t s = (uint8_t)u;
+
+		((uint8_t *)ref)[i] = op == HCOMM_AVG ? (uint8_t)(s / n) : s;
+		break;
+	}
+	case HCOMM_UINT32: {
+		uint32_t s = (uint32_t)u;
+
+		((uint32_t *)ref)[i] = op == HCOMM_AVG ? s / (uint32_t)n : s;
+		break;
+	}
+	default: {
+		((uint64_t *)ref)[i] = op == HCOMM_AVG ? u / (uint64_t)n : u;
+		break;
+	}
+	}
+}
+
+static void fill_rank(enum hcomm_dtype dt, enum hcomm_redop op, int r,
+		      void *buf, size_t count)
+{
+	size_t i;
+
+	for (i = 0; i < count; i++)
+		put_elem(dt, buf, i, value(dt, op, r, i));
+}
+
+static void fill_ref(enum hcomm_dtype dt, enum hcomm_redop op, int n,
+		     void *ref, size_t count)
+{
+	size_t i;
+
+	for (i = 0; i < count; i++)
+		expect(dt, op, n, i, ref);
+}
+
+/* ------------------------------------------------------------------ */
+/* the checks                                                          */
+/* ------------------------------------------------------------------ */
+
+static const size_t counts[] = { 0, 1, 7, 1000, 20011 };
+
+/*
+ * HCOMM_COLL_TEST_QUICK=1: allreduce of 4 types only (fp32, fp16, int8,
+ * uint64: one of each kind), for slow test beds.
+ */
+static int coll_quick(void)
+{
+	const char *q = getenv("HCOMM_COLL_TEST_QUICK");
+
+	return q && strcmp(q, "0");
+}
+
+/* First differing element, or -1. */
+static long first_diff(const void *a, const void *b, size_t count,
+		       size_t es)
+{
+	size_t i;
+
+	for (i = 0; i < count; i++)
+		if (memcmp((const char *)a + i * es, (const char *)b + i * es,
+			   es))
+			return (long)i;
+	return -1;
+}
+
+static void coll_t_allreduce(void)
+{
+	size_t ci, di, oi, n, es, big = 20011 * 8 + 64;
+	char *in = malloc(big), *out = malloc(big), *ref = malloc(big);
+	int inplace, ret;
+	long bad;
+
+	for (di = 0; di < sizeof(dts) / sizeof(dts[0]); di++)
+	for (oi = 0; oi < sizeof(ops) / sizeof(ops[0]); oi++)
+	for (ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ci++)
+	for (inplace = 0; inplace < 2; inplace++) {
+		enum hcomm_dtype dt = dts[di];
+		enum hcomm_redop op = ops[oi];
+
+		if (coll_quick() && dt != HCOMM_FP32 && dt != HCOMM_FP16 &&
+		    dt != HCOMM_INT8 && dt != HCOMM_UINT64)
+			continue;
+
+		n = counts[ci];
+		es = hcomm_dtype_size(dt);
+		/* odd alignment out of place: +1 element */
+		fill_rank(dt, op, me, in + es, n);
+		fill_ref(dt, op, np, ref, n);
+		if (inplace) {
+			ret = hcomm_allreduce(comm, in + es, in + es, n, dt,
+					      op);
+			bad = first_diff(in + es, ref, n, es);
+		} else {
+			memset(out, 0x5a, big);
+			ret = hcomm_allreduce(comm, in + es, out, n, dt, op);
+			bad = first_diff(out, ref, n, es);
+		}
+		COLL_CHECK(!ret && bad < 0, "allreduce %d ranks %s %s count %zu "
+		      "%s: ret %d, first wrong element %ld", np,
+		      hcomm_dtype_name(dt), hcomm_redop_name(op), n,
+		      inplace ? "in place" : "out of place", ret, bad);
+	}
+	free(in);
+	free(out);
+	free(ref);
+}
+
+static void coll_t_reduce_scatter(void)
+{
+	size_t ci, di, oi, n, es, big = 20011 * 8 * COLL_MAX_RANKS + 64;
+	char *in = malloc(big), *out = malloc(big), *ref = malloc(big);
+	long bad;
+	int ret;
+
+	for (di = 0; di < sizeof(dts) / sizeof(dts[0]); di += 3)
+	for (oi = 0; oi < sizeof(ops) / sizeof(ops[0]); oi++)
+	for (ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ci++) {
+		enum hcomm_dtype dt = dts[di];
+		enum hcomm_redop op = ops[oi];
+
+		n = counts[ci];
+		es = hcomm_dtype_size(dt);
+		fill_rank(dt, op, me, in, n * (size_t)np);
+		fill_ref(dt, op, np, ref, n * (size_t)np);
+		memset(out, 0x5a, big);
+		ret = hcomm_reduce_scatter(comm, in, out, n, dt, op);
+		bad = first_diff(out, ref + (size_t)me * n * es, n, es);
+		COLL_CHECK(!ret && bad < 0, "reduce_scatter %d ranks %s %s %zu "
+		      "per rank: ret %d, first wrong element %ld", np,
+		      hcomm_dtype_name(dt), hcomm_redop_name(op), n, ret, bad);
+	}
+	free(in);
+	free(out);
+	free(ref);
+}
+
+/*
+ * broadcast from every root (fp64 and int32), then reduce to every root
+ * (fp64 sum, int32 max); the other ranks' buffers start as garbage.
+ */
+static void coll_t_rooted(void)
+{
+	size_t ci, n, es, big = 20011 * 8 + 64;
+	char *in = malloc(big), *out = malloc(big), *ref = malloc(big);
+	enum hcomm_redop op;
+	enum hcomm_dtype dt;
+	int root, ret, k, red;
+	long bad;
+
+	for (red = 0; red < 2; red++)
+	for (root = 0; root < np; root++)
+	for (k = 0; k < 2; k++)
+	for (ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ci++) {
+		n = counts[ci];
+		dt = k ? HCOMM_INT32 : HCOMM_FP64;
+		op = k ? HCOMM_MAX : HCOMM_SUM;
+		es = hcomm_dtype_size(dt);
+		if (!red) {
+			/* root's values of "rank 7" */
+			if (me == root)
+				fill_rank(dt, HCOMM_SUM, 7, out, n);
+			else
+				memset(out, 0x5a, n * es);
+			fill_rank(dt, HCOMM_SUM, 7, ref, n);
+			ret = hcomm_broadcast(comm, out, n, dt, root);
+			bad = first_diff(out, ref, n, es);
+			COLL_CHECK(!ret && bad < 0, "broadcast %d ranks from "
+				   "root %d %s count %zu: ret %d, first wrong "
+				   "element %ld", np, root,
+				   hcomm_dtype_name(dt), n, ret, bad);
+			continue;
+		}
+		fill_rank(dt, op, me, in, n);
+		fill_ref(dt, op, np, ref, n);
+		memset(out, 0x5a, n * es);
+		ret = hcomm_reduce(comm, in, me == root ? out : NULL, n, dt,
+				   op, root);
+		bad = me == root ? first_diff(out, ref, n, es) : -1;
+		COLL_CHECK(!ret && bad < 0, "reduce %d ranks to root %d %s %s "
+			   "count %zu: ret %d, first wrong element %ld", np,
+			   root, hcomm_dtype_name(dt), hcomm_redop_name(op), n,
+			   ret, bad);
+	}
+	free(in);
+	free(out);
+	free(ref);
+}
+
+/* Bad arguments fail before anything moves; the ring stays usable. */
+static void coll_t_errors(void)
+{
+	float a[4] = { 1, 2, 3, 4 }, b[4];
+	int ret;
+
+	ret = hcomm_allreduce(comm, a, b, 4, (enum hcomm_dtype)0, HCOMM_SUM);
+	COLL_CHECK(ret == -HCOMM_ERR_INVAL, "allreduce, data type 0: "
+	      "HCOMM_ERR_INVAL (%d)", ret);
+	ret = hcomm_allreduce(comm, a, b, 4, HCOMM_FP32, (enum hcomm_redop)99);
+	COLL_CHECK(ret == -HCOMM_ERR_INVAL, "allreduce, operation 99: "
+	      "HCOMM_ERR_INVAL (%d)", ret);
+	ret = hcomm_allreduce(comm, NULL, b, 4, HCOMM_FP32, HCOMM_SUM);
+	COLL_CHECK(ret == -HCOMM_ERR_INVAL, "allreduce, NULL send: "
+	      "HCOMM_ERR_INVAL (%d)", ret);
+	ret = hcomm_allreduce(comm, a, b, SIZE_MAX / 2, HCOMM_FP32, HCOMM_SUM);
+	COLL_CHECK(ret == -HCOMM_ERR_INVAL, "allreduce, SIZE_MAX / 2 elements: "
+	      "HCOMM_ERR_INVAL (%d)", ret);
+	ret = hcomm_broadcast(comm, a, 4, HCOMM_FP32, np);
+	COLL_CHECK(ret == -HCOMM_ERR_INVAL, "broadcast, root %d of %d: "
+	      "HCOMM_ERR_INVAL (%d)", np, np, ret);
+	ret = hcomm_reduce(comm, a, b, 4, HCOMM_FP32, HCOMM_SUM, -1);
+	COLL_CHECK(ret == -HCOMM_ERR_INVAL, "reduce, root -1: HCOMM_ERR_INVAL "
+	      "(%d)", ret);
+	ret = hcomm_allreduce(NULL, a, b, 4, HCOMM_FP32, HCOMM_SUM);
+	COLL_CHECK(ret == -HCOMM_ERR_INVAL, "allreduce, NULL communicator: "
+	      "HCOMM_ERR_INVAL (%d)", ret);
+	ret = hcomm_allreduce(comm, a, b, 4, HCOMM_FP32, HCOMM_SUM);
+	COLL_CHECK(!ret && b[0] == (float)np && b[3] == 4.0f * (float)np,
+	      "after the bad calls an allreduce works (%d, %g %g)", ret,
+	      (double)b[0], (double)b[3]);
+}
+
+#endif /* HCOMM_COLL_CHECK_H */

@@ -1,0 +1,255 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The collectives (hcomm_allreduce, hcomm_reduce_scatter, hcomm_broadcast,
+ * hcomm_reduce) against references computed here: 1 to 4 forked ranks
+ * (HCOMM_TRANSPORT=tcp on 127.0.0.1 unless HCOMM_TEST_TRANSPORT names
+ * another, e.g. kernel in a VM), every type and operation, counts from 0
+ * to several chunks (HCOMM_COLL_CHUNK=4096, 2 slots, so the slots wrap
+ * many times), in place and out of place, every root; bad arguments
+ * (which leave the ring usable); and a rank that exits in the middle
+ * (the others fail, none hangs, every later collective fails at once).
+ *
+ * The values and references are tests/coll_check.h's (shared with the VM
+ * test's case "coll"): results must match bit for bit.
+ *
+ * Each rank records its checks in shared memory; the parent prints one
+ * TAP line per check with how many ranks passed it.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+#include "hcomm.h"
+#include "tap.h"
+
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/lsan_interface.h>
+/* Ranks end with _exit(): look for leaks first (ASan builds). */
+#define leak_check()	__lsan_do_leak_check()
+#else
+#define leak_check()	do { } while (0)
+#endif
+
+#define MAX_RANKS	4
+#define MAX_CHECKS	4096
+#define RANK_ALARM	300
+
+struct check {
+	char what[120];
+	int pass, fail;		/* ranks */
+};
+
+static struct shared {
+	int nchecks;
+	struct check c[MAX_CHECKS];
+} *sh;
+
+static int me, np;
+static struct hcomm_comm *comm;
+
+/* Record one check of this rank (same order on every rank). */
+static int nth;
+
+static __attribute__((format(printf, 2, 3)))
+void check(int cond, const char *fmt, ...)
+{
+	struct check *c;
+	va_list ap;
+	int i = nth++;
+
+	if (i >= MAX_CHECKS)
+		return;
+	c = &sh->c[i];
+	if (me == 0) {
+		va_start(ap, fmt);
+		vsnprintf(c->what, sizeof(c->what), fmt, ap);
+		va_end(ap);
+	}
+	__atomic_add_fetch(cond ? &c->pass : &c->fail, 1, __ATOMIC_RELAXED);
+	if (!cond) {
+		char buf[120];
+
+		va_start(ap, fmt);
+		vsnprintf(buf, sizeof(buf), fmt, ap);
+		va_end(ap);
+		fprintf(stderr, "rank %d: FAILED: %s (%s)\n", me, buf,
+			hcomm_errmsg());
+	}
+	{
+		int seen = __atomic_load_n(&sh->nchecks, __ATOMIC_RELAXED);
+
+		while (seen < nth &&
+		       !__atomic_compare_exchange_n(&sh->nchecks, &seen, nth,
+						    0, __ATOMIC_RELAXED,
+						    __ATOMIC_RELAXED))
+			;
+	}
+}
+
+#define COLL_CHECK(cond, ...)	check(cond, __VA_ARGS__)
+#include "coll_check.h"
+
+/*
+ * The last rank exits in the middle of a stream of allreduces: the
+ * others fail (no hang), and every later collective fails at once.
+ */
+static void t_death(void)
+{
+	size_t n = 50000;
+	float *a = calloc(n, sizeof(*a)), *b = calloc(n, sizeof(*b));
+	int i, ret = 0;
+
+	for (i = 0; i < 1000 && !ret; i++) {
+		if (me == np - 1 && i == 3)
+			_exit(0);
+		ret = hcomm_allreduce(comm, a, b, n, HCOMM_FP32, HCOMM_SUM);
+	}
+	check(ret < 0, "rank %d exits during allreduce %d: the others fail "
+	      "(%d: %s)", np - 1, 3, ret, hcomm_errmsg());
+	ret = hcomm_allreduce(comm, a, b, 4, HCOMM_FP32, HCOMM_SUM);
+	check(ret == -HCOMM_ERR_IO, "the next allreduce fails at once with "
+	      "HCOMM_ERR_IO (%d)", ret);
+	free(a);
+	free(b);
+}
+
+/* ------------------------------------------------------------------ */
+/* ranks                                                               */
+/* ------------------------------------------------------------------ */
+
+typedef void (*test_fn)(void);
+
+static int rank_main(test_fn fn, int death)
+{
+	int ret = hcomm_comm_init(&comm, NULL);
+
+	if (ret) {
+		fprintf(stderr, "rank %d: hcomm_comm_init: %s\n", me,
+			hcomm_errmsg());
+		return 1;
+	}
+	fn();
+	ret = hcomm_comm_destroy(comm);
+	if (!death && ret) {
+		fprintf(stderr, "rank %d: hcomm_comm_destroy: %s\n", me,
+			hcomm_errmsg());
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * A check's group: its first four words ("allreduce 3 ranks fp16"), when
+ * it starts with a collective's name and a rank count; else itself.
+ */
+static int group_len(const char *w)
+{
+	int words = 0, i;
+
+	if (!strchr(w, ' ') || strchr(w, ',') < strchr(w, ' '))
+		return (int)strlen(w);
+	for (i = 0; w[i]; i++)
+		if (w[i] == ' ' && ++words == 4)
+			return i;
+	return i;
+}
+
+static int same_group(const struct check *a, const struct check *b)
+{
+	int n = group_len(a->what);
+
+	return n < (int)strlen(a->what) && n == group_len(b->what) &&
+	       !strncmp(a->what, b->what, (size_t)n);
+}
+
+/* Run fn on n forked ranks; the checks are recorded from sh->nchecks on. */
+static void world(const char *name, int n, test_fn fn, int death)
+{
+	const char *xp = getenv("HCOMM_TEST_TRANSPORT");
+	char root[64], v[16];
+	pid_t pid[MAX_RANKS];
+	int r, st, bad = 0, first = sh->nchecks, i, j;
+
+	snprintf(root, sizeof(root), "hcomm-coll-test-%d-%s-%d",
+		 (int)getpid(), name, n);
+	for (r = 0; r < n; r++) {
+		fflush(stdout);
+		pid[r] = fork();
+		if (pid[r])
+			continue;
+		me = r;
+		np = n;
+		nth = first;
+		alarm(RANK_ALARM);
+		snprintf(v, sizeof(v), "%d", r);
+		setenv("HCOMM_RANK", v, 1);
+		snprintf(v, sizeof(v), "%d", n);
+		setenv("HCOMM_WORLD_SIZE", v, 1);
+		setenv("HCOMM_ROOT_ADDR", root, 1);
+		setenv("HCOMM_TRANSPORT", xp ? xp : "tcp", 1);
+		setenv("HCOMM_COLL_CHUNK", "4096", 1);
+		setenv("HCOMM_COLL_SLOTS", "2", 1);
+		if (death)
+			setenv("HCOMM_COLL_TIMEOUT_MS", "20000", 1);
+		st = rank_main(fn, death);
+		leak_check();
+		_exit(st);
+	}
+	for (r = 0; r < n; r++) {
+		while (waitpid(pid[r], &st, 0) < 0 && errno == EINTR)
+			;
+		if (!WIFEXITED(st) || WEXITSTATUS(st))
+			bad++;
+	}
+	for (i = first; i < sh->nchecks; i = j) {
+		int bad_at = -1, nrank = sh->c[i].pass + sh->c[i].fail;
+
+		/* one line per group: the checks whose text starts alike */
+		j = i;
+		do {
+			if (bad_at < 0 && (sh->c[j].fail || !sh->c[j].pass))
+				bad_at = j;
+			j++;
+		} while (j < sh->nchecks && same_group(&sh->c[i], &sh->c[j]));
+		if (bad_at >= 0)
+			ok(0, "%.*s: %d checks, the first wrong: %s (%d of %d "
+			   "ranks)", group_len(sh->c[i].what), sh->c[i].what,
+			   j - i, sh->c[bad_at].what, sh->c[bad_at].pass,
+			   sh->c[bad_at].pass + sh->c[bad_at].fail);
+		else if (j - i > 1)
+			ok(1, "%.*s: %d checks right on each of %d ranks",
+			   group_len(sh->c[i].what), sh->c[i].what, j - i,
+			   nrank);
+		else
+			ok(1, "%s (%d ranks)", sh->c[i].what, nrank);
+	}
+	ok(!bad, "%s, %d ranks: every rank exited 0 (%d did not)", name, n,
+	   bad);
+}
+
+int main(void)
+{
+	int n;
+
+	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (sh == MAP_FAILED)
+		return 1;
+	for (n = 1; n <= MAX_RANKS; n++)
+		world("allreduce", n, coll_t_allreduce, 0);
+	for (n = 2; n <= MAX_RANKS; n += 1)
+		world("reduce_scatter", n, coll_t_reduce_scatter, 0);
+	for (n = 1; n <= MAX_RANKS; n++)
+		world("broadcast and reduce", n, coll_t_rooted, 0);
+	world("bad arguments", 3, coll_t_errors, 0);
+	world("a rank exits", 3, t_death, 1);
+	return tap_done("coll");
+}
