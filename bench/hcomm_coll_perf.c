@@ -5,7 +5,7 @@
  *
  *   mpirun -np N hcomm_coll_perf [-t allreduce|reduce_scatter|broadcast|
  *       reduce] [-b 8] [-e 64M] [-f 2] [-o sum] [-d float] [-n iters]
- *       [-w warmup] [-c 0|1] [-r root]
+ *       [-w warmup] [-c 0|1] [-r root] [-z 0|1]
  *
  * Each rank is one MPI process and one libhcomm rank (hcomm_comm_init
  * reads Open MPI's OMPI_COMM_WORLD_* variables).  For every size from -b
@@ -19,13 +19,19 @@
  * busbw(MPI).  With -c 1 (the default) each library's result of the last
  * iteration is checked element by element against the exact value (the
  * data are small integers, so every sum is exact); #wrong counts the
- * elements that differ on any rank.  Without mpirun (no OMPI_COMM_WORLD_
- * SIZE) it runs libhcomm alone, ranks from HCOMM_RANK and friends.
+ * elements that differ on any rank.  -z 1 (float sum allreduce) also times
+ * libhcomm's fp16-compressed allreduce (hcomm_comm_set_fp16_compress
+ * from 0 bytes) and prints its time and the share of the uncompressed
+ * time it saves (its results are checked against the exact sum within
+ * the documented bound, (n + 1) * 2^-11 of the sum of |x|).  Without
+ * mpirun (no OMPI_COMM_WORLD_SIZE) it runs libhcomm alone, ranks from
+ * HCOMM_RANK and friends.
  *
  * Exit status 0 when nothing was wrong, 1 otherwise, 2 on bad arguments.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -243,18 +249,58 @@ static int run1(int lib, int coll, const struct dtype *d,
 	}
 }
 
+/*
+ * The fp16-compressed float sum allreduce of count elements: the slowest
+ * rank's time per iteration; *beyond: elements (any rank) whose error
+ * exceeds (n + 1) * 2^-11 of the sum of |x| (here: the sum itself).
+ */
+static double time_fp16(float *s, float *r, size_t count, int warm,
+			int iters, uint64_t *beyond)
+{
+	double t0, t;
+	size_t i;
+	int k;
+
+	hcomm_comm_set_fp16_compress(comm, 1, 0);
+	fill(HCOMM_FP32, s, count, me);
+	for (k = 0; k < warm; k++)
+		hcomm_allreduce(comm, s, r, count, HCOMM_FP32, HCOMM_SUM);
+	hcomm_barrier(comm);
+	t0 = now_s();
+	for (k = 0; k < iters; k++)
+		if (hcomm_allreduce(comm, s, r, count, HCOMM_FP32, HCOMM_SUM))
+			fprintf(stderr, "rank %d: compressed allreduce: %s\n",
+				me, hcomm_errmsg());
+	t = max_all((now_s() - t0) / iters);
+	*beyond = 0;
+	for (i = 0; i < count; i++) {
+		double w = (double)want(HCOMM_SUM, i, -1);
+
+		/* the values are >= 0: sum |x| is the sum */
+		if (fabs((double)r[i] - w) > (np + 1) / 2048.0 * w)
+			(*beyond)++;
+	}
+	*beyond = sum_all(*beyond);
+	hcomm_comm_set_fp16_compress(comm, 0, 0);
+	return t;
+}
+
 static void usage(void)
 {
 	fprintf(stderr, "usage: hcomm_coll_perf [-t allreduce|reduce_scatter|"
 		"broadcast|reduce] [-b bytes] [-e bytes] [-f factor] "
 		"[-o sum|max|min] [-d float|double|int32|int64|uint8] "
-		"[-n iters] [-w warmup] [-c 0|1] [-r root]\n");
+		"[-n iters] [-w warmup] [-c 0|1] [-r root] [-z 0|1 (float sum "
+		"allreduce: also fp16-compressed)]\n");
 }
 
 int main(int argc, char **argv)
 {
 	size_t minb = 8, maxb = 64 << 20, bytes, count, rcount, es, sbytes;
 	int coll = C_ALLREDUCE, iters = 20, warm = 5, check = 1, root = 0;
+	int zip = 0;
+	double tz = 0;
+	uint64_t badz = 0;
 	int opt, i, lib, nlib, ret, failed = 0;
 	const struct dtype *d = &dtypes[0];
 	const struct redop *o = &redops[0];
@@ -263,7 +309,7 @@ int main(int argc, char **argv)
 	uint64_t bad[2];
 	char *s, *r;
 
-	while ((opt = getopt(argc, argv, "t:b:e:f:o:d:n:w:c:r:h")) != -1) {
+	while ((opt = getopt(argc, argv, "t:b:e:f:o:d:n:w:c:r:z:h")) != -1) {
 		switch (opt) {
 		case 't':
 			for (coll = 0; coll < 4; coll++)
@@ -281,6 +327,7 @@ int main(int argc, char **argv)
 		case 'w': warm = atoi(optarg); break;
 		case 'c': check = atoi(optarg); break;
 		case 'r': root = atoi(optarg); break;
+		case 'z': zip = atoi(optarg); break;
 		case 'o':
 			for (k = 0; k < 3 && strcmp(redops[k].name, optarg);
 			     k++)
@@ -306,7 +353,9 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (factor < 2 || iters < 1 || warm < 0 || !minb || minb > maxb) {
+	if (factor < 2 || iters < 1 || warm < 0 || !minb || minb > maxb ||
+	    (zip && (coll != C_ALLREDUCE || d->dt != HCOMM_FP32 ||
+		     o->op != HCOMM_SUM))) {
 		usage();
 		return 2;
 	}
@@ -346,9 +395,10 @@ int main(int argc, char **argv)
 		       use_mpi ? "; Open MPI in the same processes" : "; "
 		       "no MPI (not under mpirun)");
 		printf("# %12s %12s %6s %5s | %10s %8s %8s %7s | %10s %8s "
-		       "%8s %7s | %s\n", "size(B)", "count", "type", "op",
+		       "%8s %7s | %s%s\n", "size(B)", "count", "type", "op",
 		       "hcomm(us)", "algbw", "busbw", "#wrong", "MPI(us)",
-		       "algbw", "busbw", "#wrong", "busbw hcomm/MPI");
+		       "algbw", "busbw", "#wrong", "busbw hcomm/MPI",
+		       zip ? " | fp16(us) #beyond saved" : "");
 	}
 	for (bytes = minb; bytes <= maxb; bytes *= factor) {
 		count = bytes / es;
@@ -409,18 +459,28 @@ int main(int argc, char **argv)
 				  0;
 			failed |= bad[lib] != 0;
 		}
+		if (zip) {
+			tz = time_fp16((float *)(void *)s, (float *)(void *)r,
+				       count, warm, iters, &badz);
+			failed |= badz != 0;
+		}
 		if (me)
 			continue;
 		printf("  %12zu %12zu %6s %5s | %10.1f %8.3f %8.3f %7llu",
 		       sbytes, sbytes / es, d->name, o->name, t[0] * 1e6, bw[0],
 		       bw[0] * busf, (unsigned long long)bad[0]);
 		if (nlib == 2)
-			printf(" | %10.1f %8.3f %8.3f %7llu | %.2f\n",
+			printf(" | %10.1f %8.3f %8.3f %7llu | %.2f",
 			       t[1] * 1e6, bw[1], bw[1] * busf,
 			       (unsigned long long)bad[1],
 			       bw[1] > 0 ? bw[0] / bw[1] : 0);
 		else
-			printf(" | %10s %8s %8s %7s | -\n", "-", "-", "-", "-");
+			printf(" | %10s %8s %8s %7s | -", "-", "-", "-", "-");
+		if (zip)
+			printf(" | %10.1f %7llu %5.1f%%", tz * 1e6,
+			       (unsigned long long)badz,
+			       t[0] > 0 ? 100.0 * (1 - tz / t[0]) : 0);
+		printf("\n");
 		fflush(stdout);
 	}
 	if (me == 0)

@@ -204,8 +204,9 @@ const char *hcomm_errmsg(void);
  * send_buf_size and recv_buf_size size the network transports' buffers
  * (tcp: the least socket buffers, left to the kernel's autotuning where
  * it reaches them; rdma: the bounce ring per peer); enable_fp16_compress
- * and comp_threshold are kept for the collectives.  The kernel transport
- * uses none of them.
+ * and comp_threshold choose the fp16 compression of fp32 allreduces
+ * (hcomm_comm_set_fp16_compress()).  The kernel transport uses none of
+ * them.
  */
 struct hcomm_config {
 	uint64_t send_buf_size;
@@ -858,6 +859,26 @@ int hcomm_broadcast(struct hcomm_comm *comm, void *buf, size_t count,
 int hcomm_reduce(struct hcomm_comm *comm, const void *send, void *recv,
 		 size_t count, enum hcomm_dtype dt, enum hcomm_redop op,
 		 int root);
+/*
+ * FP16 compression of hcomm_allreduce: an HCOMM_FP32 sum or average of at
+ * least threshold bytes (on more than one rank) goes over the wire as
+ * fp16 - every value divided by the number of ranks and rounded, summed
+ * in fp32 at each step, the partial sums rounded to fp16 again - and the
+ * result, the same bits on every rank, is widened back (times the number
+ * of ranks for a sum).  Error: at most (size + 1) * 2^-11 of the sum of
+ * the |values| per element (Documentation/collectives.rst has the
+ * measurements).  Dividing first keeps every partial sum within the
+ * largest |input| of its element, so only an element with an input of
+ * magnitude 65520 or more can overflow (to +-inf; HCOMM_LOG=1 prints how
+ * many did).  The defaults come from
+ * struct hcomm_config (enable_fp16_compress, comp_threshold;
+ * HCOMM_FP16_COMPRESS, HCOMM_COMP_THRESHOLD); this changes them for the
+ * later collectives.  Every rank must make the same change before the
+ * same collective.  HCOMM_ERR_INVAL for enable not 0 or 1 or a threshold
+ * above 1 GiB.
+ */
+int hcomm_comm_set_fp16_compress(struct hcomm_comm *comm, int enable,
+				 uint64_t threshold);
 
 #ifdef __cplusplus
 }

@@ -74,6 +74,8 @@ struct hcomm_coll {
 	uint64_t *sid;
 	struct hcomm_request *creq;
 	int broken;
+	int log;
+	uint64_t fp16_overflows;
 	char why[160];
 };
 
@@ -91,6 +93,9 @@ struct plan {
 	enum hcomm_redop op;
 	size_t es, count, ce, nch;
 	char *buf;
+	float *acc;		/* fp16-compressed allreduce: buf is the fp16
+				 * wire copy, acc the fp32 sums (else NULL) */
+	size_t *ovf;		/* and where its overflows are counted */
 	int n, r, pos;		/* pos: place in a chain (bcast, reduce) */
 	uint64_t nsend, nrecv;	/* messages this rank sends, receives */
 	uint64_t rs_msgs;	/* messages of the reduce-scatter half */
@@ -191,6 +196,7 @@ static int coll_get(struct hcomm_comm *c, struct hcomm_coll **out)
 		return hcomm__fail(HCOMM_ERR_NOMEM, ENOMEM, "collectives");
 	k->chunk = chunk;
 	k->slots = (unsigned int)slots;
+	k->log = getenv("HCOMM_LOG") && strcmp(getenv("HCOMM_LOG"), "0");
 	k->sig_data = nsig - 1;
 	k->sig_cred = nsig - 2;
 	k->len = (size_t)chunk * slots;
@@ -219,6 +225,14 @@ static int coll_get(struct hcomm_comm *c, struct hcomm_coll **out)
 		goto fail;
 	c->coll = k;
 	*out = k;
+	if (k->log && c->rank == 0)
+		fprintf(stderr, "hcomm coll: %d ranks, ring pipelines, %u slots "
+			"of %zu bytes (HCOMM_COLL_SLOTS, HCOMM_COLL_CHUNK); fp16 "
+			"compression of fp32 sum/avg allreduces %s%llu bytes "
+			"(HCOMM_FP16_COMPRESS, HCOMM_COMP_THRESHOLD)\n", c->size,
+			k->slots, k->chunk, c->cfg.enable_fp16_compress ?
+			"from " : "off; would be from ",
+			(unsigned long long)c->cfg.comp_threshold);
 	return 0;
 fail:
 	if (k->mem)
@@ -326,6 +340,15 @@ static int recv_msg(struct hcomm_coll *k, const struct plan *p, uint64_t m,
 		if (!ret && p->op == HCOMM_AVG && p->pos == p->n - 1)
 			ret = hcomm__reduce_finish_avg(p->dt, dst, len,
 						       (unsigned int)p->n);
+		return ret;
+	}
+	if (m < p->rs_msgs && p->acc) {
+		/* fp16 on the wire, summed in fp32, sent on as fp16 */
+		ret = hcomm__reduce_fp16_into_fp32(HCOMM_SUM, p->acc + off,
+						   (const uint16_t *)data, len);
+		if (!ret)
+			*p->ovf += hcomm__fp32_to_fp16((uint16_t *)dst,
+						       p->acc + off, len);
 		return ret;
 	}
 	if (m < p->rs_msgs) {
@@ -502,13 +525,75 @@ static void plan_init(struct plan *p, const struct hcomm_comm *c,
 	p->ce = k->chunk / p->es;
 }
 
+/* The ring allreduce's chunks and messages (buf, count, ce set). */
+static void ring_plan(struct plan *p)
+{
+	size_t most = 0, len;
+	int s;
+
+	for (s = 0; s < p->n; s++) {
+		len = seg_off(p, s + 1) - seg_off(p, s);
+		if (len > most)
+			most = len;
+	}
+	p->nch = most ? (most + p->ce - 1) / p->ce : 1;
+	p->rs_msgs = (uint64_t)(p->n - 1) * p->nch;
+	p->nsend = p->nrecv = 2 * p->rs_msgs;
+}
+
+/*
+ * fp32 sum or avg with fp16 on the wire: every rank's value is divided by
+ * the number of ranks and rounded to fp16 (the wire copy); the ring's
+ * reduce-scatter sums what arrives into fp32 (starting from the rank's
+ * own value / n in fp32) and sends each partial sum on rounded to fp16;
+ * the allgather carries the fp16 results, which every rank widens into
+ * recv (times n for a sum).  Dividing first keeps every partial sum
+ * within the largest |input| of its element, so only an element with an
+ * input of magnitude 65520 or more can overflow fp16: such elements
+ * become +-inf and are counted (HCOMM_LOG prints the count).
+ */
+static int allreduce_fp16(struct hcomm_comm *c, struct hcomm_coll *k,
+			  const void *send, void *recv, size_t count,
+			  enum hcomm_redop op)
+{
+	float *acc = recv, scale = 1.0f / (float)c->size;
+	uint16_t *wire = malloc(count * sizeof(*wire));
+	size_t ovf, i;
+	struct plan p;
+	int ret;
+
+	if (!wire)
+		return hcomm__fail(HCOMM_ERR_NOMEM, ENOMEM, "hcomm_allreduce: "
+				   "%zu bytes of fp16", count * sizeof(*wire));
+	ovf = hcomm__fp32_to_fp16_scaled(wire, send, count, scale);
+	for (i = 0; i < count; i++)
+		acc[i] = ((const float *)send)[i] * scale;
+	plan_init(&p, c, k, K_ALLREDUCE, HCOMM_FP16, HCOMM_SUM, wire, count);
+	p.acc = acc;
+	p.ovf = &ovf;
+	ring_plan(&p);
+	ret = ring_run(c, k, &p);
+	if (!ret) {
+		hcomm__fp16_to_fp32(acc, wire, count);
+		if (op == HCOMM_SUM)
+			for (i = 0; i < count; i++)
+				acc[i] *= (float)c->size;
+	}
+	free(wire);
+	k->fp16_overflows += ovf;
+	if (ovf && k->log)
+		fprintf(stderr, "hcomm coll: rank %d: fp16-compressed "
+			"allreduce of %zu floats: %zu values beyond fp16's "
+			"range became +-inf\n", c->rank, count, ovf);
+	return ret;
+}
+
 HCOMM_EXPORT int hcomm_allreduce(struct hcomm_comm *c, const void *send,
 				 void *recv, size_t count, enum hcomm_dtype dt,
 				 enum hcomm_redop op)
 {
 	struct hcomm_coll *k;
 	struct plan p;
-	size_t most;
 	int ret = check_args(c, "hcomm_allreduce", dt, op ? (int)op : -1, 0,
 			     send, recv, count);
 
@@ -517,18 +602,17 @@ HCOMM_EXPORT int hcomm_allreduce(struct hcomm_comm *c, const void *send,
 	ret = coll_get(c, &k);
 	if (ret)
 		return ret;
+	if (c->size > 1 && dt == HCOMM_FP32 &&
+	    (op == HCOMM_SUM || op == HCOMM_AVG) &&
+	    c->cfg.enable_fp16_compress &&
+	    count * sizeof(float) >= c->cfg.comp_threshold)
+		return allreduce_fp16(c, k, send, recv, count, op);
 	if (send != recv && count)
 		memmove(recv, send, count * hcomm_dtype_size(dt));
 	if (c->size == 1 || !count)
 		return 0;
 	plan_init(&p, c, k, K_ALLREDUCE, dt, op, recv, count);
-	most = seg_off(&p, 1);
-	for (int s = 1; s < p.n; s++)
-		if (seg_off(&p, s + 1) - seg_off(&p, s) > most)
-			most = seg_off(&p, s + 1) - seg_off(&p, s);
-	p.nch = most ? (most + p.ce - 1) / p.ce : 1;
-	p.rs_msgs = (uint64_t)(p.n - 1) * p.nch;
-	p.nsend = p.nrecv = 2 * p.rs_msgs;
+	ring_plan(&p);
 	return ring_run(c, k, &p);
 }
 
@@ -631,4 +715,17 @@ HCOMM_EXPORT int hcomm_reduce(struct hcomm_comm *c, const void *send,
 	if (!me_root)
 		free(acc);
 	return ret;
+}
+
+HCOMM_EXPORT int hcomm_comm_set_fp16_compress(struct hcomm_comm *c,
+					      int enable, uint64_t threshold)
+{
+	if (!c || (enable != 0 && enable != 1) || threshold > (1ULL << 30))
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL,
+				   "hcomm_comm_set_fp16_compress: enable %d, "
+				   "threshold %llu (0 or 1, 0 .. 1G)", enable,
+				   (unsigned long long)threshold);
+	c->cfg.enable_fp16_compress = enable;
+	c->cfg.comp_threshold = threshold;
+	return 0;
 }

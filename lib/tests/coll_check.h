@@ -386,6 +386,113 @@ static void coll_t_rooted(void)
 	free(ref);
 }
 
+/* A value like a gradient's: about N(0, 1/3), from rank r and index i. */
+static float coll_real(int r, size_t i)
+{
+	uint64_t h = (i + 11) * 0x9e3779b97f4a7c15ULL ^
+		     (uint64_t)(r + 5) * 0xd1b54a32d192ed03ULL;
+	double u = 0;
+	int k;
+
+	for (k = 0; k < 4; k++) {
+		h ^= h >> 29;
+		h *= 0xbf58476d1ce4e5b9ULL;
+		u += (double)(h >> 11) / 9007199254740992.0 - 0.5;
+	}
+	return (float)u;
+}
+
+/* FNV-1a of len bytes: equal results on every rank compare equal. */
+static uint64_t coll_fnv(const void *p, size_t len)
+{
+	const unsigned char *b = p;
+	uint64_t h = 0xcbf29ce484222325ULL;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		h = (h ^ b[i]) * 0x100000001b3ULL;
+	return h;
+}
+
+/*
+ * The fp16-compressed allreduce (the communicator made with
+ * HCOMM_FP16_COMPRESS=1 and HCOMM_COMP_THRESHOLD=4096): fp32 sums and
+ * averages of realistic values at or above the threshold stay within the
+ * documented error, max |result - exact| / sum |x| <= (n + 1) * 2^-11,
+ * every rank gets the same bits; below the threshold fp32 goes over the
+ * wire (error at fp32's level); a sum of 40000 per rank, beyond fp16's
+ * range, comes out right (the values are divided by n before they are
+ * rounded); an input of 70000 (beyond fp16 itself) becomes +inf.
+ */
+static void coll_t_compress(void)
+{
+	static const size_t ns[] = { 1000, 1024, 100003 };
+	size_t n, i, ci, k;
+	float *in, *out;
+	double e, emax, esum, tol, ref, mag;
+	uint64_t h, hmax, hmin;
+	int ret, oi;
+
+	for (ci = 0; ci < sizeof(ns) / sizeof(ns[0]); ci++)
+	for (oi = 0; oi < 2; oi++) {
+		enum hcomm_redop op = oi ? HCOMM_AVG : HCOMM_SUM;
+		int comp = np > 1 && ns[ci] * sizeof(float) >= 4096;
+
+		n = ns[ci];
+		in = malloc(n * sizeof(*in));
+		out = malloc(n * sizeof(*out));
+		for (i = 0; i < n; i++)
+			in[i] = coll_real(me, i);
+		ret = hcomm_allreduce(comm, in, out, n, HCOMM_FP32, op);
+		emax = esum = 0;
+		for (i = 0; i < n; i++) {
+			ref = mag = 0;
+			for (k = 0; k < (size_t)np; k++) {
+				ref += coll_real((int)k, i);
+				mag += fabs(coll_real((int)k, i));
+			}
+			if (op == HCOMM_AVG) {
+				ref /= np;
+				mag /= np;
+			}
+			e = fabs((double)out[i] - ref) / (mag > 0 ? mag : 1);
+			emax = e > emax ? e : emax;
+			esum += e;
+		}
+		tol = comp ? (np + 1) / 2048.0 : (np + 1) / 8388608.0 * 2;
+		COLL_CHECK(!ret && emax <= tol, "fp16 compression %d ranks %s "
+			   "of %zu floats (%s): max error %.2e of sum |x|, mean "
+			   "%.2e, bound %.2e", np, hcomm_redop_name(op), n,
+			   comp ? "fp16 on the wire" : "fp32 on the wire",
+			   emax, esum / (double)n, tol);
+		h = coll_fnv(out, n * sizeof(*out));
+		ret = hcomm_allreduce(comm, &h, &hmax, 1, HCOMM_UINT64,
+				      HCOMM_MAX);
+		ret = ret ? ret : hcomm_allreduce(comm, &h, &hmin, 1,
+						  HCOMM_UINT64, HCOMM_MIN);
+		COLL_CHECK(!ret && hmax == hmin, "fp16 compression %d ranks "
+			   "%s of %zu floats: the same bits on every rank",
+			   np, hcomm_redop_name(op), n);
+		free(in);
+		free(out);
+	}
+	n = 4096;
+	in = malloc(n * sizeof(*in));
+	out = malloc(n * sizeof(*out));
+	for (i = 0; i < n; i++)
+		in[i] = i == 7 ? 70000.0f : 40000.0f;
+	ret = hcomm_allreduce(comm, in, out, n, HCOMM_FP32, HCOMM_SUM);
+	for (i = 0, k = 0; i < n; i++)
+		if (i != 7 && out[i] != 40000.0f * (float)np)
+			k++;
+	COLL_CHECK(!ret && !k && (np == 1 || isinf(out[7])),
+		   "fp16 compression %d ranks sum of 40000 per rank (beyond "
+		   "fp16's 65504): right (%zu wrong); an input of 70000: "
+		   "%g", np, k, (double)out[7]);
+	free(in);
+	free(out);
+}
+
 /* Bad arguments fail before anything moves; the ring stays usable. */
 static void coll_t_errors(void)
 {
@@ -410,6 +517,12 @@ static void coll_t_errors(void)
 	ret = hcomm_reduce(comm, a, b, 4, HCOMM_FP32, HCOMM_SUM, -1);
 	COLL_CHECK(ret == -HCOMM_ERR_INVAL, "reduce, root -1: HCOMM_ERR_INVAL "
 	      "(%d)", ret);
+	ret = hcomm_comm_set_fp16_compress(comm, 2, 0);
+	COLL_CHECK(ret == -HCOMM_ERR_INVAL, "set_fp16_compress, enable 2: "
+		   "HCOMM_ERR_INVAL (%d)", ret);
+	ret = hcomm_comm_set_fp16_compress(comm, 1, (1ULL << 30) + 1);
+	COLL_CHECK(ret == -HCOMM_ERR_INVAL, "set_fp16_compress, threshold "
+		   "1 GiB + 1: HCOMM_ERR_INVAL (%d)", ret);
 	ret = hcomm_allreduce(NULL, a, b, 4, HCOMM_FP32, HCOMM_SUM);
 	COLL_CHECK(ret == -HCOMM_ERR_INVAL, "allreduce, NULL communicator: "
 	      "HCOMM_ERR_INVAL (%d)", ret);

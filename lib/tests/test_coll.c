@@ -43,7 +43,7 @@
 #define RANK_ALARM	300
 
 struct check {
-	char what[120];
+	char what[200];
 	int pass, fail;		/* ranks */
 };
 
@@ -75,7 +75,7 @@ void check(int cond, const char *fmt, ...)
 	}
 	__atomic_add_fetch(cond ? &c->pass : &c->fail, 1, __ATOMIC_RELAXED);
 	if (!cond) {
-		char buf[120];
+		char buf[200];
 
 		va_start(ap, fmt);
 		vsnprintf(buf, sizeof(buf), fmt, ap);
@@ -126,6 +126,11 @@ static void t_death(void)
 /* ------------------------------------------------------------------ */
 
 typedef void (*test_fn)(void);
+
+static void t_compress(void)
+{
+	coll_t_compress();
+}
 
 static int rank_main(test_fn fn, int death)
 {
@@ -199,6 +204,10 @@ static void world(const char *name, int n, test_fn fn, int death)
 		setenv("HCOMM_COLL_SLOTS", "2", 1);
 		if (death)
 			setenv("HCOMM_COLL_TIMEOUT_MS", "20000", 1);
+		if (fn == t_compress) {
+			setenv("HCOMM_FP16_COMPRESS", "1", 1);
+			setenv("HCOMM_COMP_THRESHOLD", "4096", 1);
+		}
 		st = rank_main(fn, death);
 		leak_check();
 		_exit(st);
@@ -249,6 +258,8 @@ int main(void)
 		world("reduce_scatter", n, coll_t_reduce_scatter, 0);
 	for (n = 1; n <= MAX_RANKS; n++)
 		world("broadcast and reduce", n, coll_t_rooted, 0);
+	for (n = 1; n <= MAX_RANKS; n++)
+		world("fp16 compression", n, t_compress, 0);
 	world("bad arguments", 3, coll_t_errors, 0);
 	world("a rank exits", 3, t_death, 1);
 	return tap_done("coll");

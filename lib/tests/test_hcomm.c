@@ -398,6 +398,7 @@ static void test_exports(const char *so)
 		"hcomm_barrier", "hcomm_comm_get_stats", "hcomm_dtype_size",
 		"hcomm_dtype_name", "hcomm_redop_name", "hcomm_allreduce",
 		"hcomm_reduce_scatter", "hcomm_broadcast", "hcomm_reduce",
+		"hcomm_comm_set_fp16_compress",
 	};
 	static const char *const priv[] = {
 		"hcomm__prep_cmd", "hcomm__err_code", "fail", "hcomm_submit",

@@ -57,7 +57,8 @@
  *             under hcomm_vm_launch -k V)
  *   coll      the collectives (allreduce, reduce_scatter, broadcast,
  *             reduce) of every type and operation against exact
- *             references, bad arguments (tests/coll_check.h)
+ *             references, bad arguments, the fp16-compressed allreduce's
+ *             error (tests/coll_check.h)
  *
  * Output: lines "rN: ..." (one write each); failures start with "FAIL".
  * HCOMM_VMTEST_TRACE=1 adds a line "rN: phase P after S s" each time the
@@ -4522,6 +4523,9 @@ static int case_coll(void)
 	coll_t_rooted();
 	phase = "bad arguments";
 	coll_t_errors();
+	phase = "fp16 compression";
+	OK(hcomm_comm_set_fp16_compress(comm, 1, 4096));
+	coll_t_compress();
 	out("coll: %d checks of %d ranks over %s in %.1f s, %d failed",
 	    coll_nchecks, np, hcomm_comm_transport(comm),
 	    (double)(now_ns() - t0) / 1e9, fails);
