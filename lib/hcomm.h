@@ -829,13 +829,17 @@ const char *hcomm_redop_name(enum hcomm_redop op);
  * root (Documentation/collectives.rst).  They move data with put_signal
  * into a staging window that the first of them creates (collectively:
  * HCOMM_COLL_SLOTS slots of HCOMM_COLL_CHUNK bytes per rank, defaults 4
- * and 256 KiB) and they own the communicator's last two signals
- * (hcomm_signal_count() - 2 and - 1): do not use those.  Each waits at
- * most the collective timeout (hcomm_comm_set_coll_timeout) without
- * progress.  After one failed (a rank lost, a transfer failed, the
- * timeout) the ring is out of step for good: every later one fails at
- * once with HCOMM_ERR_IO.  Bad arguments fail with HCOMM_ERR_INVAL
- * before anything moves and leave the ring usable.
+ * and 256 KiB; the same on every rank).  The library owns the
+ * communicator's last HCOMM_COLL_SLOTS + 3 signals (hcomm_signal_count()
+ * - slots - 3 .. - 1: one per staging slot, the credits, and the two of
+ * hcomm_comm_probe()): do not use those.  Each waits at most the
+ * collective timeout (hcomm_comm_set_coll_timeout) without progress.
+ * After one failed (a rank lost, a transfer failed, the timeout, no
+ * memory for a scratch buffer) the ring is out of step for good: every
+ * later one fails at once with HCOMM_ERR_IO.  Bad arguments fail with
+ * HCOMM_ERR_INVAL before anything moves; the ring stays usable when
+ * every rank passed the same bad arguments (a rank that alone passes bad
+ * ones leaves the others waiting until their timeout).
  *
  * Buffers may have any alignment; send == recv means in place (other
  * overlaps are not allowed).  Results are bit for bit the same on every

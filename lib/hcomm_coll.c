@@ -6,16 +6,23 @@
  * sends only to its right neighbour (r + 1) and receives only from its
  * left one (r - 1).  A message is one chunk (at most HCOMM_COLL_CHUNK
  * bytes) put into one of HCOMM_COLL_SLOTS slots of the right neighbour's
- * part of the staging window, with a put_signal that adds 1 to the data
- * signal there; the receiver reduces or copies the chunk out of the slot
- * and gives the slot back with a 0-byte put_signal that adds 1 to the
- * sender's credit signal.  Both counters only grow, over every
+ * part of the staging window, with a put_signal that adds 1 to that
+ * slot's data signal there; the receiver reduces or copies the chunk out
+ * of the slot and gives the slot back with a 0-byte put_signal that adds
+ * 1 to the sender's credit signal.  The counters only grow, over every
  * collective of the communicator: the m-th message ever sent to the
  * right goes to slot m % slots once the credit signal reads at least
- * m + 1 - slots, and the m-th message from the left has arrived when the
- * data signal reads m + 1.  Sends never wait for the receive side and
- * receiving never waits for a send (sends are queued as they become
- * ready), so the ring cannot deadlock with any number of slots >= 1.
+ * m + 1 - slots, and the m-th message from the left has arrived when its
+ * slot's signal reads m / slots + 1.  One signal per slot, because the
+ * transports complete operations in any order (a short put lands before
+ * a long one sent earlier): one count for every slot would say "m
+ * arrived" when m + 1 did.  Per slot it is exact, since a slot takes its
+ * next message only after its credit.  Credits may land in any order:
+ * they are counted, and the receiver consumes in order.  Sends never wait
+ * for the receive side to make progress and receiving never waits for a
+ * send (sends are queued as they become ready; reusing a request waits
+ * only for its own completion), so the ring cannot deadlock with any
+ * number of slots >= 1.
  *
  *   allreduce       reduce-scatter then allgather, 2 (n - 1) steps of n
  *                   segments, each cut into chunks (the ring algorithm)
@@ -50,12 +57,14 @@
  * struct hcomm_coll - the communicator's collective state (see above).
  * @win, @mem, @len: the staging window, slots * chunk bytes per rank.
  * @chunk, @slots: HCOMM_COLL_CHUNK and HCOMM_COLL_SLOTS.
- * @sig_data, @sig_cred: the two signals the collectives own (the last
- *        two of the communicator).
+ * @sig_data, @sig_cred: the signals the collectives own: data signals
+ *        sig_data .. sig_data + slots - 1 (one per slot), the credit
+ *        signal sig_cred (below the probe's two, the communicator's last:
+ *        hcomm_comm.c).
  * @tx: data messages sent to the right so far; @rx: data messages from
  *        the left consumed so far; @cred: credits given back so far;
- * @rx0, @cred0: the data and credit signals' values when the state was
- *        made (the counts start there).
+ * @rx0, @cred0: the data (per slot) and credit signals' values when the
+ *        state was made (the counts start there).
  * @sreq, @sid: the sends' requests (slot tx % slots) and the message each
  *        carried; @creq: the credits' requests (cred % slots).
  * @broken: an earlier collective failed (its message in @why): the ring
@@ -69,7 +78,7 @@ struct hcomm_coll {
 	unsigned int slots;
 	uint32_t sig_data, sig_cred;
 	uint64_t tx, rx, cred;
-	uint64_t rx0, cred0;
+	uint64_t *rx0, cred0;
 	struct hcomm_request *sreq;
 	uint64_t *sid;
 	struct hcomm_request *creq;
@@ -164,6 +173,20 @@ static int coll_fail(struct hcomm_coll *k, int code, int err,
 	return hcomm__fail(code, err, "%s", what);
 }
 
+/*
+ * A rank that cannot take part after coll_get (no memory for its
+ * scratch) fails like a broken ring: its neighbours go on without it and
+ * fail, and no later collective here may count their stale messages.
+ */
+static int coll_nomem(struct hcomm_coll *k, const char *fn, size_t bytes)
+{
+	char what[96];
+
+	snprintf(what, sizeof(what), "%s: no memory for %zu bytes of "
+		 "scratch", fn, bytes);
+	return coll_fail(k, HCOMM_ERR_NOMEM, ENOMEM, what);
+}
+
 /* The collective state, made by the first collective (collective). */
 static int coll_get(struct hcomm_comm *c, struct hcomm_coll **out)
 {
@@ -188,26 +211,29 @@ static int coll_get(struct hcomm_comm *c, struct hcomm_coll **out)
 		return ret;
 	chunk = (chunk + 63) & ~63ULL;
 	nsig = hcomm_signal_count(c);
-	if (nsig < 2)
+	if (nsig < slots + 3 + 64)
 		return hcomm__fail(HCOMM_ERR_NOTSUP, ENOSYS, "collectives: "
-				   "%u signals, 2 needed", nsig);
+				   "%u signals, %llu needed", nsig,
+				   (unsigned long long)slots + 3 + 64);
 	k = calloc(1, sizeof(*k));
 	if (!k)
 		return hcomm__fail(HCOMM_ERR_NOMEM, ENOMEM, "collectives");
 	k->chunk = chunk;
 	k->slots = (unsigned int)slots;
 	k->log = getenv("HCOMM_LOG") && strcmp(getenv("HCOMM_LOG"), "0");
-	k->sig_data = nsig - 1;
-	k->sig_cred = nsig - 2;
+	/* the probe has the last two (hcomm_comm.c: probe_pair) */
+	k->sig_cred = nsig - 3;
+	k->sig_data = nsig - 3 - (uint32_t)slots;
 	k->len = (size_t)chunk * slots;
 	k->sreq = calloc(slots, sizeof(*k->sreq));
 	k->creq = calloc(slots, sizeof(*k->creq));
 	k->sid = calloc(slots, sizeof(*k->sid));
+	k->rx0 = calloc(slots, sizeof(*k->rx0));
 	k->mem = mmap(NULL, k->len, PROT_READ | PROT_WRITE,
 		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (k->mem == MAP_FAILED)
 		k->mem = NULL;
-	if (!k->sreq || !k->creq || !k->sid || !k->mem) {
+	if (!k->sreq || !k->creq || !k->sid || !k->rx0 || !k->mem) {
 		ret = hcomm__fail(HCOMM_ERR_NOMEM, ENOMEM, "collectives: "
 				  "%zu bytes of staging", k->len);
 		goto fail;
@@ -218,11 +244,25 @@ static int coll_get(struct hcomm_comm *c, struct hcomm_coll **out)
 	 * The counts start from the signals' values now: the neighbours
 	 * send nothing before every rank is past the window's creation.
 	 */
-	k->rx0 = hcomm_signal_read(c, k->sig_data);
+	for (ret = 0; ret < (int)slots; ret++)
+		k->rx0[ret] = hcomm_signal_read(c, k->sig_data + (uint32_t)ret);
 	k->cred0 = hcomm_signal_read(c, k->sig_cred);
 	ret = hcomm_win_create(c, k->mem, k->len, &k->win);
 	if (ret)
 		goto fail;
+	/* every rank the same chunk and slots (else slots would straddle) */
+	for (ret = 0; ret < c->size; ret++)
+		if (hcomm_win_size(k->win, ret) != k->len)
+			break;
+	if (ret < c->size) {
+		ret = hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "collectives: rank "
+				  "%d's staging is %zu bytes, this rank's %zu: "
+				  "HCOMM_COLL_CHUNK and HCOMM_COLL_SLOTS must be "
+				  "the same on every rank", ret,
+				  hcomm_win_size(k->win, ret), k->len);
+		(void)hcomm_win_free(k->win);
+		goto fail;
+	}
 	c->coll = k;
 	*out = k;
 	if (k->log && c->rank == 0)
@@ -240,6 +280,7 @@ fail:
 	free(k->sreq);
 	free(k->creq);
 	free(k->sid);
+	free(k->rx0);
 	free(k);
 	return ret;
 }
@@ -255,6 +296,7 @@ void hcomm__coll_free(struct hcomm_comm *c)
 	free(k->sreq);
 	free(k->creq);
 	free(k->sid);
+	free(k->rx0);
 	free(k);
 	c->coll = NULL;
 }
@@ -265,6 +307,14 @@ static int req_settle(struct hcomm_request *req)
 	if (!__atomic_load_n(&req->done, __ATOMIC_ACQUIRE))
 		return hcomm_wait(req);
 	return req->status;
+}
+
+/* A request of ours that completed in error: its status, else 0. */
+static int req_failed(const struct hcomm_request *req)
+{
+	if (!__atomic_load_n(&req->done, __ATOMIC_ACQUIRE))
+		return 0;
+	return req->status < 0 ? req->status : 0;
 }
 
 /* Give the left neighbour its slot back. */
@@ -302,7 +352,7 @@ static int send_msg(struct hcomm_coll *k, const struct plan *p, uint64_t m,
 	k->sid[slot] = k->tx;
 	ret = hcomm_put_signal_nb(k->win, right, (uint64_t)slot * k->chunk,
 				  len ? p->buf + off * p->es : NULL,
-				  len * p->es, k->sig_data, 1, req);
+				  len * p->es, k->sig_data + slot, 1, req);
 	if (ret) {
 		req->done = 1;
 		return ret;
@@ -381,8 +431,9 @@ static int ring_run(struct hcomm_comm *c, struct hcomm_coll *k,
 {
 	int left = mod(c->rank - 1, c->size), right = mod(c->rank + 1,
 							  c->size);
-	uint64_t ms = 0, mr = 0, tx0 = k->tx, rx0 = k->rx0 + k->rx, want;
+	uint64_t ms = 0, mr = 0, tx0 = k->tx, want;
 	uint64_t last = hcomm__now_ns(), cred;
+	unsigned int rs;
 	int64_t tmo = coll_timeout(c);
 	char what[160];
 	unsigned int i;
@@ -400,7 +451,9 @@ static int ring_run(struct hcomm_comm *c, struct hcomm_coll *k,
 			moved = 1;
 		}
 		while (mr < p->nrecv &&
-		       hcomm_signal_read(c, k->sig_data) >= rx0 + mr + 1) {
+		       (rs = (unsigned int)(k->rx % k->slots),
+			hcomm_signal_read(c, k->sig_data + rs) >=
+			k->rx0[rs] + k->rx / k->slots + 1)) {
 			ret = recv_msg(k, p, mr, tx0);
 			if (ret)
 				goto fail;
@@ -412,13 +465,14 @@ static int ring_run(struct hcomm_comm *c, struct hcomm_coll *k,
 			moved = 1;
 		}
 		for (i = 0; i < k->slots; i++) {
-			if ((k->sreq[i].done && k->sreq[i].status < 0) ||
-			    (k->creq[i].done && k->creq[i].status < 0)) {
-				ret = k->sreq[i].status < 0 ?
-				      k->sreq[i].status : k->creq[i].status;
+			int s1 = req_failed(&k->sreq[i]);
+			int s2 = req_failed(&k->creq[i]);
+
+			if (s1 || s2) {
+				ret = s1 ? s1 : s2;
 				snprintf(what, sizeof(what), "a transfer to "
-					 "rank %d failed: %s", k->sreq[i].status
-					 < 0 ? right : left, hcomm_errmsg());
+					 "rank %d failed: %s", s1 ? right : left,
+					 hcomm_strerror(ret));
 				goto fail_msg;
 			}
 		}
@@ -448,8 +502,9 @@ static int ring_run(struct hcomm_comm *c, struct hcomm_coll *k,
 		}
 		(void)hcomm_progress(c);
 		if (mr < p->nrecv) {
-			want = rx0 + mr + 1;
-			(void)hcomm_signal_wait(c, k->sig_data, want,
+			rs = (unsigned int)(k->rx % k->slots);
+			want = k->rx0[rs] + k->rx / k->slots + 1;
+			(void)hcomm_signal_wait(c, k->sig_data + rs, want,
 						COLL_POLL_MS);
 		} else {
 			want = k->cred0 + k->tx + 1 - k->slots;
@@ -466,7 +521,7 @@ static int ring_run(struct hcomm_comm *c, struct hcomm_coll *k,
 			ret = r1 < 0 ? r1 : r2;
 			snprintf(what, sizeof(what), "a transfer to rank %d "
 				 "failed: %s", r1 < 0 ? right : left,
-				 hcomm_errmsg());
+				 hcomm_strerror(ret));
 			goto fail_msg;
 		}
 	}
@@ -563,8 +618,7 @@ static int allreduce_fp16(struct hcomm_comm *c, struct hcomm_coll *k,
 	int ret;
 
 	if (!wire)
-		return hcomm__fail(HCOMM_ERR_NOMEM, ENOMEM, "hcomm_allreduce: "
-				   "%zu bytes of fp16", count * sizeof(*wire));
+		return coll_nomem(k, "hcomm_allreduce", count * sizeof(*wire));
 	ovf = hcomm__fp32_to_fp16_scaled(wire, send, count, scale);
 	for (i = 0; i < count; i++)
 		acc[i] = ((const float *)send)[i] * scale;
@@ -640,9 +694,8 @@ HCOMM_EXPORT int hcomm_reduce_scatter(struct hcomm_comm *c, const void *send,
 	}
 	acc = malloc(recvcount * es * (size_t)c->size);
 	if (!acc)
-		return hcomm__fail(HCOMM_ERR_NOMEM, ENOMEM, "hcomm_reduce_scatter:"
-				   " %zu bytes", recvcount * es *
-				   (size_t)c->size);
+		return coll_nomem(k, "hcomm_reduce_scatter",
+				  recvcount * es * (size_t)c->size);
 	memcpy(acc, send, recvcount * es * (size_t)c->size);
 	plan_init(&p, c, k, K_REDUCE_SCATTER, dt, op, acc,
 		  recvcount * (size_t)c->size);
@@ -702,8 +755,7 @@ HCOMM_EXPORT int hcomm_reduce(struct hcomm_comm *c, const void *send,
 	}
 	acc = me_root ? recv : malloc(count * es);
 	if (!acc)
-		return hcomm__fail(HCOMM_ERR_NOMEM, ENOMEM, "hcomm_reduce: %zu "
-				   "bytes", count * es);
+		return coll_nomem(k, "hcomm_reduce", count * es);
 	if (acc != send)
 		memmove(acc, send, count * es);
 	plan_init(&p, c, k, K_REDUCE, dt, op, acc, count);

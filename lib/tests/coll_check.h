@@ -104,24 +104,36 @@ static uint16_t bf16_exact(double v)
 	return (uint16_t)(u >> 16);
 }
 
-/* Store v (exact in dt) as element i of buf. */
+/* Store v (exact in dt) as element i of buf (any alignment). */
 static void put_elem(enum hcomm_dtype dt, void *buf, size_t i, double v)
 {
-	float f = (float)v;
+	union {
+		float f;
+		double d;
+		uint16_t h;
+		int8_t i8;
+		int32_t i32;
+		int64_t i64;
+		uint8_t u8;
+		uint32_t u32;
+		uint64_t u64;
+	} e;
 
 	switch (dt) {
-	case HCOMM_FP32: ((float *)buf)[i] = f; break;
-	case HCOMM_FP64: ((double *)buf)[i] = v; break;
-	case HCOMM_FP16: ((uint16_t *)buf)[i] = fp16_exact(v); break;
-	case HCOMM_BF16: ((uint16_t *)buf)[i] = bf16_exact(v); break;
-	case HCOMM_INT8: ((int8_t *)buf)[i] = (int8_t)(int64_t)v; break;
-	case HCOMM_INT32: ((int32_t *)buf)[i] = (int32_t)(int64_t)v; break;
-	case HCOMM_INT64: ((int64_t *)buf)[i] = (int64_t)v; break;
-	case HCOMM_UINT8: ((uint8_t *)buf)[i] = (uint8_t)(uint64_t)v; break;
-	case HCOMM_UINT32: ((uint32_t *)buf)[i] = (uint32_t)(uint64_t)v; break;
-	case HCOMM_UINT64: ((uint64_t *)buf)[i] = (uint64_t)v; break;
-	default: break;
+	case HCOMM_FP32: e.f = (float)v; break;
+	case HCOMM_FP64: e.d = v; break;
+	case HCOMM_FP16: e.h = fp16_exact(v); break;
+	case HCOMM_BF16: e.h = bf16_exact(v); break;
+	case HCOMM_INT8: e.i8 = (int8_t)(int64_t)v; break;
+	case HCOMM_INT32: e.i32 = (int32_t)(int64_t)v; break;
+	case HCOMM_INT64: e.i64 = (int64_t)v; break;
+	case HCOMM_UINT8: e.u8 = (uint8_t)(uint64_t)v; break;
+	case HCOMM_UINT32: e.u32 = (uint32_t)(uint64_t)v; break;
+	case HCOMM_UINT64: e.u64 = (uint64_t)v; break;
+	default: return;
 	}
+	memcpy((char *)buf + i * hcomm_dtype_size(dt), &e,
+	       hcomm_dtype_size(dt));
 }
 
 /*
@@ -283,17 +295,18 @@ static void coll_t_allreduce(void)
 
 		n = counts[ci];
 		es = hcomm_dtype_size(dt);
-		/* odd alignment out of place: +1 element */
-		fill_rank(dt, op, me, in + es, n);
+		/* odd addresses: in + 1 byte, out + 3 */
+		fill_rank(dt, op, me, in + 1, n);
 		fill_ref(dt, op, np, ref, n);
 		if (inplace) {
-			ret = hcomm_allreduce(comm, in + es, in + es, n, dt,
+			ret = hcomm_allreduce(comm, in + 1, in + 1, n, dt,
 					      op);
-			bad = first_diff(in + es, ref, n, es);
+			bad = first_diff(in + 1, ref, n, es);
 		} else {
 			memset(out, 0x5a, big);
-			ret = hcomm_allreduce(comm, in + es, out, n, dt, op);
-			bad = first_diff(out, ref, n, es);
+			ret = hcomm_allreduce(comm, in + 1, out + 3, n, dt,
+					      op);
+			bad = first_diff(out + 3, ref, n, es);
 		}
 		COLL_CHECK(!ret && bad < 0, "allreduce %d ranks %s %s count %zu "
 		      "%s: ret %d, first wrong element %ld", np,
@@ -381,6 +394,85 @@ static void coll_t_rooted(void)
 			   root, hcomm_dtype_name(dt), hcomm_redop_name(op), n,
 			   ret, bad);
 	}
+	free(in);
+	free(out);
+	free(ref);
+}
+
+/*
+ * Full-size chunks with short tails, again and again: the staging slots'
+ * messages complete in any order (a short put lands before a long one),
+ * so this is where a ring that took its data signal for a sequence number
+ * read a slot too early.  Run with the default chunk (256 KiB) and slots.
+ * Buffers at odd byte addresses.
+ */
+static void coll_t_tails(void)
+{
+	const size_t ce = 65536;	/* floats in a 256 KiB chunk */
+	size_t cs[3], n, k, es = sizeof(float);
+	char *in, *out, *ref;
+	int rep, ret, bad_runs = 0, err = 0;
+	char why[160] = "";
+	long bad = -1;
+
+	cs[0] = (size_t)np * (ce + 100);
+	cs[1] = (size_t)np * 2 * ce + 3;
+	cs[2] = (size_t)np * (ce / 2 + 1);
+	for (k = 0; k < 3; k++) {
+		n = cs[k];
+		in = malloc(n * es + 1);
+		out = malloc(n * es + 1);
+		ref = malloc(n * es);
+		fill_rank(HCOMM_FP32, HCOMM_SUM, me, in + 1, n);
+		fill_ref(HCOMM_FP32, HCOMM_SUM, np, ref, n);
+		bad_runs = 0;
+		for (rep = 0; rep < 6; rep++) {
+			memset(out, 0x5a, n * es + 1);
+			ret = hcomm_allreduce(comm, in + 1, out + 1, n,
+					      HCOMM_FP32, HCOMM_SUM);
+			bad = first_diff(out + 1, ref, n, es);
+			bad_runs += ret || bad >= 0;
+			if (ret && !err) {
+				err = ret;
+				snprintf(why, sizeof(why), "%s",
+					 hcomm_errmsg());
+			}
+		}
+		COLL_CHECK(!bad_runs, "allreduce %d ranks of %zu floats in "
+			   "256 KiB chunks with short tails, 6 times, odd "
+			   "addresses: %d runs wrong (last: first wrong element "
+			   "%ld; first error %d %s)", np, n, bad_runs, bad, err,
+			   why);
+		free(in);
+		free(out);
+		free(ref);
+	}
+}
+
+/*
+ * hcomm_comm_probe() between collectives: the probe's ping-pong uses
+ * signals of its own, not the collectives' (whose counts would then run
+ * ahead of the messages).
+ */
+static void coll_t_probe(void)
+{
+	size_t n = 20011, es = sizeof(int32_t);
+	char *in = malloc(n * es), *out = malloc(n * es), *ref = malloc(n * es);
+	int ret, pr, k, bad_runs = 0;
+
+	fill_rank(HCOMM_INT32, HCOMM_SUM, me, in, n);
+	fill_ref(HCOMM_INT32, HCOMM_SUM, np, ref, n);
+	ret = hcomm_allreduce(comm, in, out, n, HCOMM_INT32, HCOMM_SUM);
+	bad_runs += ret || first_diff(out, ref, n, es) >= 0;
+	pr = hcomm_comm_probe(comm);
+	for (k = 0; k < 3; k++) {
+		memset(out, 0x5a, n * es);
+		ret = hcomm_allreduce(comm, in, out, n, HCOMM_INT32,
+				      HCOMM_SUM);
+		bad_runs += ret || first_diff(out, ref, n, es) >= 0;
+	}
+	COLL_CHECK(!pr && !bad_runs, "allreduce %d ranks, hcomm_comm_probe "
+		   "(%d), 3 allreduces more: %d of 4 wrong", np, pr, bad_runs);
 	free(in);
 	free(out);
 	free(ref);

@@ -13,7 +13,9 @@
  * test's case "coll"): results must match bit for bit.
  *
  * Each rank records its checks in shared memory; the parent prints one
- * TAP line per check with how many ranks passed it.
+ * TAP line per group of checks with how many ranks passed it.
+ *
+ *   test_coll [WORLD...]   only the worlds whose name contains a WORLD
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -132,6 +134,12 @@ static void t_compress(void)
 	coll_t_compress();
 }
 
+static void t_tails(void)
+{
+	coll_t_tails();
+	coll_t_probe();
+}
+
 static int rank_main(test_fn fn, int death)
 {
 	int ret = hcomm_comm_init(&comm, NULL);
@@ -149,6 +157,20 @@ static int rank_main(test_fn fn, int death)
 		return 1;
 	}
 	return 0;
+}
+
+/* With arguments: only the worlds whose name contains one of them. */
+static int nargs;
+static char **args;
+
+static int wanted(const char *name)
+{
+	int i;
+
+	for (i = 0; i < nargs; i++)
+		if (strstr(name, args[i]))
+			return 1;
+	return !nargs;
 }
 
 /*
@@ -183,6 +205,9 @@ static void world(const char *name, int n, test_fn fn, int death)
 	pid_t pid[MAX_RANKS];
 	int r, st, bad = 0, first = sh->nchecks, i, j;
 
+	if (!wanted(name))
+		return;
+
 	snprintf(root, sizeof(root), "hcomm-coll-test-%d-%s-%d",
 		 (int)getpid(), name, n);
 	for (r = 0; r < n; r++) {
@@ -200,8 +225,14 @@ static void world(const char *name, int n, test_fn fn, int death)
 		setenv("HCOMM_WORLD_SIZE", v, 1);
 		setenv("HCOMM_ROOT_ADDR", root, 1);
 		setenv("HCOMM_TRANSPORT", xp ? xp : "tcp", 1);
-		setenv("HCOMM_COLL_CHUNK", "4096", 1);
-		setenv("HCOMM_COLL_SLOTS", "2", 1);
+		if (fn == t_tails) {	/* the defaults, 4 tcp lanes */
+			unsetenv("HCOMM_COLL_CHUNK");
+			unsetenv("HCOMM_COLL_SLOTS");
+			setenv("HCOMM_NUM_QPS", "4", 1);
+		} else {
+			setenv("HCOMM_COLL_CHUNK", "4096", 1);
+			setenv("HCOMM_COLL_SLOTS", "2", 1);
+		}
 		if (death)
 			setenv("HCOMM_COLL_TIMEOUT_MS", "20000", 1);
 		if (fn == t_compress) {
@@ -244,10 +275,12 @@ static void world(const char *name, int n, test_fn fn, int death)
 	   bad);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	int n;
 
+	nargs = argc - 1;
+	args = argv + 1;
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
 		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (sh == MAP_FAILED)
@@ -260,6 +293,8 @@ int main(void)
 		world("broadcast and reduce", n, coll_t_rooted, 0);
 	for (n = 1; n <= MAX_RANKS; n++)
 		world("fp16 compression", n, t_compress, 0);
+	for (n = 2; n <= MAX_RANKS; n++)
+		world("default chunks over 4 lanes", n, t_tails, 0);
 	world("bad arguments", 3, coll_t_errors, 0);
 	world("a rank exits", 3, t_death, 1);
 	return tap_done("coll");

@@ -59,6 +59,9 @@
  *             reduce) of every type and operation against exact
  *             references, bad arguments, the fp16-compressed allreduce's
  *             error (tests/coll_check.h)
+ *   colltails allreduces of full 256 KiB chunks with short tails (their
+ *             puts complete out of order), hcomm_comm_probe() between
+ *             collectives
  *
  * Output: lines "rN: ..." (one write each); failures start with "FAIL".
  * HCOMM_VMTEST_TRACE=1 adds a line "rN: phase P after S s" each time the
@@ -4533,6 +4536,28 @@ static int case_coll(void)
 	return 0;
 }
 
+/*
+ * The default chunk (256 KiB) and slots: full chunks with short tails,
+ * whose puts complete out of order (inline vs the engine's workers, lanes,
+ * stripes), then hcomm_comm_probe() between allreduces.
+ */
+static int case_colltails(void)
+{
+	uint64_t t0;
+
+	comm_up();
+	t0 = now_ns();
+	phase = "tails";
+	coll_t_tails();
+	phase = "probe between collectives";
+	coll_t_probe();
+	out("colltails: %d checks of %d ranks over %s in %.1f s, %d failed",
+	    coll_nchecks, np, hcomm_comm_transport(comm),
+	    (double)(now_ns() - t0) / 1e9, fails);
+	comm_down();
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = NULL, *expect = NULL, *how = "netem";
@@ -4633,6 +4658,8 @@ int main(int argc, char **argv)
 		ret = case_regcache();
 	else if (!strcmp(case_name, "coll"))
 		ret = case_coll();
+	else if (!strcmp(case_name, "colltails"))
+		ret = case_colltails();
 	else {
 		fprintf(stderr, "hcomm_vm_test: unknown case %s\n", case_name);
 		return 2;

@@ -73,6 +73,7 @@ mix-batch-4|2|HCOMM_VMTEST_TRANSPORT=kernel+rdma+tcp|batch
 mix-cb-thread-4|2|HCOMM_VMTEST_TRANSPORT=kernel+rdma+tcp|cb --mode thread
 mix-fence-4|2|HCOMM_VMTEST_TRANSPORT=kernel+rdma+tcp|fence
 mix-coll-4|2|HCOMM_VMTEST_TRANSPORT=kernel+rdma+tcp HCOMM_COLL_TEST_QUICK=1|coll
+mix-colltails-4|2|HCOMM_VMTEST_TRANSPORT=kernel+rdma+tcp|colltails
 table-hosts-4|2|HCOMM_RANK_TABLE=@TABLE@ HCOMM_VMTEST_TRANSPORT=kernel+rdma+tcp|basic --expect table
 auto-measured-2|1||route --expect measured
 auto-rdma-tcpslow-2|1|NETSH_TC=tcp-slow|route --expect rdma

@@ -111,13 +111,14 @@ rcache-1|-n 1 -e HCOMM_STATS_DIR=/tmp|rcache
 rcache-nouring-1|-n 1 -e HCOMM_STATS_DIR=/tmp -e HCOMM_NO_URING=1|rcache
 coll-2|-n 2|coll
 coll-3|-n 3|coll
+colltails-3|-n 3|colltails
 "
 
 # The cases --module keeps: one of each way the library drives the module.
 MODULE_CASES="putget-2 putget-4 signal-4 batch-4 cb-thread-4 cbnest-inline-1
 cbnest-locked-nouring-1 fence-2 errors-2 threads-qps4-2 putget-nouring-2
 batch-nouring-2 fence-nouring-2 regcache-1 rcache-1 rcache-nouring-1
-coll-3"
+coll-3 colltails-3"
 
 selected() {
 	if [ "$module" = 1 ]; then
