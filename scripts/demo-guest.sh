@@ -4,8 +4,8 @@
 #
 #   scripts/demo-guest.sh [hcomm_demo arguments]
 #
-# Loads $HCOMM_KO, runs hcomm_demo, the benchmarks and the libpypto
-# profile, and unloads the module.  Each program's output is shown and
+# Loads $HCOMM_KO, runs hcomm_demo, the benchmarks (hcomm_coll_perf under
+# mpirun, 2 ranks) and the libpypto profile, and unloads the module.  Each program's output is shown and
 # also sent to $HCOMM_OUT_TTY (the clean channel vm-run.sh keeps as
 # <log>.out) between "HCOMM-<name>-BEGIN" and "HCOMM-<name>-END" lines,
 # with the files it wrote (JSON, the timeline, the trace); scripts/demo.sh
@@ -47,6 +47,15 @@ if [ "${HCOMM_BENCH:-1}" != 0 ]; then
 	step LIBBENCH build/bench/hcomm_lib_bench ${HCOMM_LIB_BENCH_ARGS:-} \
 		--json /tmp/lib_bench.json
 	send LIBBENCH-JSON /tmp/lib_bench.json
+fi
+if [ "${HCOMM_BENCH:-1}" != 0 ] && command -v mpirun >/dev/null; then
+	# The collectives beside Open MPI's, 2 ranks on this host (the kernel
+	# transport against its shared memory); Open MPI needs lo up.
+	ip link set lo up 2>/dev/null
+	# shellcheck disable=SC2086
+	step COLLBENCH mpirun --allow-run-as-root --oversubscribe -np 2 \
+		--mca btl self,vader build/bench/hcomm_coll_perf \
+		${HCOMM_COLL_BENCH_ARGS:--b 64K -e 16M -f 4 -n 5 -w 1 -z 1}
 fi
 if [ "${HCOMM_PYPTO:-1}" != 0 ]; then
 	# shellcheck disable=SC2086

@@ -10,7 +10,9 @@
 # build/logs/lib_bench.json), and the tables are printed again at the end.
 # Extra arguments go to hcomm_demo; HCOMM_BENCH_ARGS to hcomm_xfer_bench
 # (e.g. HCOMM_BENCH_ARGS="--max-size 16M"), HCOMM_LIB_BENCH_ARGS to
-# hcomm_lib_bench; HCOMM_BENCH=0 skips both benchmarks.
+# hcomm_lib_bench, HCOMM_COLL_BENCH_ARGS to hcomm_coll_perf (allreduce of
+# 2 ranks under mpirun beside Open MPI's, build/logs/coll_perf.txt);
+# HCOMM_BENCH=0 skips the benchmarks.
 # Then libpypto: build/bench/pypto_sched_bench runs first on this machine
 # (scheduler overhead against OpenMP, oneTBB and StarPU; no module needed),
 # and in the VM build/pypto/pypto_profile runs a tiled SGEMM through
@@ -98,6 +100,8 @@ if [ "${HCOMM_BENCH:-1}" != 0 ]; then
 	json BENCH-JSON "$logs/bench.json" "benchmark JSON"
 	show LIBBENCH-TXT "$logs/lib_bench.txt" hcomm_lib_bench
 	json LIBBENCH-JSON "$logs/lib_bench.json" "library benchmark JSON"
+	show COLLBENCH-TXT "$logs/coll_perf.txt" \
+		"hcomm_coll_perf: allreduce beside Open MPI's, 2 ranks in the VM"
 fi
 if [ "${HCOMM_PYPTO:-1}" != 0 ]; then
 	show PYPTO-PROFILE-TXT "$logs/pypto_profile.txt" \
