@@ -871,10 +871,11 @@ int hcomm_reduce(struct hcomm_comm *comm, const void *send, void *recv,
  * result, the same bits on every rank, is widened back (times the number
  * of ranks for a sum).  Error: at most (size + 1) * 2^-11 of the sum of
  * the |values| per element (Documentation/collectives.rst has the
- * measurements).  Dividing first keeps every partial sum within the
- * largest |input| of its element, so only an element with an input of
- * magnitude 65520 or more can overflow (to +-inf; HCOMM_LOG=1 prints how
- * many did).  The defaults come from
+ * measurements).  Dividing first keeps every partial sum within about
+ * the largest |input| of its element (each step's rounding may add
+ * 2^-11 of it), so only inputs at or near fp16's limit - within about
+ * size * 2^-11 of 65504 - can overflow (to +-inf; HCOMM_LOG=1 prints
+ * how many conversions did).  The defaults come from
  * struct hcomm_config (enable_fp16_compress, comp_threshold;
  * HCOMM_FP16_COMPRESS, HCOMM_COMP_THRESHOLD); this changes them for the
  * later collectives.  Every rank must make the same change before the

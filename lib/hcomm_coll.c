@@ -603,9 +603,11 @@ static void ring_plan(struct plan *p)
  * own value / n in fp32) and sends each partial sum on rounded to fp16;
  * the allgather carries the fp16 results, which every rank widens into
  * recv (times n for a sum).  Dividing first keeps every partial sum
- * within the largest |input| of its element, so only an element with an
- * input of magnitude 65520 or more can overflow fp16: such elements
- * become +-inf and are counted (HCOMM_LOG prints the count).
+ * within about the largest |input| of its element (each step's rounding
+ * may add 2^-11 of it), so only inputs at or near fp16's limit can
+ * overflow: such elements become +-inf and the conversions that did are
+ * counted (HCOMM_LOG prints the count; one element may count more than
+ * once).
  */
 static int allreduce_fp16(struct hcomm_comm *c, struct hcomm_coll *k,
 			  const void *send, void *recv, size_t count,

@@ -224,9 +224,12 @@ struct hcomm_req_priv {
  * runs inside hcomm__complete(), on whatever thread completes it, with
  * status, bytes and priv's err set; it must not block.  0 or a negated
  * hcomm_err (then nothing was issued and cb never runs).  The tcp
- * transport applies the internal operations to a peer in the order they
- * were posted (one connection, unstriped): a failover's replay and its
- * count-then-epoch rely on it.
+ * transport applies the puts and signals of the internal operations to a
+ * peer in the order they were posted (lane 0, unstriped; lane 0 down
+ * fails them): a failover's replay and its count-then-epoch rely on it.
+ * A get's reply reads the window when it is sent, later than a put
+ * posted after the get may land: overlap them only after the get is
+ * done.
  */
 /* hcomm_comm_destroy, once the windows are freed: the collectives' state. */
 HCOMM_HIDDEN void hcomm__coll_free(struct hcomm_comm *c);

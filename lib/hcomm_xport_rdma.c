@@ -164,6 +164,8 @@
 #define RX_REC_TRIES_MAX	3		/* its backoff: 20 .. 160 ms */
 #define RX_FO_SETTLE_NS		2000000ULL	/* a quiesced QP's receive CQ is
 						 * drained until quiet this long */
+#define RX_FO_READS		64		/* replayed reads a failover
+						 * tracks (then it waits) */
 #define RX_RNR_RETRY		7		/* infinite: an SRQ refill is
 						 * flow control, not failure */
 
@@ -3915,8 +3917,9 @@ static int rx_fo_put(struct rx *rx, struct rx_peer *p, uint64_t off,
 	if (hcomm__post_internal(c, c->fo_win, HCOMM_XP_TCP, &x, &f->req)) {
 		f->err = hcomm_errno() ? hcomm_errno() : EIO;
 		f->done = 1;
+		return f->err;
 	}
-	return f->err;
+	return 0;	/* f is the callback's until done */
 }
 
 /* Wait until f landed (or failed): its errno. */
@@ -4109,6 +4112,12 @@ static int rx_fo_heard(const struct rx *rx, const struct rx_peer *p)
 	return rx_fo_slot(rx, p, HCOMM_FO_LANES) >= p->fo_epoch;
 }
 
+/* Does [a, a + la) overlap [b, b + lb)? */
+static int rx_overlap(uint64_t a, uint64_t la, uint64_t b, uint64_t lb)
+{
+	return la && lb && a < b + lb && b < a + la;
+}
+
 /* Wait for p's replays in flight over tcp (0, or why they cannot end). */
 static int rx_fo_kids_wait(struct rx *rx, struct rx_peer *p)
 {
@@ -4129,18 +4138,23 @@ static int rx_fo_kids_wait(struct rx *rx, struct rx_peer *p)
  * The second half (p told us what landed there):
  *  6. a parked write that p counted is complete; everything else is
  *     replayed over tcp in issue order, without waiting in between: tcp
- *     applies internal operations to p in the order they were posted
- *     (one connection, unstriped), so a replay that overlaps an earlier
- *     one, or a signal piece, lands after it; then the replay has landed;
+ *     applies the puts and signals of internal operations to p in the
+ *     order they were posted (one connection, unstriped), so a write
+ *     that overlaps an earlier one, or a signal piece, lands after it; a
+ *     get's reply reads the window only when it is sent, so a write over
+ *     an earlier replayed read waits for it; then the replay has landed;
  *  7. p's operations go to tcp from now on (forwarded by rx_post: any
- *     lane, hence after the replay has landed).
+ *     lane, hence only after the replay has landed).
  */
 static int rx_fo_finish(struct rx *rx, struct rx_peer *p)
 {
 	struct hcomm_comm *c = rx->c;
+	struct {
+		uint64_t addr, len;
+	} rd[RX_FO_READS];		/* reads replayed since the last wait */
 	struct rx_done *l;
 	uint64_t t0;
-	size_t n, i, replayed = 0, total = 0;
+	size_t n, i, j, nrd = 0, replayed = 0, total = 0;
 	int err = 0;
 
 	p->fo_ts[4] = hcomm__now_ns();
@@ -4148,6 +4162,11 @@ static int rx_fo_finish(struct rx *rx, struct rx_peer *p)
 		l = rx_fo_take(p, &n);
 		if (!n) {
 			free(l);
+			/* the replay lands before p's operations go to tcp */
+			err = err ? err : rx_fo_kids_wait(rx, p);
+			nrd = 0;
+			if (err)
+				break;
 			/* nothing can be parked after this (steps 1-2) */
 			pthread_mutex_lock(&p->fo_lock);
 			if (!p->fo_n) {
@@ -4175,6 +4194,25 @@ static int rx_fo_finish(struct rx *rx, struct rx_peer *p)
 				rx_part_done(rx, p, d->req, 0,
 					     d->payload ? d->len : 0, d);
 				continue;
+			}
+			/*
+			 * A get's reply reads the window when tcp sends it,
+			 * so a write over the bytes of an earlier replayed
+			 * read waits for that read first.
+			 */
+			for (j = 0; j < nrd; j++)
+				if (d->opcode != IBV_WR_RDMA_READ &&
+				    rx_overlap(d->raddr, d->len, rd[j].addr,
+					       rd[j].len))
+					break;
+			if (j < nrd || (d->opcode == IBV_WR_RDMA_READ &&
+					nrd == RX_FO_READS)) {
+				err = err ? err : rx_fo_kids_wait(rx, p);
+				nrd = 0;
+			}
+			if (d->opcode == IBV_WR_RDMA_READ) {
+				rd[nrd].addr = d->raddr;
+				rd[nrd++].len = d->len;
 			}
 			rx_replay(rx, p, d, 1);
 			replayed++;

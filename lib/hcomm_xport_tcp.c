@@ -229,7 +229,7 @@ struct tx_op {
 	unsigned int pending;
 	int phase;
 	int ordered;		/* a transport's internal operation: one
-				 * chunk, on the first live lane */
+				 * chunk, on lane 0 */
 	struct tx_chunk *chunks;
 	struct tx_op *prev, *next;
 };
@@ -1449,25 +1449,18 @@ static void op_finish(struct tx *tx, struct tx_op *op)
 	fences_check(tx);
 }
 
-/* A live lane of peer p: the first from lane rr + i, or NULL. */
-static struct tx_conn *peer_lane_from(struct tx_peer *p, unsigned int rr,
-				      unsigned int i)
+/* A live lane of peer p for chunk i (round robin), or NULL. */
+static struct tx_conn *peer_lane(struct tx_peer *p, unsigned int i)
 {
 	struct tx_conn *k;
 	unsigned int j;
 
 	for (j = 0; j < p->nlanes; j++) {
-		k = p->lanes[(rr + i + j) % p->nlanes];
+		k = p->lanes[(p->rr + i + j) % p->nlanes];
 		if (k && k->state == K_UP && !k->bye_in)
 			return k;
 	}
 	return NULL;
-}
-
-/* A live lane of peer p for chunk i (round robin), or NULL. */
-static struct tx_conn *peer_lane(struct tx_peer *p, unsigned int i)
-{
-	return peer_lane_from(p, p->rr, i);
 }
 
 /*
@@ -1514,6 +1507,7 @@ static void op_start(struct tx *tx, struct tx_op *op)
 {
 	struct tx_peer *p = &tx->peers[op->target];
 	struct tx_chunk *ch;
+	struct tx_conn *k;
 	unsigned int i = 0;
 
 	op->dseq = ++tx->dseq;
@@ -1534,11 +1528,18 @@ static void op_start(struct tx *tx, struct tx_op *op)
 	}
 	if (op->ordered) {
 		/*
-		 * One chunk on the first live lane: the internal operations
-		 * to p are applied there in the order they were posted (a
-		 * lane that dies takes p's failover with it).
+		 * One chunk on lane 0: the internal operations to p are
+		 * applied there in the order they were posted (puts and
+		 * signals; a get's reply reads the window when it is sent).
+		 * Lane 0 down fails them: p's failover with it.
 		 */
-		chunk_queue(tx, peer_lane_from(p, 0, 0), op->chunks);
+		k = p->lanes[0];
+		if (!k || k->state != K_UP || k->bye_in) {
+			op->err = peer_err(p);
+			op_finish(tx, op);
+			return;
+		}
+		chunk_queue(tx, k, op->chunks);
 		return;
 	}
 	for (ch = op->chunks; ch; ch = ch->onext)
