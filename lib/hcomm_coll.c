@@ -27,7 +27,6 @@
  *   allreduce       reduce-scatter then allgather, 2 (n - 1) steps of n
  *                   segments, each cut into chunks (the ring algorithm)
  *   reduce_scatter  the first half: rank r ends with segment r
- *   allgather       the second half
  *   broadcast       a chain from root to root - 1, chunk by chunk
  *   reduce          a chain from root + 1 to root, reducing on the way
  *
@@ -84,11 +83,10 @@ struct hcomm_coll {
 	struct hcomm_request *creq;
 	int broken;
 	int log;
-	uint64_t fp16_overflows;
 	char why[160];
 };
 
-enum { K_ALLREDUCE = 1, K_REDUCE_SCATTER, K_ALLGATHER, K_BCAST, K_REDUCE };
+enum { K_ALLREDUCE = 1, K_REDUCE_SCATTER, K_BCAST, K_REDUCE };
 
 /*
  * One collective's plan on this rank.  @buf is what the messages are
@@ -112,7 +110,7 @@ struct plan {
 
 static size_t seg_off(const struct plan *p, int k)
 {
-	if (p->kind == K_REDUCE_SCATTER || p->kind == K_ALLGATHER)
+	if (p->kind == K_REDUCE_SCATTER)
 		return (size_t)k * (p->count / (size_t)p->n);
 	return (size_t)((unsigned __int128)p->count * (unsigned int)k /
 			(unsigned int)p->n);
@@ -155,8 +153,7 @@ static int send_ready(const struct plan *p, uint64_t m, uint64_t recvd)
 {
 	switch (p->kind) {
 	case K_BCAST:
-		return p->pos == 0 || recvd > m;
-	case K_REDUCE:
+	case K_REDUCE:	/* the chain's head, then each after its recv */
 		return p->pos == 0 || recvd > m;
 	default:	/* the first step's chunks, then each after its recv */
 		return m < p->nch || recvd > m - p->nch;
@@ -317,23 +314,34 @@ static int req_failed(const struct hcomm_request *req)
 	return req->status < 0 ? req->status : 0;
 }
 
-/* Give the left neighbour its slot back. */
-static int credit(struct hcomm_coll *k, int left)
+/*
+ * Reuse req (once its last use is done) for a put_signal of len bytes at
+ * src to offset off of rank's staging, adding 1 to signal sig there.
+ */
+static int ring_put(struct hcomm_coll *k, struct hcomm_request *req,
+		    int rank, uint64_t off, const void *src, size_t len,
+		    uint32_t sig)
 {
-	struct hcomm_request *req = &k->creq[k->cred % k->slots];
 	int ret = req_settle(req);
 
 	if (ret < 0)
 		return ret;
 	memset(req, 0, sizeof(*req));
-	ret = hcomm_put_signal_nb(k->win, left, 0, NULL, 0, k->sig_cred, 1,
-				  req);
-	if (ret) {
+	ret = hcomm_put_signal_nb(k->win, rank, off, src, len, sig, 1, req);
+	if (ret)
 		req->done = 1;
-		return ret;
-	}
-	k->cred++;
-	return 0;
+	return ret;
+}
+
+/* Give the left neighbour its slot back. */
+static int credit(struct hcomm_coll *k, int left)
+{
+	int ret = ring_put(k, &k->creq[k->cred % k->slots], left, 0, NULL, 0,
+			   k->sig_cred);
+
+	if (!ret)
+		k->cred++;
+	return ret;
 }
 
 /* Send message m of p (global number k->tx) to the right neighbour. */
@@ -341,24 +349,16 @@ static int send_msg(struct hcomm_coll *k, const struct plan *p, uint64_t m,
 		    int right)
 {
 	unsigned int slot = (unsigned int)(k->tx % k->slots);
-	struct hcomm_request *req = &k->sreq[slot];
 	size_t off, len;
-	int ret = req_settle(req);
+	int ret;
 
-	if (ret < 0)
-		return ret;
 	msg_span(p, m, 0, &off, &len);
-	memset(req, 0, sizeof(*req));
-	k->sid[slot] = k->tx;
-	ret = hcomm_put_signal_nb(k->win, right, (uint64_t)slot * k->chunk,
-				  len ? p->buf + off * p->es : NULL,
-				  len * p->es, k->sig_data + slot, 1, req);
-	if (ret) {
-		req->done = 1;
-		return ret;
-	}
-	k->tx++;
-	return 0;
+	ret = ring_put(k, &k->sreq[slot], right, (uint64_t)slot * k->chunk,
+		       len ? p->buf + off * p->es : NULL, len * p->es,
+		       k->sig_data + slot);
+	if (!ret)
+		k->sid[slot] = k->tx++;
+	return ret;
 }
 
 /*
@@ -419,12 +419,6 @@ static int recv_msg(struct hcomm_coll *k, const struct plan *p, uint64_t m,
 	return 0;
 }
 
-/* The timeout of the communicator's collectives (ms, < 0: none). */
-static int64_t coll_timeout(const struct hcomm_comm *c)
-{
-	return hcomm__boot_timeout(c->boot);
-}
-
 /* Run plan p around the ring: 0 or a negated hcomm_err. */
 static int ring_run(struct hcomm_comm *c, struct hcomm_coll *k,
 		    const struct plan *p)
@@ -434,7 +428,7 @@ static int ring_run(struct hcomm_comm *c, struct hcomm_coll *k,
 	uint64_t ms = 0, mr = 0, tx0 = k->tx, want;
 	uint64_t last = hcomm__now_ns(), cred;
 	unsigned int rs;
-	int64_t tmo = coll_timeout(c);
+	int64_t tmo = hcomm__boot_timeout(c->boot);	/* ms, < 0: none */
 	char what[160];
 	unsigned int i;
 	int ret = 0, moved;
@@ -636,7 +630,6 @@ static int allreduce_fp16(struct hcomm_comm *c, struct hcomm_coll *k,
 				acc[i] *= (float)c->size;
 	}
 	free(wire);
-	k->fp16_overflows += ovf;
 	if (ovf && k->log)
 		fprintf(stderr, "hcomm coll: rank %d: fp16-compressed "
 			"allreduce of %zu floats: %zu values beyond fp16's "

@@ -15,6 +15,17 @@
 
 static int tap_pass, tap_fail, tap_skip;
 
+/*
+ * leak_check(): a forked rank that ends with _exit() looks for leaks
+ * first in an ASan build (LeakSanitizer runs at exit() only).
+ */
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/lsan_interface.h>
+#define leak_check()	__lsan_do_leak_check()
+#else
+#define leak_check()	do { } while (0)
+#endif
+
 __attribute__((format(printf, 2, 3), unused))
 static int ok(int cond, const char *fmt, ...)
 {

@@ -32,14 +32,6 @@
 #include "hcomm.h"
 #include "tap.h"
 
-#ifdef __SANITIZE_ADDRESS__
-#include <sanitizer/lsan_interface.h>
-/* Ranks end with _exit(): look for leaks first (ASan builds). */
-#define leak_check()	__lsan_do_leak_check()
-#else
-#define leak_check()	do { } while (0)
-#endif
-
 #define MAX_RANKS	4
 #define MAX_CHECKS	4096
 #define RANK_ALARM	300

@@ -44,14 +44,6 @@
 #include "tap.h"
 #include "tcp_wire.h"
 
-#ifdef __SANITIZE_ADDRESS__
-#include <sanitizer/lsan_interface.h>
-/* Ranks end with _exit(): look for leaks first (ASan builds). */
-#define leak_check()	__lsan_do_leak_check()
-#else
-#define leak_check()	do { } while (0)
-#endif
-
 #define KiB		(1ULL << 10)
 #define MiB		(1ULL << 20)
 #define GiB		(1ULL << 30)
