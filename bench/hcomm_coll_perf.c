@@ -265,7 +265,7 @@ static double time_fp16(float *s, float *r, size_t count, int warm,
 	fill(HCOMM_FP32, s, count, me);
 	for (k = 0; k < warm; k++)
 		hcomm_allreduce(comm, s, r, count, HCOMM_FP32, HCOMM_SUM);
-	hcomm_barrier(comm);
+	hcomm_boot_barrier(comm);
 	t0 = now_s();
 	for (k = 0; k < iters; k++)
 		if (hcomm_allreduce(comm, s, r, count, HCOMM_FP32, HCOMM_SUM))
@@ -419,7 +419,7 @@ int main(int argc, char **argv)
 			if (lib)
 				(void)max_all(0);	/* line up */
 			else
-				hcomm_barrier(comm);
+				hcomm_boot_barrier(comm);
 			t0 = now_s();
 			for (i = 0; i < iters; i++) {
 				if (run1(lib, coll, d, o, s, r, rcount,

@@ -268,7 +268,7 @@ static int failover_bench(struct hcomm_comm *comm, struct hcomm_win *w,
 	int state = 0, cut = 0, step = 0, ret, j, k, running = 0;
 
 	if (me) {
-		ret = hcomm_barrier(comm);
+		ret = hcomm_boot_barrier(comm);
 		return ret ? die("barrier", ret) : 0;
 	}
 	if (cuts < 1 || cuts > 64)
@@ -380,7 +380,7 @@ static int failover_bench(struct hcomm_comm *comm, struct hcomm_win *w,
 	       dur[1] ? bytes[1] * 1e3 / dur[1] : 0,
 	       dur[2] ? bytes[2] * 1e3 / dur[2] : 0);
 	fflush(stdout);
-	ret = hcomm_barrier(comm);
+	ret = hcomm_boot_barrier(comm);
 	return ret ? die("barrier", ret) : 0;
 }
 
@@ -514,7 +514,7 @@ int main(int argc, char **argv)
 		       (double)len * n / best / 1e6, depth_of(len));
 		fflush(stdout);
 	}
-	ret = hcomm_barrier(comm);
+	ret = hcomm_boot_barrier(comm);
 	if (ret)
 		return die("barrier", ret);
 	hcomm_win_free(w);

@@ -420,7 +420,7 @@ static int lib_rank(int rank, const char *root, const char *zc, double *out)
 		if (n > 400000)
 			n = 400000;
 		pattern(src, v[i]);
-		ret = hcomm_barrier(comm);
+		ret = hcomm_boot_barrier(comm);
 		t0 = now();
 		for (k = 0; rank == 0 && k < n && !ret; k++) {
 			j = (int)(k % (uint64_t)qd);
@@ -437,12 +437,12 @@ static int lib_rank(int rank, const char *root, const char *zc, double *out)
 			ret = req[j].status;
 		out[i] = (double)(v[i] * n) / (now() - t0) / 1e9;
 		if (!ret)
-			ret = hcomm_barrier(comm);
+			ret = hcomm_boot_barrier(comm);
 		if (!ret && rank == 1 && verify(mem, src, v[i]))
 			ret = -HCOMM_ERR_IO;
 	}
 	if (!ret)
-		ret = hcomm_barrier(comm);
+		ret = hcomm_boot_barrier(comm);
 	if (!ret && rank == 0)
 		ret = lib_lat(win, src, &out[SIZES_MAX]);
 	if (ret)

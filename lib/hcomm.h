@@ -291,7 +291,12 @@ int hcomm_comm_probe(struct hcomm_comm *comm);
  */
 int hcomm_comm_print_peers(struct hcomm_comm *comm, FILE *f, int json);
 /*
- * Collective barrier over the bootstrap channel.
+ * Barrier and allgather over the bootstrap channel (the control plane:
+ * a star of sockets through rank 0, no transport involved).  The
+ * library uses them to set up windows; applications may, to meet or
+ * swap a few bytes while the data path is down or not set up yet.
+ * hcomm_barrier() and hcomm_allgather() (below, with the collectives)
+ * go over the data path.
  *
  * Collective timeout: every collective after hcomm_comm_init (barrier,
  * allgather, win_create, win_free, destroy) waits at most the collective
@@ -309,10 +314,10 @@ int hcomm_comm_print_peers(struct hcomm_comm *comm, FILE *f, int json);
  * everything of this rank (deregistering its windows: later transfers of
  * other ranks into them fail) and return the collective's error.
  */
-int hcomm_barrier(struct hcomm_comm *comm);
-/* Collective: every rank's len bytes at send, gathered into recv[size*len]. */
-int hcomm_allgather(struct hcomm_comm *comm, const void *send, void *recv,
-		    size_t len);
+int hcomm_boot_barrier(struct hcomm_comm *comm);
+/* Every rank's len bytes at send, gathered into recv[size * len]. */
+int hcomm_boot_allgather(struct hcomm_comm *comm, const void *send,
+			 void *recv, size_t len);
 /*
  * Counters of the communicator's registration cache of local buffers
  * (the put sources and get destinations it registered for you).
@@ -824,8 +829,8 @@ const char *hcomm_redop_name(enum hcomm_redop op);
 /* ------------------------------------------------------------------ */
 
 /*
- * Collective calls, like hcomm_barrier(): every rank calls them in the
- * same order, from one thread at a time, with the same count, dt, op and
+ * Collective calls: every rank calls them in the same order, from one
+ * thread at a time, with the same count, dt, op and
  * root (Documentation/collectives.rst).  They move data with put_signal
  * into a staging window that the first of them creates (collectively:
  * HCOMM_COLL_SLOTS slots of HCOMM_COLL_CHUNK bytes per rank, defaults 4
@@ -846,9 +851,25 @@ const char *hcomm_redop_name(enum hcomm_redop op);
  * rank.  fp16 and bf16 are combined in fp32 and rounded once at each
  * step of the ring (each rank's partial result is a value of the type).
  */
+/*
+ * Non-blocking forms (_nb): the same checks as the blocking call, then
+ * the collective is queued and the call returns; req completes like a
+ * one-sided operation's (hcomm_test, hcomm_wait, its callback; status
+ * 0 or the collective's error, bytes this rank's contribution).  The
+ * buffers belong to the library until then.  The queue runs on a
+ * library thread, in issue order - blocking collectives issued behind
+ * non-blocking ones wait their turn - so the compute of the caller
+ * overlaps the transfers.  A collective's callback runs on that
+ * thread; it may issue non-blocking collectives, not blocking ones
+ * (HCOMM_ERR_BUSY).  hcomm_flush() and hcomm_comm_destroy() wait for
+ * the queued ones.
+ */
 /* recv[i] = op over the ranks of send[i], i < count, on every rank. */
 int hcomm_allreduce(struct hcomm_comm *comm, const void *send, void *recv,
 		    size_t count, enum hcomm_dtype dt, enum hcomm_redop op);
+int hcomm_allreduce_nb(struct hcomm_comm *comm, const void *send, void *recv,
+		       size_t count, enum hcomm_dtype dt, enum hcomm_redop op,
+		       struct hcomm_request *req);
 /*
  * send holds size * recvcount elements; rank r's recv gets elements
  * [r * recvcount, (r + 1) * recvcount) of op over the ranks' send.
@@ -856,13 +877,43 @@ int hcomm_allreduce(struct hcomm_comm *comm, const void *send, void *recv,
 int hcomm_reduce_scatter(struct hcomm_comm *comm, const void *send,
 			 void *recv, size_t recvcount, enum hcomm_dtype dt,
 			 enum hcomm_redop op);
+int hcomm_reduce_scatter_nb(struct hcomm_comm *comm, const void *send,
+			    void *recv, size_t recvcount, enum hcomm_dtype dt,
+			    enum hcomm_redop op, struct hcomm_request *req);
 /* root's buf (count elements) into every rank's buf. */
 int hcomm_broadcast(struct hcomm_comm *comm, void *buf, size_t count,
 		    enum hcomm_dtype dt, int root);
+int hcomm_broadcast_nb(struct hcomm_comm *comm, void *buf, size_t count,
+		       enum hcomm_dtype dt, int root,
+		       struct hcomm_request *req);
 /* root's recv = op over the ranks' send (recv is unused elsewhere). */
 int hcomm_reduce(struct hcomm_comm *comm, const void *send, void *recv,
 		 size_t count, enum hcomm_dtype dt, enum hcomm_redop op,
 		 int root);
+int hcomm_reduce_nb(struct hcomm_comm *comm, const void *send, void *recv,
+		    size_t count, enum hcomm_dtype dt, enum hcomm_redop op,
+		    int root, struct hcomm_request *req);
+/*
+ * Every rank's len bytes at send, gathered into recv[size * len] (rank
+ * r's at recv + r * len; send == recv + rank * len is in place).
+ */
+int hcomm_allgather(struct hcomm_comm *comm, const void *send, void *recv,
+		    size_t len);
+int hcomm_allgather_nb(struct hcomm_comm *comm, const void *send, void *recv,
+		       size_t len, struct hcomm_request *req);
+/*
+ * send holds size blocks of count elements, block j for rank j; recv
+ * gets rank i's block for this rank as its block i.  send == recv is in
+ * place (the library sends from a copy).
+ */
+int hcomm_alltoall(struct hcomm_comm *comm, const void *send, void *recv,
+		   size_t count, enum hcomm_dtype dt);
+int hcomm_alltoall_nb(struct hcomm_comm *comm, const void *send, void *recv,
+		      size_t count, enum hcomm_dtype dt,
+		      struct hcomm_request *req);
+/* Returns once every rank has entered it. */
+int hcomm_barrier(struct hcomm_comm *comm);
+int hcomm_barrier_nb(struct hcomm_comm *comm, struct hcomm_request *req);
 /*
  * FP16 compression of hcomm_allreduce: an HCOMM_FP32 sum or average of at
  * least threshold bytes (on more than one rank) goes over the wire as

@@ -38,8 +38,10 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -47,9 +49,11 @@
 #include "hcomm_comm_int.h"
 #include "hcomm_boot.h"
 #include "hcomm_reduce.h"
+#include "hcomm_mpsc.h"
 
 #define COLL_CHUNK_DEF	(256 * 1024)
 #define COLL_SLOTS_DEF	4
+#define COLL_RD_MAX_DEF	(64 * 1024)
 #define COLL_POLL_MS	1		/* a wait's slice between checks */
 
 /*
@@ -68,6 +72,20 @@
  *        carried; @creq: the credits' requests (cred % slots).
  * @broken: an earlier collective failed (its message in @why): the ring
  *        is out of step for good.
+ * @qlock, @qcond, @qhead, @qtail, @busy, @stop: the queue of collectives
+ *        waiting to run (non-blocking ones, and blocking ones issued
+ *        behind them), oldest first, and whether one runs now; all under
+ *        @qlock.  Whoever set @busy (the collective thread @thr, or a
+ *        caller running a blocking collective itself when nothing was
+ *        queued) owns every other field until it clears @busy.
+ * @done_ec: bumped after each queued collective completed (waiters).
+ * @pc, @pchunk, @poff, @sig_pdata, @sig_pcred: the point-to-point
+ *        channels (alltoall, recursive doubling): to every peer
+ *        P2P_SLOTS slots of @pchunk bytes at @poff of its staging (its
+ *        region for this rank), flow-controlled like the ring, with data
+ *        signals sig_pdata + 2 * source + slot and credit signals
+ *        sig_pcred + destination.
+ * @algo, @rd_max: HCOMM_ALGO and HCOMM_COLL_RD_MAX (see algo_pick()).
  */
 struct hcomm_coll {
 	struct hcomm_win *win;
@@ -84,9 +102,57 @@ struct hcomm_coll {
 	int broken;
 	int log;
 	char why[160];
+	pthread_mutex_t qlock;
+	pthread_cond_t qcond;
+	struct coll_op *qhead, *qtail;
+	int busy, stop, thr_started;
+	pthread_t thr;
+	struct hcomm_ec done_ec;
+	struct pchan *pc;
+	size_t pchunk, poff;
+	uint32_t sig_pdata, sig_pcred;
+	int algo, logged;
+	uint64_t rd_max;
 };
 
-enum { K_ALLREDUCE = 1, K_REDUCE_SCATTER, K_BCAST, K_REDUCE };
+#define P2P_SLOTS	2
+
+/*
+ * The channel with one peer (both directions): @tx pieces sent to it,
+ * @cred0 the credit signal's value at the start; @rx pieces received
+ * from it and @rx0 its data signals' values at the start; @ncred credits
+ * given back.  Requests and @sid as in struct hcomm_coll.
+ */
+struct pchan {
+	uint64_t tx, rx, ncred;
+	uint64_t cred0, rx0[P2P_SLOTS], sid[P2P_SLOTS];
+	struct hcomm_request sreq[P2P_SLOTS], creq[P2P_SLOTS];
+};
+
+enum { ALGO_AUTO, ALGO_RING, ALGO_RD };
+static const char *const algo_names[] = { "auto", "ring", "rd" };
+
+enum { K_ALLREDUCE = 1, K_REDUCE_SCATTER, K_BCAST, K_REDUCE, K_ALLGATHER,
+       K_BARRIER, K_ALLTOALL };
+
+/*
+ * One collective call: its arguments (as the caller passed them), and
+ * its request (a non-blocking call's, owned by the library until it is
+ * completed) or, for a blocking call queued behind non-blocking ones,
+ * the result its caller waits for (@ret, then @done set).
+ */
+struct coll_op {
+	int kind;
+	const void *send;
+	void *recv;
+	size_t count;
+	enum hcomm_dtype dt;
+	enum hcomm_redop op;
+	int root;
+	struct hcomm_request *req;
+	int ret, done;
+	struct coll_op *next;
+};
 
 /*
  * One collective's plan on this rank.  @buf is what the messages are
@@ -110,7 +176,7 @@ struct plan {
 
 static size_t seg_off(const struct plan *p, int k)
 {
-	if (p->kind == K_REDUCE_SCATTER)
+	if (p->kind == K_REDUCE_SCATTER || p->kind == K_ALLGATHER)
 		return (size_t)k * (p->count / (size_t)p->n);
 	return (size_t)((unsigned __int128)p->count * (unsigned int)k /
 			(unsigned int)p->n);
@@ -184,13 +250,41 @@ static int coll_nomem(struct hcomm_coll *k, const char *fn, size_t bytes)
 	return coll_fail(k, HCOMM_ERR_NOMEM, ENOMEM, what);
 }
 
+/* HCOMM_ALGO: ALGO_*, or -1 (recorded). */
+static int algo_env(void)
+{
+	const char *s = getenv("HCOMM_ALGO");
+	int i;
+
+	if (!s || !*s)
+		return ALGO_AUTO;
+	for (i = 0; i < (int)(sizeof(algo_names) / sizeof(algo_names[0])); i++)
+		if (!strcmp(s, algo_names[i]))
+			return i;
+	return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "HCOMM_ALGO=\"%s\": "
+			   "auto, ring or rd", s);
+}
+
+static void coll_free_mem(struct hcomm_coll *k)
+{
+	if (k->mem)
+		munmap(k->mem, k->len);
+	free(k->sreq);
+	free(k->creq);
+	free(k->sid);
+	free(k->rx0);
+	free(k->pc);
+	free(k);
+}
+
 /* The collective state, made by the first collective (collective). */
 static int coll_get(struct hcomm_comm *c, struct hcomm_coll **out)
 {
 	struct hcomm_coll *k = c->coll;
 	uint64_t chunk = COLL_CHUNK_DEF, slots = COLL_SLOTS_DEF;
-	uint32_t nsig;
-	int ret;
+	uint64_t rd_max = COLL_RD_MAX_DEF, need;
+	uint32_t nsig, n = (uint32_t)c->size;
+	int ret, algo, i, j;
 
 	if (k) {
 		*out = k;
@@ -200,53 +294,80 @@ static int coll_get(struct hcomm_comm *c, struct hcomm_coll **out)
 					   "of step: %s", k->why);
 		return 0;
 	}
-	/* 64 .. 64 MiB and 1 .. 64 (hcomm_config.c) */
+	/* 64 .. 64 MiB, 1 .. 64 and 0 .. 64 MiB (hcomm_config.c) */
 	ret = hcomm__config_env("HCOMM_COLL_CHUNK", &chunk);
 	if (ret >= 0)
 		ret = hcomm__config_env("HCOMM_COLL_SLOTS", &slots);
+	if (ret >= 0)
+		ret = hcomm__config_env("HCOMM_COLL_RD_MAX", &rd_max);
 	if (ret < 0)
 		return ret;
+	algo = algo_env();
+	if (algo < 0)
+		return algo;
 	chunk = (chunk + 63) & ~63ULL;
 	nsig = hcomm_signal_count(c);
-	if (nsig < slots + 3 + 64)
+	need = slots + 3 + 3ULL * n;
+	if (nsig < need + 64)
 		return hcomm__fail(HCOMM_ERR_NOTSUP, ENOSYS, "collectives: "
 				   "%u signals, %llu needed", nsig,
-				   (unsigned long long)slots + 3 + 64);
+				   (unsigned long long)need + 64);
 	k = calloc(1, sizeof(*k));
 	if (!k)
 		return hcomm__fail(HCOMM_ERR_NOMEM, ENOMEM, "collectives");
 	k->chunk = chunk;
 	k->slots = (unsigned int)slots;
+	k->algo = algo;
+	k->rd_max = rd_max;
 	k->log = getenv("HCOMM_LOG") && strcmp(getenv("HCOMM_LOG"), "0");
 	/* the probe has the last two (hcomm_comm.c: probe_pair) */
 	k->sig_cred = nsig - 3;
 	k->sig_data = nsig - 3 - (uint32_t)slots;
-	k->len = (size_t)chunk * slots;
+	k->sig_pcred = k->sig_data - n;
+	k->sig_pdata = k->sig_pcred - 2 * n;
+	k->pchunk = ((chunk / 2) + 63) & ~(size_t)63;
+	k->poff = (size_t)chunk * slots;
+	k->len = k->poff + (size_t)n * P2P_SLOTS * k->pchunk;
 	k->sreq = calloc(slots, sizeof(*k->sreq));
 	k->creq = calloc(slots, sizeof(*k->creq));
 	k->sid = calloc(slots, sizeof(*k->sid));
 	k->rx0 = calloc(slots, sizeof(*k->rx0));
+	k->pc = calloc(n, sizeof(*k->pc));
 	k->mem = mmap(NULL, k->len, PROT_READ | PROT_WRITE,
 		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (k->mem == MAP_FAILED)
 		k->mem = NULL;
-	if (!k->sreq || !k->creq || !k->sid || !k->rx0 || !k->mem) {
+	if (!k->sreq || !k->creq || !k->sid || !k->rx0 || !k->pc ||
+	    !k->mem) {
 		ret = hcomm__fail(HCOMM_ERR_NOMEM, ENOMEM, "collectives: "
 				  "%zu bytes of staging", k->len);
-		goto fail;
+		coll_free_mem(k);
+		return ret;
 	}
-	for (ret = 0; ret < (int)slots; ret++)
-		k->sreq[ret].done = k->creq[ret].done = 1;
+	for (i = 0; i < (int)slots; i++)
+		k->sreq[i].done = k->creq[i].done = 1;
 	/*
 	 * The counts start from the signals' values now: the neighbours
 	 * send nothing before every rank is past the window's creation.
 	 */
-	for (ret = 0; ret < (int)slots; ret++)
-		k->rx0[ret] = hcomm_signal_read(c, k->sig_data + (uint32_t)ret);
+	for (i = 0; i < (int)slots; i++)
+		k->rx0[i] = hcomm_signal_read(c, k->sig_data + (uint32_t)i);
 	k->cred0 = hcomm_signal_read(c, k->sig_cred);
+	for (i = 0; i < (int)n; i++) {
+		struct pchan *pc = &k->pc[i];
+
+		pc->cred0 = hcomm_signal_read(c, k->sig_pcred + (uint32_t)i);
+		for (j = 0; j < P2P_SLOTS; j++) {
+			pc->rx0[j] = hcomm_signal_read(c, k->sig_pdata +
+						       (uint32_t)(2 * i + j));
+			pc->sreq[j].done = pc->creq[j].done = 1;
+		}
+	}
 	ret = hcomm_win_create(c, k->mem, k->len, &k->win);
-	if (ret)
-		goto fail;
+	if (ret) {
+		coll_free_mem(k);
+		return ret;
+	}
 	/* every rank the same chunk and slots (else slots would straddle) */
 	for (ret = 0; ret < c->size; ret++)
 		if (hcomm_win_size(k->win, ret) != k->len)
@@ -258,28 +379,30 @@ static int coll_get(struct hcomm_comm *c, struct hcomm_coll **out)
 				  "the same on every rank", ret,
 				  hcomm_win_size(k->win, ret), k->len);
 		(void)hcomm_win_free(k->win);
-		goto fail;
+		coll_free_mem(k);
+		return ret;
 	}
+	pthread_mutex_init(&k->qlock, NULL);
+	pthread_cond_init(&k->qcond, NULL);
+	hcomm_ec_init(&k->done_ec);
 	c->coll = k;
 	*out = k;
 	if (k->log && c->rank == 0)
-		fprintf(stderr, "hcomm coll: %d ranks, ring pipelines, %u slots "
-			"of %zu bytes (HCOMM_COLL_SLOTS, HCOMM_COLL_CHUNK); fp16 "
+		fprintf(stderr, "hcomm coll: %d ranks; allreduce algorithm %s "
+			"(HCOMM_ALGO): recursive doubling up to %llu bytes "
+			"(HCOMM_COLL_RD_MAX), ring pipelines above; ring: %u "
+			"slots of %zu bytes (HCOMM_COLL_SLOTS, "
+			"HCOMM_COLL_CHUNK); point-to-point: %d slots of %zu "
+			"bytes per peer; %zu bytes of staging; fp16 "
 			"compression of fp32 sum/avg allreduces %s%llu bytes "
-			"(HCOMM_FP16_COMPRESS, HCOMM_COMP_THRESHOLD)\n", c->size,
-			k->slots, k->chunk, c->cfg.enable_fp16_compress ?
-			"from " : "off; would be from ",
+			"(HCOMM_FP16_COMPRESS, HCOMM_COMP_THRESHOLD)\n",
+			c->size, algo_names[k->algo],
+			(unsigned long long)k->rd_max, k->slots, k->chunk,
+			P2P_SLOTS, k->pchunk, k->len,
+			c->cfg.enable_fp16_compress ? "from " :
+			"off; would be from ",
 			(unsigned long long)c->cfg.comp_threshold);
 	return 0;
-fail:
-	if (k->mem)
-		munmap(k->mem, k->len);
-	free(k->sreq);
-	free(k->creq);
-	free(k->sid);
-	free(k->rx0);
-	free(k);
-	return ret;
 }
 
 /* After hcomm_comm_destroy freed the windows: the staging memory. */
@@ -289,12 +412,16 @@ void hcomm__coll_free(struct hcomm_comm *c)
 
 	if (!k)
 		return;
-	munmap(k->mem, k->len);
-	free(k->sreq);
-	free(k->creq);
-	free(k->sid);
-	free(k->rx0);
-	free(k);
+	/* hcomm_flush() let every queued collective complete */
+	pthread_mutex_lock(&k->qlock);
+	k->stop = 1;
+	pthread_cond_broadcast(&k->qcond);
+	pthread_mutex_unlock(&k->qlock);
+	if (k->thr_started)
+		pthread_join(k->thr, NULL);
+	pthread_mutex_destroy(&k->qlock);
+	pthread_cond_destroy(&k->qcond);
+	coll_free_mem(k);
 	c->coll = NULL;
 }
 
@@ -530,6 +657,347 @@ fail_msg:
 	return coll_fail(k, -ret, EIO, what);
 }
 
+/* ------------------------------------------------------------------ */
+/* point-to-point channels: alltoall, recursive doubling              */
+/* ------------------------------------------------------------------ */
+
+/*
+ * How a received piece is folded in: copied, or combined as "lower
+ * rank's value op higher rank's value" whichever side this rank is on,
+ * so that both ends of an exchange compute the same bits.
+ */
+enum { RX_COPY, RX_LO, RX_HI };
+
+/* One message of a step: sent from or received into buf. */
+struct p2p_msg {
+	int peer, mode;
+	char *buf;
+	size_t len;
+	uint64_t pieces, done;	/* of pchunk bytes (at least one) */
+};
+
+struct p2p_step {
+	struct p2p_msg *snd, *rcv;
+	int nsnd, nrcv;
+	enum hcomm_dtype dt;
+	enum hcomm_redop op;
+	size_t es;
+	char *tmp;		/* a piece, for RX_HI */
+};
+
+static void p2p_msg(struct p2p_msg *m, const struct hcomm_coll *k, int peer,
+		    void *buf, size_t len, int mode)
+{
+	m->peer = peer;
+	m->mode = mode;
+	m->buf = buf;
+	m->len = len;
+	m->pieces = len ? (len + k->pchunk - 1) / k->pchunk : 1;
+	m->done = 0;
+}
+
+/* Send m's next piece if the peer has a slot: 1 sent, 0 not, < 0 error. */
+static int p_send(struct hcomm_comm *c, struct hcomm_coll *k,
+		  struct p2p_msg *m)
+{
+	struct pchan *pc = &k->pc[m->peer];
+	uint64_t cred = hcomm_signal_read(c, k->sig_pcred +
+					  (uint32_t)m->peer) - pc->cred0;
+	size_t off = (size_t)m->done * k->pchunk, len = m->len - off;
+	unsigned int slot = (unsigned int)(pc->tx % P2P_SLOTS);
+	int ret;
+
+	if (cred + P2P_SLOTS < pc->tx + 1)
+		return 0;
+	if (len > k->pchunk)
+		len = k->pchunk;
+	ret = ring_put(k, &pc->sreq[slot], m->peer, k->poff +
+		       ((uint64_t)c->rank * P2P_SLOTS + slot) * k->pchunk,
+		       len ? m->buf + off : NULL, len,
+		       k->sig_pdata + (uint32_t)(P2P_SLOTS * c->rank) + slot);
+	if (ret)
+		return ret;
+	pc->sid[slot] = pc->tx++;
+	m->done++;
+	return 1;
+}
+
+/* Take m's next piece if it arrived: 1 taken, 0 not, < 0 error. */
+static int p_recv(struct hcomm_comm *c, struct hcomm_coll *k,
+		  const struct p2p_step *st, struct p2p_msg *m)
+{
+	struct pchan *pc = &k->pc[m->peer];
+	unsigned int slot = (unsigned int)(pc->rx % P2P_SLOTS);
+	uint32_t sig = k->sig_pdata + (uint32_t)(P2P_SLOTS * m->peer) + slot;
+	const char *data = (const char *)k->mem + k->poff +
+			   ((size_t)m->peer * P2P_SLOTS + slot) * k->pchunk;
+	size_t off = (size_t)m->done * k->pchunk, len = m->len - off;
+	int ret = 0;
+
+	if (hcomm_signal_read(c, sig) < pc->rx0[slot] + pc->rx / P2P_SLOTS + 1)
+		return 0;
+	if (len > k->pchunk)
+		len = k->pchunk;
+	switch (m->mode) {
+	case RX_COPY:
+		memcpy(m->buf + off, data, len);
+		break;
+	case RX_LO:
+		ret = hcomm__reduce(st->dt, st->op, m->buf + off, data,
+				    len / st->es);
+		break;
+	default:
+		memcpy(st->tmp, data, len);
+		ret = hcomm__reduce(st->dt, st->op, st->tmp, m->buf + off,
+				    len / st->es);
+		memcpy(m->buf + off, st->tmp, len);
+	}
+	if (ret)
+		return ret;
+	pc->rx++;
+	m->done++;
+	ret = ring_put(k, &pc->creq[pc->ncred % P2P_SLOTS], m->peer, 0, NULL,
+		       0, k->sig_pcred + (uint32_t)c->rank);
+	if (!ret)
+		pc->ncred++;
+	return ret ? ret : 1;
+}
+
+/* A failed transfer with one of the step's peers: its status, else 0. */
+static int p_failed(const struct hcomm_coll *k, const struct p2p_msg *m,
+		    int n, int *peer)
+{
+	int i, j, s;
+
+	for (i = 0; i < n; i++)
+		for (j = 0; j < P2P_SLOTS; j++) {
+			s = req_failed(&k->pc[m[i].peer].sreq[j]);
+			if (!s)
+				s = req_failed(&k->pc[m[i].peer].creq[j]);
+			if (s) {
+				*peer = m[i].peer;
+				return s;
+			}
+		}
+	return 0;
+}
+
+/* Run one step: every message sent and received, its sends landed. */
+static int p2p_run(struct hcomm_comm *c, struct hcomm_coll *k,
+		   struct p2p_step *st)
+{
+	uint64_t last = hcomm__now_ns();
+	int64_t tmo = hcomm__boot_timeout(c->boot);
+	struct p2p_msg *w;
+	char what[160];
+	int i, j, ret, moved, open, peer = -1;
+
+	for (;;) {
+		moved = open = 0;
+		w = NULL;
+		for (i = 0; i < st->nsnd; i++) {
+			struct p2p_msg *m = &st->snd[i];
+
+			while (m->done < m->pieces &&
+			       (ret = p_send(c, k, m)) > 0)
+				moved = 1;
+			if (ret < 0)
+				goto fail;
+			if (m->done < m->pieces)
+				open = 1;
+		}
+		for (i = 0; i < st->nrcv; i++) {
+			struct p2p_msg *m = &st->rcv[i];
+
+			while (m->done < m->pieces &&
+			       (ret = p_recv(c, k, st, m)) > 0)
+				moved = 1;
+			if (ret < 0)
+				goto fail;
+			if (m->done < m->pieces) {
+				open = 1;
+				if (!w)
+					w = m;
+			}
+		}
+		ret = p_failed(k, st->snd, st->nsnd, &peer);
+		if (!ret)
+			ret = p_failed(k, st->rcv, st->nrcv, &peer);
+		if (ret) {
+			snprintf(what, sizeof(what), "a transfer to rank %d "
+				 "failed: %s", peer, hcomm_strerror(ret));
+			goto fail_msg;
+		}
+		if (!open)
+			break;
+		if (moved) {
+			last = hcomm__now_ns();
+			continue;
+		}
+		for (i = 0; i < st->nsnd + st->nrcv; i++) {
+			peer = i < st->nsnd ? st->snd[i].peer :
+			       st->rcv[i - st->nsnd].peer;
+			if (hcomm_comm_peer_lost(c, peer) == 1) {
+				snprintf(what, sizeof(what), "rank %d was "
+					 "lost", peer);
+				ret = -HCOMM_ERR_IO;
+				goto fail_msg;
+			}
+		}
+		if (tmo >= 0 && hcomm__now_ns() - last >
+		    (uint64_t)tmo * 1000000ULL) {
+			snprintf(what, sizeof(what), "no progress for %lld ms "
+				 "(waiting for rank %d)", (long long)tmo,
+				 w ? w->peer : st->snd[0].peer);
+			ret = -HCOMM_ERR_TIMEOUT;
+			goto fail_msg;
+		}
+		(void)hcomm_progress(c);
+		if (w) {
+			struct pchan *pc = &k->pc[w->peer];
+			unsigned int s = (unsigned int)(pc->rx % P2P_SLOTS);
+
+			(void)hcomm_signal_wait(c, k->sig_pdata + (uint32_t)
+						(P2P_SLOTS * w->peer) + s,
+						pc->rx0[s] + pc->rx / P2P_SLOTS +
+						1, COLL_POLL_MS);
+		} else {
+			(void)hcomm_signal_wait(c, k->sig_pcred +
+						(uint32_t)st->snd[0].peer,
+						k->pc[st->snd[0].peer].cred0 +
+						k->pc[st->snd[0].peer].tx + 1 -
+						P2P_SLOTS, COLL_POLL_MS);
+		}
+	}
+	/* the sends read their buffers: done before those change */
+	for (i = 0; i < st->nsnd; i++)
+		for (j = 0; j < P2P_SLOTS; j++) {
+			ret = req_settle(&k->pc[st->snd[i].peer].sreq[j]);
+			if (ret < 0) {
+				snprintf(what, sizeof(what), "a transfer to "
+					 "rank %d failed: %s", st->snd[i].peer,
+					 hcomm_strerror(ret));
+				goto fail_msg;
+			}
+		}
+	return 0;
+fail:
+	snprintf(what, sizeof(what), "%s", hcomm_errmsg());
+fail_msg:
+	for (i = 0; i < c->size; i++)
+		for (j = 0; j < P2P_SLOTS; j++) {
+			(void)req_settle(&k->pc[i].sreq[j]);
+			(void)req_settle(&k->pc[i].creq[j]);
+		}
+	return coll_fail(k, -ret, EIO, what);
+}
+
+/*
+ * Recursive doubling allreduce of buf (count elements): log2(p) steps in
+ * which partners swap their whole vectors and both combine them as
+ * "lower rank op higher rank" (so they hold the same bits).  With n not a
+ * power of two, p the largest one below: ranks 2i and 2i + 1 (i < n - p)
+ * first fold into 2i + 1, which takes part, and 2i gets the result back
+ * at the end.
+ */
+static int allreduce_rd(struct hcomm_comm *c, struct hcomm_coll *k,
+			const struct coll_op *o)
+{
+	size_t es = hcomm_dtype_size(o->dt), bytes = o->count * es;
+	int n = c->size, r = c->rank, p = 1, rem, v, mask, pr, pv, ret = 0;
+	struct p2p_step st = { .dt = o->dt, .op = o->op, .es = es };
+	struct p2p_msg snd, rcv;
+	char *buf = o->recv, *snap;
+
+	while (p * 2 <= n)
+		p *= 2;
+	rem = n - p;
+	snap = malloc(bytes + k->pchunk);
+	if (!snap)
+		return coll_nomem(k, "hcomm_allreduce", bytes + k->pchunk);
+	st.tmp = snap + bytes;
+	st.snd = &snd;
+	st.rcv = &rcv;
+	v = r < 2 * rem ? (r % 2 ? r / 2 : -1) : r - rem;
+	if (r < 2 * rem) {	/* fold the pairs */
+		st.nsnd = r % 2 == 0;
+		st.nrcv = r % 2;
+		p2p_msg(&snd, k, r + 1, buf, bytes, 0);
+		p2p_msg(&rcv, k, r - 1, buf, bytes, RX_HI);
+		ret = p2p_run(c, k, &st);
+	}
+	for (mask = 1; !ret && v >= 0 && mask < p; mask <<= 1) {
+		pv = v ^ mask;
+		pr = pv < rem ? 2 * pv + 1 : pv + rem;
+		memcpy(snap, buf, bytes);
+		st.nsnd = st.nrcv = 1;
+		p2p_msg(&snd, k, pr, snap, bytes, 0);
+		p2p_msg(&rcv, k, pr, buf, bytes, r < pr ? RX_LO : RX_HI);
+		ret = p2p_run(c, k, &st);
+	}
+	if (!ret && v >= 0 && o->op == HCOMM_AVG)
+		ret = hcomm__reduce_finish_avg(o->dt, buf, o->count,
+					       (unsigned int)n);
+	if (!ret && r < 2 * rem) {	/* the result back to 2i */
+		st.nsnd = r % 2;
+		st.nrcv = r % 2 == 0;
+		p2p_msg(&snd, k, r - 1, buf, bytes, 0);
+		p2p_msg(&rcv, k, r + 1, buf, bytes, RX_COPY);
+		ret = p2p_run(c, k, &st);
+	}
+	free(snap);
+	return ret;
+}
+
+/* Every pair at once, each over its own channel. */
+static int do_alltoall(struct hcomm_comm *c, struct hcomm_coll *k,
+		       const struct coll_op *o)
+{
+	size_t blk = o->count * hcomm_dtype_size(o->dt);
+	int n = c->size, r = c->rank, i, ret;
+	struct p2p_step st = { .dt = o->dt, .es = 1 };
+	const char *src = o->send;
+	char *recv = o->recv, *tmp = NULL;
+
+	if (!blk)
+		return 0;
+	if (src == recv && n > 1) {	/* in place: send from a copy */
+		tmp = malloc(blk * (size_t)n);
+		if (!tmp)
+			return coll_nomem(k, "hcomm_alltoall",
+					  blk * (size_t)n);
+		memcpy(tmp, src, blk * (size_t)n);
+		src = tmp;
+	}
+	if (src + (size_t)r * blk != recv + (size_t)r * blk)
+		memmove(recv + (size_t)r * blk, src + (size_t)r * blk, blk);
+	if (n == 1)
+		return 0;
+	st.snd = calloc((size_t)n, sizeof(*st.snd));
+	st.rcv = calloc((size_t)n, sizeof(*st.rcv));
+	if (!st.snd || !st.rcv) {
+		free(st.snd);
+		free(st.rcv);
+		free(tmp);
+		return coll_nomem(k, "hcomm_alltoall",
+				  2 * (size_t)n * sizeof(*st.snd));
+	}
+	/* rank r + i first, as in a pairwise exchange */
+	for (i = 1; i < n; i++) {
+		int d = (r + i) % n, s = (r - i + n) % n;
+
+		p2p_msg(&st.snd[st.nsnd++], k, d, (char *)src + (size_t)d * blk,
+			blk, 0);
+		p2p_msg(&st.rcv[st.nrcv++], k, s, recv + (size_t)s * blk, blk,
+			RX_COPY);
+	}
+	ret = p2p_run(c, k, &st);
+	free(st.snd);
+	free(st.rcv);
+	free(tmp);
+	return ret;
+}
+
 /* op 0: the collective takes none. */
 static int check_args(struct hcomm_comm *c, const char *fn,
 		      enum hcomm_dtype dt, int op, int root, const void *a,
@@ -637,131 +1105,517 @@ static int allreduce_fp16(struct hcomm_comm *c, struct hcomm_coll *k,
 	return ret;
 }
 
-HCOMM_EXPORT int hcomm_allreduce(struct hcomm_comm *c, const void *send,
-				 void *recv, size_t count, enum hcomm_dtype dt,
-				 enum hcomm_redop op)
-{
-	struct hcomm_coll *k;
-	struct plan p;
-	int ret = check_args(c, "hcomm_allreduce", dt, op ? (int)op : -1, 0,
-			     send, recv, count);
+/* ------------------------------------------------------------------ */
+/* the collectives, and the queue that runs them in order              */
+/* ------------------------------------------------------------------ */
 
-	if (ret)
-		return ret;
-	ret = coll_get(c, &k);
-	if (ret)
-		return ret;
-	if (c->size > 1 && dt == HCOMM_FP32 &&
-	    (op == HCOMM_SUM || op == HCOMM_AVG) &&
-	    c->cfg.enable_fp16_compress &&
-	    count * sizeof(float) >= c->cfg.comp_threshold)
-		return allreduce_fp16(c, k, send, recv, count, op);
-	if (send != recv && count)
-		memmove(recv, send, count * hcomm_dtype_size(dt));
-	if (c->size == 1 || !count)
+/*
+ * The allreduce's algorithm: HCOMM_ALGO when it names one, else
+ * recursive doubling up to HCOMM_COLL_RD_MAX bytes (log2 n latencies,
+ * the whole vector each time) and the ring above (2 (n - 1) latencies,
+ * 2 (n - 1) / n of the vector: bandwidth-optimal).  HCOMM_LOG prints
+ * each change of choice on rank 0.
+ */
+static int algo_pick(const struct hcomm_comm *c, struct hcomm_coll *k,
+		     size_t bytes)
+{
+	int a = k->algo;
+
+	if (a == ALGO_AUTO)
+		a = bytes <= k->rd_max ? ALGO_RD : ALGO_RING;
+	if (k->log && c->rank == 0 && k->logged != a + 1) {
+		fprintf(stderr, "hcomm coll: allreduce of %zu bytes on %d "
+			"ranks: %s (HCOMM_ALGO=%s, recursive doubling up to "
+			"HCOMM_COLL_RD_MAX=%llu bytes)\n", bytes, c->size,
+			a == ALGO_RD ? "recursive doubling" : "ring",
+			algo_names[k->algo], (unsigned long long)k->rd_max);
+		k->logged = a + 1;
+	}
+	return a;
+}
+
+static int do_allreduce(struct hcomm_comm *c, struct hcomm_coll *k,
+			const struct coll_op *o)
+{
+	struct plan p;
+
+	if (o->root)	/* the fp16 compression, decided when issued */
+		return allreduce_fp16(c, k, o->send, o->recv, o->count, o->op);
+	if (o->send != o->recv && o->count)
+		memmove(o->recv, o->send, o->count * hcomm_dtype_size(o->dt));
+	if (c->size == 1 || !o->count)
 		return 0;
-	plan_init(&p, c, k, K_ALLREDUCE, dt, op, recv, count);
+	if (algo_pick(c, k, o->count * hcomm_dtype_size(o->dt)) == ALGO_RD)
+		return allreduce_rd(c, k, o);
+	plan_init(&p, c, k, K_ALLREDUCE, o->dt, o->op, o->recv, o->count);
 	ring_plan(&p);
 	return ring_run(c, k, &p);
 }
 
-HCOMM_EXPORT int hcomm_reduce_scatter(struct hcomm_comm *c, const void *send,
-				      void *recv, size_t recvcount,
-				      enum hcomm_dtype dt, enum hcomm_redop op)
+static int do_reduce_scatter(struct hcomm_comm *c, struct hcomm_coll *k,
+			     const struct coll_op *o)
 {
-	struct hcomm_coll *k;
+	size_t es = hcomm_dtype_size(o->dt), all = o->count * (size_t)c->size;
 	struct plan p;
-	size_t es = hcomm_dtype_size(dt);
 	char *acc;
-	int ret = check_args(c, "hcomm_reduce_scatter", dt, op ? (int)op : -1,
-			     0, send, recv, recvcount);
+	int ret;
 
-	if (ret)
-		return ret;
-	ret = coll_get(c, &k);
-	if (ret)
-		return ret;
-	if (!recvcount)
+	if (!o->count)
 		return 0;
 	if (c->size == 1) {
-		memmove(recv, send, recvcount * es);
+		memmove(o->recv, o->send, o->count * es);
 		return 0;
 	}
-	acc = malloc(recvcount * es * (size_t)c->size);
+	acc = malloc(all * es);
 	if (!acc)
-		return coll_nomem(k, "hcomm_reduce_scatter",
-				  recvcount * es * (size_t)c->size);
-	memcpy(acc, send, recvcount * es * (size_t)c->size);
-	plan_init(&p, c, k, K_REDUCE_SCATTER, dt, op, acc,
-		  recvcount * (size_t)c->size);
-	p.nch = (recvcount + p.ce - 1) / p.ce;
+		return coll_nomem(k, "hcomm_reduce_scatter", all * es);
+	memcpy(acc, o->send, all * es);
+	plan_init(&p, c, k, K_REDUCE_SCATTER, o->dt, o->op, acc, all);
+	p.nch = (o->count + p.ce - 1) / p.ce;
 	p.rs_msgs = (uint64_t)(p.n - 1) * p.nch;
 	p.nsend = p.nrecv = p.rs_msgs;
 	ret = ring_run(c, k, &p);
 	if (!ret)
-		memmove(recv, acc + (size_t)c->rank * recvcount * es,
-			recvcount * es);
+		memmove(o->recv, acc + (size_t)c->rank * o->count * es,
+			o->count * es);
 	free(acc);
 	return ret;
 }
 
-HCOMM_EXPORT int hcomm_broadcast(struct hcomm_comm *c, void *buf,
-				 size_t count, enum hcomm_dtype dt, int root)
+static int do_broadcast(struct hcomm_comm *c, struct hcomm_coll *k,
+			const struct coll_op *o)
 {
-	struct hcomm_coll *k;
 	struct plan p;
-	int ret = check_args(c, "hcomm_broadcast", dt, 0, root, buf, buf,
-			     count);
 
-	if (ret)
-		return ret;
-	ret = coll_get(c, &k);
-	if (ret || c->size == 1 || !count)
-		return ret;
-	plan_init(&p, c, k, K_BCAST, dt, 0, buf, count);
-	p.pos = mod(c->rank - root, c->size);
-	p.nch = (count + p.ce - 1) / p.ce;
+	if (c->size == 1 || !o->count)
+		return 0;
+	plan_init(&p, c, k, K_BCAST, o->dt, 0, o->recv, o->count);
+	p.pos = mod(c->rank - o->root, c->size);
+	p.nch = (o->count + p.ce - 1) / p.ce;
 	p.nsend = p.pos == p.n - 1 ? 0 : p.nch;
 	p.nrecv = p.pos == 0 ? 0 : p.nch;
 	return ring_run(c, k, &p);
 }
 
-HCOMM_EXPORT int hcomm_reduce(struct hcomm_comm *c, const void *send,
-			      void *recv, size_t count, enum hcomm_dtype dt,
-			      enum hcomm_redop op, int root)
+static int do_reduce(struct hcomm_comm *c, struct hcomm_coll *k,
+		     const struct coll_op *o)
 {
-	struct hcomm_coll *k;
+	size_t es = hcomm_dtype_size(o->dt);
+	int me_root = c->rank == o->root, ret;
 	struct plan p;
-	size_t es = hcomm_dtype_size(dt);
 	char *acc;
-	int ret, me_root;
 
-	ret = check_args(c, "hcomm_reduce", dt, op ? (int)op : -1, root, send,
-			 c && c->rank == root ? recv : send, count);
-	if (ret)
-		return ret;
-	me_root = c->rank == root;
-	ret = coll_get(c, &k);
-	if (ret || !count)
-		return ret;
+	if (!o->count)
+		return 0;
 	if (c->size == 1) {
-		memmove(recv, send, count * es);
+		memmove(o->recv, o->send, o->count * es);
 		return 0;
 	}
-	acc = me_root ? recv : malloc(count * es);
+	acc = me_root ? o->recv : malloc(o->count * es);
 	if (!acc)
-		return coll_nomem(k, "hcomm_reduce", count * es);
-	if (acc != send)
-		memmove(acc, send, count * es);
-	plan_init(&p, c, k, K_REDUCE, dt, op, acc, count);
-	p.pos = mod(c->rank - root - 1, c->size);
-	p.nch = (count + p.ce - 1) / p.ce;
+		return coll_nomem(k, "hcomm_reduce", o->count * es);
+	if (acc != o->send)
+		memmove(acc, o->send, o->count * es);
+	plan_init(&p, c, k, K_REDUCE, o->dt, o->op, acc, o->count);
+	p.pos = mod(c->rank - o->root - 1, c->size);
+	p.nch = (o->count + p.ce - 1) / p.ce;
 	p.nsend = p.pos == p.n - 1 ? 0 : p.nch;
 	p.nrecv = p.pos == 0 ? 0 : p.nch;
 	ret = ring_run(c, k, &p);
 	if (!me_root)
 		free(acc);
 	return ret;
+}
+
+/*
+ * The ring allgather: n - 1 steps, rank r's block going round from r to
+ * r - 1.  A barrier is one of 0 bytes: the message of step s leaves a
+ * rank only after the one of step s - 1 arrived, so the last arrival
+ * says that every rank has entered.
+ */
+static int do_allgather(struct hcomm_comm *c, struct hcomm_coll *k,
+			const struct coll_op *o)
+{
+	size_t es = hcomm_dtype_size(o->dt);
+	char *mine = (char *)o->recv + (size_t)c->rank * o->count * es;
+	struct plan p;
+
+	if (o->count && o->send != mine)
+		memmove(mine, o->send, o->count * es);
+	if (c->size == 1 || (!o->count && o->kind != K_BARRIER))
+		return 0;
+	plan_init(&p, c, k, K_ALLGATHER, o->dt, 0, o->recv,
+		  o->count * (size_t)c->size);
+	p.nch = o->count ? (o->count + p.ce - 1) / p.ce : 1;
+	p.nsend = p.nrecv = (uint64_t)(p.n - 1) * p.nch;
+	return ring_run(c, k, &p);
+}
+
+static int coll_exec(struct hcomm_comm *c, struct hcomm_coll *k,
+		     const struct coll_op *o)
+{
+	if (k->broken)
+		return hcomm__fail(HCOMM_ERR_IO, EIO, "an earlier collective "
+				   "failed, the ring is out of step: %s",
+				   k->why);
+	switch (o->kind) {
+	case K_ALLREDUCE:
+		return do_allreduce(c, k, o);
+	case K_REDUCE_SCATTER:
+		return do_reduce_scatter(c, k, o);
+	case K_BCAST:
+		return do_broadcast(c, k, o);
+	case K_REDUCE:
+		return do_reduce(c, k, o);
+	case K_ALLTOALL:
+		return do_alltoall(c, k, o);
+	default:
+		return do_allgather(c, k, o);
+	}
+}
+
+/* The bytes this rank contributed (a request's bytes). */
+static uint64_t op_bytes(const struct hcomm_comm *c, const struct coll_op *o)
+{
+	uint64_t b = (uint64_t)o->count * hcomm_dtype_size(o->dt);
+
+	return o->kind == K_REDUCE_SCATTER || o->kind == K_ALLTOALL ?
+	       b * (uint64_t)c->size : b;
+}
+
+/* this thread's collective state while it is a collective thread */
+static __thread struct hcomm_coll *t_coll_thread;
+
+static void coll_finish(struct hcomm_comm *c, struct hcomm_coll *k,
+			struct coll_op *o, int ret)
+{
+	if (o->req) {
+		hcomm__complete_here(c, o->req, ret, ret ? EIO : 0,
+				     ret ? 0 : op_bytes(c, o));
+		free(o);
+	} else {
+		o->ret = ret;
+		/* from here on o is its caller's (its stack) */
+		__atomic_store_n(&o->done, 1, __ATOMIC_RELEASE);
+	}
+	hcomm_ec_notify(&k->done_ec);
+}
+
+/* The collective thread: runs the queue in order until stopped. */
+static void *coll_main(void *arg)
+{
+	struct hcomm_comm *c = arg;
+	struct hcomm_coll *k = c->coll;
+	struct coll_op *o;
+	int ret;
+
+	hcomm__cb_foreign();	/* inline callbacks it reaps: the app's */
+	t_coll_thread = k;
+	pthread_mutex_lock(&k->qlock);
+	for (;;) {
+		while (!k->qhead && !k->stop)
+			pthread_cond_wait(&k->qcond, &k->qlock);
+		o = k->qhead;
+		if (!o)
+			break;
+		k->qhead = o->next;
+		if (!k->qhead)
+			k->qtail = NULL;
+		k->busy = 1;
+		pthread_mutex_unlock(&k->qlock);
+		ret = coll_exec(c, k, o);
+		pthread_mutex_lock(&k->qlock);
+		k->busy = 0;
+		pthread_mutex_unlock(&k->qlock);
+		coll_finish(c, k, o, ret);
+		pthread_mutex_lock(&k->qlock);
+	}
+	pthread_mutex_unlock(&k->qlock);
+	return NULL;
+}
+
+/* Queue o (qlock held), starting the collective thread the first time. */
+static int coll_push(struct hcomm_comm *c, struct hcomm_coll *k,
+		     struct coll_op *o)
+{
+	sigset_t all, old;
+	int err;
+
+	if (!k->thr_started) {
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		err = pthread_create(&k->thr, NULL, coll_main, c);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		if (err)
+			return hcomm__fail(err == EAGAIN ? HCOMM_ERR_LIMIT :
+					   HCOMM_ERR_NOMEM, err, "starting the "
+					   "collective thread");
+		k->thr_started = 1;
+	}
+	o->next = NULL;
+	if (k->qtail)
+		k->qtail->next = o;
+	else
+		k->qhead = o;
+	k->qtail = o;
+	pthread_cond_signal(&k->qcond);
+	return 0;
+}
+
+/* Wait until done reads 1 (acquire), progressing the communicator. */
+static void coll_wait_flag(struct hcomm_comm *c, struct hcomm_coll *k,
+			   const int *done)
+{
+	uint32_t key;
+
+	while (!__atomic_load_n(done, __ATOMIC_ACQUIRE)) {
+		(void)hcomm__progress_once(c);
+		key = hcomm_ec_prepare(&k->done_ec);
+		if (__atomic_load_n(done, __ATOMIC_ACQUIRE))
+			break;
+		hcomm_ec_wait(&k->done_ec, key, COLL_POLL_MS);
+	}
+}
+
+int hcomm__coll_wait(struct hcomm_comm *c, struct hcomm_request *req)
+{
+	struct hcomm_coll *k = c->coll;
+
+	coll_wait_flag(c, k, &req->done);
+	if (req->status)
+		return hcomm__fail(-req->status, hcomm__req_priv(req)->err,
+				   "collective failed: %s", k->why);
+	return 0;
+}
+
+/*
+ * A blocking collective: run here when nothing is queued or running,
+ * else queue it behind the others and wait for it.
+ */
+static int coll_call(struct hcomm_comm *c, struct hcomm_coll *k,
+		     struct coll_op *o)
+{
+	int ret;
+
+	if (t_coll_thread == k)
+		return hcomm__fail(HCOMM_ERR_BUSY, EBUSY, "a blocking "
+				   "collective from a collective's callback "
+				   "(issue a non-blocking one)");
+	pthread_mutex_lock(&k->qlock);
+	if (!k->qhead && !k->busy) {
+		k->busy = 1;
+		pthread_mutex_unlock(&k->qlock);
+		ret = coll_exec(c, k, o);
+		pthread_mutex_lock(&k->qlock);
+		k->busy = 0;
+		if (k->qhead)
+			pthread_cond_signal(&k->qcond);
+		pthread_mutex_unlock(&k->qlock);
+		return ret;
+	}
+	o->req = NULL;
+	o->done = 0;
+	ret = coll_push(c, k, o);
+	pthread_mutex_unlock(&k->qlock);
+	if (ret)
+		return ret;
+	coll_wait_flag(c, k, &o->done);
+	if (o->ret)
+		return hcomm__fail(-o->ret, EIO, "%s", k->why);
+	return 0;
+}
+
+/* A non-blocking collective: queue a copy of o for the thread. */
+static int coll_post(struct hcomm_comm *c, struct hcomm_coll *k,
+		     const struct coll_op *o, struct hcomm_request *req)
+{
+	struct coll_op *q = malloc(sizeof(*q));
+	int ret;
+
+	if (!q)
+		return hcomm__fail(HCOMM_ERR_NOMEM, ENOMEM, "a collective's "
+				   "request");
+	*q = *o;
+	q->req = req;
+	ret = hcomm__req_start(c, req, HCOMM_TGT_COLL);
+	if (ret) {
+		free(q);
+		return ret;
+	}
+	pthread_mutex_lock(&k->qlock);
+	ret = coll_push(c, k, q);
+	pthread_mutex_unlock(&k->qlock);
+	if (ret) {
+		free(q);
+		req->status = ret;
+		__atomic_sub_fetch(&c->inflight, 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&req->done, 1, __ATOMIC_RELEASE);
+	}
+	return ret;
+}
+
+/* Check, make the state, then run (req NULL) or queue (req) o. */
+static int coll_issue(struct hcomm_comm *c, const char *fn,
+		      struct coll_op *o, struct hcomm_request *req, int nb)
+{
+	struct hcomm_coll *k = NULL;
+	const void *a = o->send, *b = o->recv;
+	int ret, op = o->op ? (int)o->op : -1;
+
+	if (o->kind == K_BCAST || o->kind == K_BARRIER ||
+	    o->kind == K_ALLGATHER || o->kind == K_ALLTOALL)
+		op = 0;
+	if (o->kind == K_REDUCE && c && c->rank != o->root)
+		b = a;	/* recv is unused off the root */
+	if (o->kind == K_BCAST)
+		a = b;
+	ret = check_args(c, fn, o->dt, op, o->root, a, b, o->count);
+	if (!ret && nb && !req)
+		ret = hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "%s: no request",
+				  fn);
+	if (ret)
+		return ret;
+	ret = coll_get(c, &k);
+	if (ret)
+		return ret;
+	if (o->kind == K_ALLREDUCE)	/* compression as configured now */
+		o->root = c->size > 1 && o->dt == HCOMM_FP32 &&
+			  (o->op == HCOMM_SUM || o->op == HCOMM_AVG) &&
+			  c->cfg.enable_fp16_compress &&
+			  o->count * sizeof(float) >= c->cfg.comp_threshold;
+	return nb ? coll_post(c, k, o, req) : coll_call(c, k, o);
+}
+
+#define OP(kind_, send_, recv_, count_, dt_, op_, root_) \
+	(struct coll_op){ .kind = (kind_), .send = (send_), .recv = (recv_), \
+			  .count = (count_), .dt = (dt_), .op = (op_), \
+			  .root = (root_) }
+
+HCOMM_EXPORT int hcomm_allreduce(struct hcomm_comm *c, const void *send,
+				 void *recv, size_t count, enum hcomm_dtype dt,
+				 enum hcomm_redop op)
+{
+	struct coll_op o = OP(K_ALLREDUCE, send, recv, count, dt, op, 0);
+
+	return coll_issue(c, "hcomm_allreduce", &o, NULL, 0);
+}
+
+HCOMM_EXPORT int hcomm_allreduce_nb(struct hcomm_comm *c, const void *send,
+				    void *recv, size_t count,
+				    enum hcomm_dtype dt, enum hcomm_redop op,
+				    struct hcomm_request *req)
+{
+	struct coll_op o = OP(K_ALLREDUCE, send, recv, count, dt, op, 0);
+
+	return coll_issue(c, "hcomm_allreduce_nb", &o, req, 1);
+}
+
+HCOMM_EXPORT int hcomm_reduce_scatter(struct hcomm_comm *c, const void *send,
+				      void *recv, size_t recvcount,
+				      enum hcomm_dtype dt, enum hcomm_redop op)
+{
+	struct coll_op o = OP(K_REDUCE_SCATTER, send, recv, recvcount, dt, op,
+			      0);
+
+	return coll_issue(c, "hcomm_reduce_scatter", &o, NULL, 0);
+}
+
+HCOMM_EXPORT int hcomm_reduce_scatter_nb(struct hcomm_comm *c,
+					 const void *send, void *recv,
+					 size_t recvcount, enum hcomm_dtype dt,
+					 enum hcomm_redop op,
+					 struct hcomm_request *req)
+{
+	struct coll_op o = OP(K_REDUCE_SCATTER, send, recv, recvcount, dt, op,
+			      0);
+
+	return coll_issue(c, "hcomm_reduce_scatter_nb", &o, req, 1);
+}
+
+HCOMM_EXPORT int hcomm_broadcast(struct hcomm_comm *c, void *buf,
+				 size_t count, enum hcomm_dtype dt, int root)
+{
+	struct coll_op o = OP(K_BCAST, buf, buf, count, dt, 0, root);
+
+	return coll_issue(c, "hcomm_broadcast", &o, NULL, 0);
+}
+
+HCOMM_EXPORT int hcomm_broadcast_nb(struct hcomm_comm *c, void *buf,
+				    size_t count, enum hcomm_dtype dt,
+				    int root, struct hcomm_request *req)
+{
+	struct coll_op o = OP(K_BCAST, buf, buf, count, dt, 0, root);
+
+	return coll_issue(c, "hcomm_broadcast_nb", &o, req, 1);
+}
+
+HCOMM_EXPORT int hcomm_reduce(struct hcomm_comm *c, const void *send,
+			      void *recv, size_t count, enum hcomm_dtype dt,
+			      enum hcomm_redop op, int root)
+{
+	struct coll_op o = OP(K_REDUCE, send, recv, count, dt, op, root);
+
+	return coll_issue(c, "hcomm_reduce", &o, NULL, 0);
+}
+
+HCOMM_EXPORT int hcomm_reduce_nb(struct hcomm_comm *c, const void *send,
+				 void *recv, size_t count, enum hcomm_dtype dt,
+				 enum hcomm_redop op, int root,
+				 struct hcomm_request *req)
+{
+	struct coll_op o = OP(K_REDUCE, send, recv, count, dt, op, root);
+
+	return coll_issue(c, "hcomm_reduce_nb", &o, req, 1);
+}
+
+HCOMM_EXPORT int hcomm_allgather(struct hcomm_comm *c, const void *send,
+				 void *recv, size_t len)
+{
+	struct coll_op o = OP(K_ALLGATHER, send, recv, len, HCOMM_UINT8, 0, 0);
+
+	return coll_issue(c, "hcomm_allgather", &o, NULL, 0);
+}
+
+HCOMM_EXPORT int hcomm_allgather_nb(struct hcomm_comm *c, const void *send,
+				    void *recv, size_t len,
+				    struct hcomm_request *req)
+{
+	struct coll_op o = OP(K_ALLGATHER, send, recv, len, HCOMM_UINT8, 0, 0);
+
+	return coll_issue(c, "hcomm_allgather_nb", &o, req, 1);
+}
+
+HCOMM_EXPORT int hcomm_alltoall(struct hcomm_comm *c, const void *send,
+				void *recv, size_t count, enum hcomm_dtype dt)
+{
+	struct coll_op o = OP(K_ALLTOALL, send, recv, count, dt, 0, 0);
+
+	return coll_issue(c, "hcomm_alltoall", &o, NULL, 0);
+}
+
+HCOMM_EXPORT int hcomm_alltoall_nb(struct hcomm_comm *c, const void *send,
+				   void *recv, size_t count,
+				   enum hcomm_dtype dt,
+				   struct hcomm_request *req)
+{
+	struct coll_op o = OP(K_ALLTOALL, send, recv, count, dt, 0, 0);
+
+	return coll_issue(c, "hcomm_alltoall_nb", &o, req, 1);
+}
+
+HCOMM_EXPORT int hcomm_barrier(struct hcomm_comm *c)
+{
+	struct coll_op o = OP(K_BARRIER, NULL, NULL, 0, HCOMM_UINT8, 0, 0);
+
+	return coll_issue(c, "hcomm_barrier", &o, NULL, 0);
+}
+
+HCOMM_EXPORT int hcomm_barrier_nb(struct hcomm_comm *c,
+				  struct hcomm_request *req)
+{
+	struct coll_op o = OP(K_BARRIER, NULL, NULL, 0, HCOMM_UINT8, 0, 0);
+
+	return coll_issue(c, "hcomm_barrier_nb", &o, req, 1);
 }
 
 HCOMM_EXPORT int hcomm_comm_set_fp16_compress(struct hcomm_comm *c,

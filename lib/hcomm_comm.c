@@ -502,6 +502,8 @@ HCOMM_EXPORT int hcomm_wait(struct hcomm_request *req)
 		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "hcomm_wait");
 	rp = hcomm__req_priv(req);
 	c = rp->comm;
+	if (c && rp->target == HCOMM_TGT_COLL)
+		return in_own_cb(req) ? req->status : hcomm__coll_wait(c, req);
 	while (!__atomic_load_n(&req->done, __ATOMIC_ACQUIRE)) {
 		/* Waiting for itself from its own callback: it completed. */
 		if (in_own_cb(req))
@@ -520,6 +522,53 @@ HCOMM_EXPORT int hcomm_wait(struct hcomm_request *req)
 	if (req->status)
 		return hcomm__fail(-req->status, rp->err, "operation failed");
 	return 0;
+}
+
+static int check_reqs_free(const struct hcomm_request *reqs, unsigned int n);
+
+int hcomm__req_start(struct hcomm_comm *c, struct hcomm_request *req,
+		     uint16_t target)
+{
+	struct hcomm_req_priv *rp = hcomm__req_priv(req);
+	int ret = check_reqs_free(req, 1);
+
+	if (ret)
+		return ret;
+	req->status = 0;
+	req->done = 0;
+	req->bytes = 0;
+	req->t_complete_ns = 0;
+	memset(rp, 0, sizeof(*rp));
+	rp->comm = c;
+	rp->target = target;
+	__atomic_add_fetch(&c->inflight, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+void hcomm__complete_here(struct hcomm_comm *c, struct hcomm_request *req,
+			  int status, int err, uint64_t bytes)
+{
+	struct hcomm_req_priv *rp = hcomm__req_priv(req);
+
+	req->status = status;
+	rp->err = err;
+	req->bytes = bytes;
+	req->t_complete_ns = hcomm__now_ns();
+	if (!req->cb) {
+		/* After this store the request is the user's: no more access. */
+		__atomic_store_n(&req->done, 1, __ATOMIC_RELEASE);
+		__atomic_sub_fetch(&c->inflight, 1, __ATOMIC_RELEASE);
+		return;
+	}
+	__atomic_add_fetch(&c->cb_pending, 1, __ATOMIC_RELAXED);
+	__atomic_sub_fetch(&c->inflight, 1, __ATOMIC_RELEASE);
+	run_cb(c, req);
+}
+
+/* Progress once on behalf of a waiter for a collective's request. */
+int hcomm__progress_once(struct hcomm_comm *c)
+{
+	return progress_once(c);
 }
 
 int hcomm__drain(struct hcomm_comm *c)
@@ -2259,17 +2308,18 @@ HCOMM_EXPORT int hcomm_comm_set_coll_timeout(struct hcomm_comm *c,
 	return hcomm__boot_set_timeout(c->boot, timeout_ms);
 }
 
-HCOMM_EXPORT int hcomm_barrier(struct hcomm_comm *c)
+HCOMM_EXPORT int hcomm_boot_barrier(struct hcomm_comm *c)
 {
 	if (!c)
-		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "hcomm_barrier");
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "hcomm_boot_barrier");
 	return hcomm__boot_barrier(c->boot);
 }
 
-HCOMM_EXPORT int hcomm_allgather(struct hcomm_comm *c, const void *send,
-				 void *recv, size_t len)
+HCOMM_EXPORT int hcomm_boot_allgather(struct hcomm_comm *c, const void *send,
+				      void *recv, size_t len)
 {
 	if (!c || (len && (!send || !recv)))
-		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "hcomm_allgather");
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL,
+				   "hcomm_boot_allgather");
 	return hcomm__boot_allgather(c->boot, send, recv, len);
 }

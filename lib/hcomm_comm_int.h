@@ -196,7 +196,8 @@ struct hcomm_win {
  * @target: the rank it went to (< 1024), for hcomm_wait()'s message;
  *        0xffff for the library's own requests (a fence);
  *        HCOMM_TGT_INTERNAL for a transport's internal request
- *        (hcomm__post_internal).
+ *        (hcomm__post_internal); HCOMM_TGT_COLL for a non-blocking
+ *        collective (hcomm_coll.c).
  * @q:    link while queued for the callback dispatcher.
  */
 struct hcomm_req_priv {
@@ -216,6 +217,7 @@ struct hcomm_req_priv {
 };
 
 #define HCOMM_TGT_INTERNAL 0xfffe
+#define HCOMM_TGT_COLL 0xfffd
 
 /*
  * Issue one checked descriptor d of window w on transport xp for another
@@ -233,6 +235,21 @@ struct hcomm_req_priv {
  */
 /* hcomm_comm_destroy, once the windows are freed: the collectives' state. */
 HCOMM_HIDDEN void hcomm__coll_free(struct hcomm_comm *c);
+/*
+ * A non-blocking collective's request: hcomm__req_start() makes req the
+ * library's (counted in c->inflight; HCOMM_ERR_BUSY when its callback is
+ * running); hcomm__complete_here() completes it on the calling thread,
+ * running its callback there; hcomm__coll_wait() is hcomm_wait() for it.
+ */
+HCOMM_HIDDEN int hcomm__req_start(struct hcomm_comm *c,
+				  struct hcomm_request *req, uint16_t target);
+HCOMM_HIDDEN void hcomm__complete_here(struct hcomm_comm *c,
+				       struct hcomm_request *req, int status,
+				       int err, uint64_t bytes);
+HCOMM_HIDDEN int hcomm__coll_wait(struct hcomm_comm *c,
+				  struct hcomm_request *req);
+/* One round of what hcomm_wait() does between its checks. */
+HCOMM_HIDDEN int hcomm__progress_once(struct hcomm_comm *c);
 
 HCOMM_HIDDEN int hcomm__post_internal(struct hcomm_comm *c,
 				      struct hcomm_win *w, int xp,

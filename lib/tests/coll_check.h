@@ -624,4 +624,287 @@ static void coll_t_errors(void)
 	      (double)b[0], (double)b[3]);
 }
 
+/* Byte i of rank r's allgather block (never 0x5a for a fresh buffer). */
+static unsigned char ag_byte(int r, size_t i)
+{
+	return (unsigned char)(r * 37 + i * 11 + (i >> 8) + 1) | 0x80;
+}
+
+/*
+ * The data-path allgather: counts in bytes with odd lengths, rank r's
+ * block at recv + r * len, in place (send = recv + rank * len) and out of
+ * place at odd addresses; then barriers in a row.
+ */
+static void coll_t_allgather(void)
+{
+	static const size_t lens[] = { 0, 1, 7, 1000, 20011, 300001 };
+	size_t li, len, i, big = 300001 * COLL_MAX_RANKS + 64;
+	unsigned char *in = malloc(big), *out = malloc(big);
+	long bad;
+	int inplace, ret, r;
+
+	for (li = 0; li < sizeof(lens) / sizeof(lens[0]); li++)
+	for (inplace = 0; inplace < 2; inplace++) {
+		len = lens[li];
+		memset(out, 0x5a, big);
+		for (i = 0; i < len; i++)
+			in[1 + i] = ag_byte(me, i);
+		if (inplace) {
+			memcpy(out + 3 + (size_t)me * len, in + 1, len);
+			ret = hcomm_allgather(comm, out + 3 + (size_t)me * len,
+					      out + 3, len);
+		} else {
+			ret = hcomm_allgather(comm, in + 1, out + 3, len);
+		}
+		bad = -1;
+		for (r = 0; r < np && bad < 0; r++)
+			for (i = 0; i < len && bad < 0; i++)
+				if (out[3 + (size_t)r * len + i] != ag_byte(r, i))
+					bad = (long)((size_t)r * len + i);
+		if (out[3 + (size_t)np * len] != 0x5a)
+			bad = (long)((size_t)np * len);
+		COLL_CHECK(!ret && bad < 0, "allgather %d ranks bytes %zu %s: "
+			   "ret %d, first wrong byte %ld", np, len,
+			   inplace ? "in place" : "out of place", ret, bad);
+	}
+	for (i = 0, ret = 0; i < 50 && !ret; i++)
+		ret = hcomm_barrier(comm);
+	COLL_CHECK(!ret, "barrier %d ranks, 50 in a row: %d", np, ret);
+	ret = hcomm_allgather(comm, NULL, out, 4);
+	COLL_CHECK(ret == -HCOMM_ERR_INVAL, "allgather, NULL send: "
+		   "HCOMM_ERR_INVAL (%d)", ret);
+	free(in);
+	free(out);
+}
+
+/* Completion order of the non-blocking collectives' callbacks. */
+struct nb_log {
+	int order[16];
+	int n;
+	struct hcomm_comm *comm;
+	struct hcomm_request chained;
+	float chained_in, chained_out;
+	int busy_ret, chain_ret;
+};
+
+static struct hcomm_request nb_req[8];
+
+static void nb_cb_idx(struct hcomm_request *req, void *arg)
+{
+	struct nb_log *l = arg;
+
+	l->order[l->n++] = (int)(req - nb_req);
+	if (req != &nb_req[6])
+		return;
+	/*
+	 * From a collective's callback: blocking no, non-blocking yes (the
+	 * last one issued: the callers issue nothing until it is done, so
+	 * every rank has this one in the same place of its order).
+	 */
+	l->busy_ret = hcomm_barrier(l->comm);
+	l->chained_in = 1.0f;
+	l->chain_ret = hcomm_allreduce_nb(l->comm, &l->chained_in,
+					  &l->chained_out, 1, HCOMM_FP32,
+					  HCOMM_SUM, &l->chained);
+}
+
+/*
+ * Non-blocking collectives: eight kinds in flight at once, each
+ * completing with the data right; callbacks in issue order, on the
+ * library's thread, which progresses them while the caller does not
+ * call the library at all; a blocking collective queued behind them; a
+ * non-blocking one issued from a callback; bad arguments refused at
+ * issue.
+ */
+static void coll_t_nb(void)
+{
+	size_t n = 20011, i, es = 4;
+	int32_t *a = malloc(n * es), *ar = malloc(n * es);
+	int32_t *rs_in = malloc(n * es * COLL_MAX_RANKS), *rs = malloc(n * es);
+	int32_t *bc = malloc(n * es), *red = malloc(n * es);
+	unsigned char *ag = malloc(1000 * COLL_MAX_RANKS), mine[1000];
+	float *big = malloc(4000000 * sizeof(float));
+	float *bigr = malloc(4000000 * sizeof(float));
+	int32_t blk[4], blkr[4];
+	struct nb_log log = { .comm = comm };
+	long bad = -1;
+	int ret, j, t;
+
+	for (i = 0; i < n; i++) {
+		a[i] = (int32_t)(i * 3 + (size_t)me);
+		bc[i] = me == 0 ? (int32_t)(i ^ 0x5555) : -1;
+		red[i] = -1;
+	}
+	for (i = 0; i < n * (size_t)np; i++)
+		rs_in[i] = (int32_t)(i + (size_t)me * 7);
+	for (i = 0; i < sizeof(mine); i++)
+		mine[i] = ag_byte(me, i);
+	for (j = 0; j < 8; j++) {
+		memset(&nb_req[j], 0, sizeof(nb_req[j]));
+		nb_req[j].cb = nb_cb_idx;
+		nb_req[j].cb_arg = &log;
+	}
+	ret = hcomm_allreduce_nb(comm, a, ar, n, HCOMM_INT32, HCOMM_SUM,
+				 &nb_req[0]);
+	ret = ret ? ret : hcomm_reduce_scatter_nb(comm, rs_in, rs, n,
+						  HCOMM_INT32, HCOMM_SUM,
+						  &nb_req[1]);
+	ret = ret ? ret : hcomm_broadcast_nb(comm, bc, n, HCOMM_INT32, 0,
+					     &nb_req[2]);
+	ret = ret ? ret : hcomm_reduce_nb(comm, a, red, n, HCOMM_INT32,
+					  HCOMM_MAX, np - 1, &nb_req[3]);
+	ret = ret ? ret : hcomm_allgather_nb(comm, mine, ag, sizeof(mine),
+					     &nb_req[4]);
+	ret = ret ? ret : hcomm_barrier_nb(comm, &nb_req[5]);
+	for (i = 0; i < 4; i++)
+		blk[i] = (int32_t)(me * 10 + (int)i);
+	/* a blocking one behind them, then a non-blocking one behind it */
+	ret = ret ? ret : hcomm_allreduce(comm, blk, blkr, 4, HCOMM_INT32,
+					  HCOMM_MAX);
+	for (i = 0; i < 4000000; i++)
+		big[i] = (float)((i & 1023) + (size_t)me);
+	ret = ret ? ret : hcomm_allreduce_nb(comm, big, bigr, 4000000,
+					     HCOMM_FP32, HCOMM_MAX,
+					     &nb_req[6]);
+	COLL_CHECK(!ret, "non-blocking %d ranks: seven issued and a blocking "
+		   "one between them: %d (%s)", np, ret,
+		   ret ? hcomm_errmsg() : "");
+	/* the blocking one ran after the first six: they are done */
+	for (j = 0, t = 0; j < 6; j++)
+		t += __atomic_load_n(&nb_req[j].done, __ATOMIC_ACQUIRE);
+	COLL_CHECK(t == 6 && blkr[0] == (np - 1) * 10 && blkr[3] ==
+		   (np - 1) * 10 + 3, "non-blocking %d ranks: the blocking "
+		   "allreduce behind six ran after them (%d done) and is "
+		   "right (%d %d)", np, t, blkr[0], blkr[3]);
+	/* the caller computes; the library's thread moves the data */
+	for (t = 0; t < 60000 && !__atomic_load_n(&nb_req[6].done,
+						  __ATOMIC_ACQUIRE); t++)
+		usleep(500);
+	COLL_CHECK(__atomic_load_n(&nb_req[6].done, __ATOMIC_ACQUIRE),
+		   "non-blocking %d ranks: a 16 MB allreduce completes while "
+		   "the caller does not call the library (%.1f s)", np,
+		   t * 0.0005);
+	ret = 0;
+	for (j = 0; j < 7; j++) {
+		int r2 = hcomm_wait(&nb_req[j]);
+
+		ret = ret ? ret : r2;
+	}
+	COLL_CHECK(!ret && log.n >= 7, "non-blocking %d ranks: every request "
+		   "completes with 0 (%d), %d callbacks", np, ret, log.n);
+	for (j = 0, t = 1; j < 7 && j < log.n; j++)
+		t &= log.order[j] == j;
+	COLL_CHECK(t, "non-blocking %d ranks: callbacks in issue order", np);
+	COLL_CHECK(log.busy_ret == -HCOMM_ERR_BUSY && !log.chain_ret &&
+		   !hcomm_wait(&log.chained) && log.chained_out == (float)np,
+		   "non-blocking %d ranks: from a callback a blocking "
+		   "collective is refused (%d) and a non-blocking one works "
+		   "(%d, %g)", np, log.busy_ret, log.chain_ret,
+		   (double)log.chained_out);
+	for (i = 0; i < n && bad < 0; i++)
+		if (ar[i] != (int32_t)(i * 3 * (size_t)np) +
+			     np * (np - 1) / 2 ||
+		    bc[i] != (int32_t)(i ^ 0x5555) ||
+		    (me == np - 1 && red[i] != (int32_t)(i * 3) + np - 1))
+			bad = (long)i;
+	for (i = 0; i < n && bad < 0; i++)
+		if (rs[i] != (int32_t)((size_t)me * n + i) * np +
+			     7 * np * (np - 1) / 2)
+			bad = (long)(n + i);
+	for (i = 0; i < sizeof(mine) * (size_t)np && bad < 0; i++)
+		if (ag[i] != ag_byte((int)(i / sizeof(mine)),
+				     i % sizeof(mine)))
+			bad = (long)(2 * n + i);
+	for (i = 0; i < 4000000 && bad < 0; i++)
+		if (bigr[i] != (float)((i & 1023) + (size_t)np - 1))
+			bad = (long)(3 * n + i);
+	COLL_CHECK(bad < 0, "non-blocking %d ranks: allreduce, reduce_scatter, "
+		   "broadcast, reduce, allgather, allreduce of 16 MB: every "
+		   "element right (first wrong %ld)", np, bad);
+	ret = hcomm_allreduce_nb(comm, a, ar, n, HCOMM_INT32, HCOMM_SUM, NULL);
+	COLL_CHECK(ret == -HCOMM_ERR_INVAL, "non-blocking, no request: "
+		   "HCOMM_ERR_INVAL (%d)", ret);
+	memset(&nb_req[0], 0, sizeof(nb_req[0]));
+	ret = hcomm_allreduce_nb(comm, a, ar, n, (enum hcomm_dtype)77,
+				 HCOMM_SUM, &nb_req[0]);
+	COLL_CHECK(ret == -HCOMM_ERR_INVAL && !nb_req[0].done,
+		   "non-blocking, data type 77: HCOMM_ERR_INVAL (%d), the "
+		   "request untouched", ret);
+	free(a);
+	free(ar);
+	free(rs_in);
+	free(rs);
+	free(bc);
+	free(red);
+	free(ag);
+	free(big);
+	free(bigr);
+}
+
+/* Element i of rank r's block for rank d (distinct for every triple). */
+static int64_t a2a_val(int r, int d, size_t i)
+{
+	return (int64_t)((uint64_t)r << 40 | (uint64_t)d << 32 | i) ^ 0x5a5a;
+}
+
+/*
+ * Alltoall: int64 and uint8 blocks of odd counts, in place and out of
+ * place at odd addresses; block d of rank r carries (r, d, i).
+ */
+static void coll_t_alltoall(void)
+{
+	static const size_t cnts[] = { 0, 1, 7, 1000, 40011 };
+	size_t ci, i, cnt, es, big = 40011 * 8 * COLL_MAX_RANKS + 64;
+	char *in = malloc(big), *out = malloc(big);
+	int inplace, ret, d, u8;
+	long bad;
+
+	for (u8 = 0; u8 < 2; u8++)
+	for (ci = 0; ci < sizeof(cnts) / sizeof(cnts[0]); ci++)
+	for (inplace = 0; inplace < 2; inplace++) {
+		enum hcomm_dtype dt = u8 ? HCOMM_UINT8 : HCOMM_INT64;
+		char *src = in + 1, *dst = inplace ? in + 1 : out + 3;
+
+		cnt = cnts[ci];
+		es = hcomm_dtype_size(dt);
+		memset(out, 0x5a, big);
+		for (d = 0; d < np; d++)
+			for (i = 0; i < cnt; i++) {
+				int64_t v = a2a_val(me, d, i);
+
+				if (u8)
+					src[(size_t)d * cnt + i] = (char)(v ^ (v >> 32));
+				else
+					memcpy(src + ((size_t)d * cnt + i) * 8, &v, 8);
+			}
+		ret = hcomm_alltoall(comm, src, dst, cnt, dt);
+		bad = -1;
+		for (d = 0; d < np && bad < 0; d++)
+			for (i = 0; i < cnt && bad < 0; i++) {
+				int64_t v = a2a_val(d, me, i), got = 0;
+
+				if (u8) {
+					if (dst[(size_t)d * cnt + i] !=
+					    (char)(v ^ (v >> 32)))
+						bad = (long)((size_t)d * cnt + i);
+					continue;
+				}
+				memcpy(&got, dst + ((size_t)d * cnt + i) * 8, 8);
+				if (got != v)
+					bad = (long)((size_t)d * cnt + i);
+			}
+		if (!inplace && out[3 + (size_t)np * cnt * es] != 0x5a)
+			bad = (long)((size_t)np * cnt);
+		COLL_CHECK(!ret && bad < 0, "alltoall %d ranks %s count %zu %s: "
+			   "ret %d, first wrong element %ld", np,
+			   hcomm_dtype_name(dt), cnt,
+			   inplace ? "in place" : "out of place", ret, bad);
+	}
+	ret = hcomm_alltoall(comm, in, out, 4, (enum hcomm_dtype)0);
+	COLL_CHECK(ret == -HCOMM_ERR_INVAL, "alltoall, data type 0: "
+		   "HCOMM_ERR_INVAL (%d)", ret);
+	free(in);
+	free(out);
+}
+
 #endif /* HCOMM_COLL_CHECK_H */

@@ -42,6 +42,7 @@ struct check {
 };
 
 static struct shared {
+	int arrived[MAX_RANKS];
 	int nchecks;
 	struct check c[MAX_CHECKS];
 } *sh;
@@ -130,6 +131,82 @@ static void t_tails(void)
 {
 	coll_t_tails();
 	coll_t_probe();
+}
+
+static void t_ring(void)
+{
+	setenv("HCOMM_ALGO", "ring", 1);
+	coll_t_allreduce();
+}
+
+static void t_rd(void)
+{
+	setenv("HCOMM_ALGO", "rd", 1);
+	coll_t_allreduce();
+}
+
+static void t_nb(void)
+{
+	coll_t_allgather();
+	coll_t_nb();
+}
+
+/*
+ * The barrier really waits: before barrier i every rank writes i into
+ * its slot of the shared page after a random delay; after it every slot
+ * reads at least i.
+ */
+static void t_barrier(void)
+{
+	int i, r, early = 0, ret = 0;
+
+	srand((unsigned int)(me * 7919 + 1));
+	for (i = 1; i <= 40 && !ret; i++) {
+		usleep((useconds_t)(rand() % 3000));
+		__atomic_store_n(&sh->arrived[me], i, __ATOMIC_RELEASE);
+		ret = hcomm_barrier(comm);
+		for (r = 0; r < np; r++)
+			if (__atomic_load_n(&sh->arrived[r], __ATOMIC_ACQUIRE) < i)
+				early++;
+	}
+	check(!ret && !early, "barrier %d ranks: 40 barriers with random "
+	      "delays, none returned before every rank entered (%d early, "
+	      "ret %d)", np, early, ret);
+}
+
+/*
+ * The last rank exits with non-blocking collectives queued: the others'
+ * requests complete with an error (no hang), and later ones too.
+ */
+static void t_nb_death(void)
+{
+	size_t n = 50000;
+	float *a = calloc(n, sizeof(*a)), *b = calloc(n, sizeof(*b));
+	struct hcomm_request req[16];
+	int i, bad = 0, failed = 0;
+
+	/* the ring is set up; then the last rank goes */
+	if (hcomm_allreduce(comm, a, b, 1, HCOMM_FP32, HCOMM_SUM))
+		bad = 100;
+	if (me == np - 1) {
+		usleep(200000);
+		_exit(0);
+	}
+	memset(req, 0, sizeof(req));
+	for (i = 0; i < 16; i++)
+		if (hcomm_allreduce_nb(comm, a, b, n, HCOMM_FP32, HCOMM_SUM,
+				       &req[i]))
+			bad++;
+	for (i = 0; i < 16; i++)
+		if (hcomm_wait(&req[i]) < 0)
+			failed++;
+	check(!bad && failed == 16 && req[0].status < 0 &&
+	      req[15].status == -HCOMM_ERR_IO, "rank %d exits with 16 "
+	      "non-blocking allreduces queued: every one fails (%d of 16, "
+	      "the first %d, the last %d)", np - 1, failed, req[0].status,
+	      req[15].status);
+	free(a);
+	free(b);
 }
 
 static int rank_main(test_fn fn, int death)
@@ -287,7 +364,18 @@ int main(int argc, char **argv)
 		world("fp16 compression", n, t_compress, 0);
 	for (n = 2; n <= MAX_RANKS; n++)
 		world("default chunks over 4 lanes", n, t_tails, 0);
+	for (n = 2; n <= MAX_RANKS; n++)
+		world("allreduce, ring forced", n, t_ring, 0);
+	for (n = 2; n <= MAX_RANKS; n++)
+		world("allreduce, recursive doubling forced", n, t_rd, 0);
+	for (n = 1; n <= MAX_RANKS; n++)
+		world("alltoall", n, coll_t_alltoall, 0);
+	for (n = 1; n <= MAX_RANKS; n++)
+		world("allgather and non-blocking", n, t_nb, 0);
+	for (n = 2; n <= MAX_RANKS; n++)
+		world("barrier", n, t_barrier, 0);
 	world("bad arguments", 3, coll_t_errors, 0);
 	world("a rank exits", 3, t_death, 1);
+	world("a rank exits, non-blocking", 3, t_nb_death, 1);
 	return tap_done("coll");
 }

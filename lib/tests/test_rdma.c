@@ -228,11 +228,11 @@ static int case_xfer(void)
 			CHECK(!ret, "put %zu bytes kind %u: %d", s, kind, ret);
 			if (kind == 2)
 				munmap(ro, s + lo);
-			CHECK(!hcomm_barrier(g_comm), "barrier");
+			CHECK(!hcomm_boot_barrier(g_comm), "barrier");
 			bad = check(base + off, s, seed_of(from, s, kind));
 			CHECK(bad < 0, "put %zu bytes kind %u from rank %d: "
 			      "byte %ld differs", s, kind, from, bad);
-			CHECK(!hcomm_barrier(g_comm), "barrier");
+			CHECK(!hcomm_boot_barrier(g_comm), "barrier");
 			memset(dst, 0, s + 2 * lo);
 			ret = hcomm_get(w, to, off, dst + lo, s);
 			CHECK(!ret, "get %zu bytes: %d", s, ret);
@@ -241,7 +241,7 @@ static int case_xfer(void)
 			      "byte %ld differs", s, kind, to, bad);
 			CHECK(!dst[lo - 1] && !dst[lo + s], "get %zu bytes "
 			      "wrote outside its buffer", s);
-			CHECK(!hcomm_barrier(g_comm), "barrier");
+			CHECK(!hcomm_boot_barrier(g_comm), "barrier");
 			moved += s;
 			nops += 2;
 		}
@@ -309,7 +309,7 @@ static int case_signal(void)
 	      (unsigned long long)hcomm_signal_read(g_comm, 9),
 	      (unsigned long long)want);
 	/* a sleeping waiter, woken by the completion channel */
-	CHECK(!hcomm_barrier(g_comm), "barrier");
+	CHECK(!hcomm_boot_barrier(g_comm), "barrier");
 	if (g_rank == 0) {
 		v = (uint64_t)hcomm_signal_wait(g_comm, 11, 3, 20000);
 		CHECK(v == 3, "signal_wait 11 >= 3 returned %lld",
@@ -320,7 +320,7 @@ static int case_signal(void)
 			CHECK(!hcomm_put_signal(w, 0, 0, src, 8, 11, 1),
 			      "put_signal");
 	}
-	CHECK(!hcomm_barrier(g_comm), "barrier");
+	CHECK(!hcomm_boot_barrier(g_comm), "barrier");
 	say("signal: %d rounds in order, final %llu, sleeping waiter ok",
 	    rounds, (unsigned long long)want);
 	CHECK(!hcomm_win_free(w), "win_free");
@@ -382,7 +382,7 @@ static int case_batch(void)
 				      "request %u: %d, %llu bytes", i, ret,
 				      (unsigned long long)req[i].bytes);
 			}
-		CHECK(!hcomm_barrier(g_comm), "barrier");
+		CHECK(!hcomm_boot_barrier(g_comm), "barrier");
 		for (p = 0; p < g_size; p++)
 			for (k = 0; k < PER; k++) {
 				size_t toff = (size_t)p * (2 << 20) +
@@ -398,7 +398,7 @@ static int case_batch(void)
 				CHECK(bad < 0, "pass %d from rank %d item %u: "
 				      "byte %ld", pass, p, k, bad);
 			}
-		CHECK(!hcomm_barrier(g_comm), "barrier");
+		CHECK(!hcomm_boot_barrier(g_comm), "barrier");
 	}
 	/* a batch of gets back from every peer */
 	n = 0;
@@ -433,7 +433,7 @@ static int case_batch(void)
 	for (p = 0; p < g_size; p++)
 		CHECK(hcomm_signal_wait(g_comm, 20 + p, 2 * (PER / 3), 10000) ==
 		      2 * (PER / 3), "signal %d", 20 + p);
-	CHECK(!hcomm_barrier(g_comm), "barrier");
+	CHECK(!hcomm_boot_barrier(g_comm), "barrier");
 	say("batch: %d ranks x %d descriptors, with and without requests, "
 	    "and gets ok", g_size, PER);
 	CHECK(!hcomm_win_free(w), "win_free");
@@ -530,7 +530,7 @@ static int case_threads(void)
 	for (t = 0; t < TH_N; t++)
 		CHECK(hcomm_signal_wait(g_comm, 50 + t, g_size, 20000) ==
 		      g_size, "signal %d", 50 + t);
-	CHECK(!hcomm_barrier(g_comm), "barrier");
+	CHECK(!hcomm_boot_barrier(g_comm), "barrier");
 	for (p = 0; p < g_size; p++)
 		for (t = 0; t < TH_N; t++) {
 			size_t s = th_size(TH_ITER - 1);
@@ -540,7 +540,7 @@ static int case_threads(void)
 			CHECK(bad < 0, "rank %d thread %d: byte %ld", p, t,
 			      bad);
 		}
-	CHECK(!hcomm_barrier(g_comm), "barrier");
+	CHECK(!hcomm_boot_barrier(g_comm), "barrier");
 	say("threads: %d threads x %d rounds to %d ranks ok", TH_N, TH_ITER,
 	    g_size);
 	CHECK(!hcomm_win_free(w), "win_free");
@@ -586,7 +586,7 @@ static int case_cb(void)
 		      "bad", modes[m], cb_count, cb_bad);
 		for (i = 0; i < N; i++)
 			CHECK(req[i].done, "request %u not done", i);
-		CHECK(!hcomm_barrier(g_comm), "barrier");
+		CHECK(!hcomm_boot_barrier(g_comm), "barrier");
 	}
 	CHECK(!hcomm_comm_set_cb_mode(g_comm, HCOMM_CB_INLINE), "inline");
 	say("cb: %d callbacks in each of 3 modes", N);
@@ -623,11 +623,11 @@ static int case_fence(void)
 		CHECK(!hcomm_fence(g_comm), "fence");
 		CHECK(!hcomm_put(w, to, 0, small, sizeof(small)), "put");
 		CHECK(!hcomm_wait(&req[0]), "wait");
-		CHECK(!hcomm_barrier(g_comm), "barrier");
+		CHECK(!hcomm_boot_barrier(g_comm), "barrier");
 		CHECK(base[0] == 'a' + k && base[63] == 'a' + k &&
 		      base[64] == 'A' + k && base[(4 << 20) - 1] == 'A' + k,
 		      "round %d: %c %c %c", k, base[0], base[63], base[64]);
-		CHECK(!hcomm_barrier(g_comm), "barrier");
+		CHECK(!hcomm_boot_barrier(g_comm), "barrier");
 	}
 	for (i = 0; i < 64; i++) {
 		memset(&req[i], 0, sizeof(req[i]));
@@ -638,13 +638,13 @@ static int case_fence(void)
 	CHECK(!hcomm_flush(g_comm), "flush");
 	for (i = 0; i < 64; i++)
 		CHECK(req[i].done && !req[i].status, "request %d", i);
-	CHECK(!hcomm_barrier(g_comm), "barrier");
+	CHECK(!hcomm_boot_barrier(g_comm), "barrier");
 	for (i = 0; i < 64; i++) {
 		bad = check(base + (8 << 20 | i * 60000), 60000,
 			    seed_of(from, 60000, i));
 		CHECK(bad < 0, "flush: item %d byte %ld", i, bad);
 	}
-	CHECK(!hcomm_barrier(g_comm), "barrier");
+	CHECK(!hcomm_boot_barrier(g_comm), "barrier");
 	say("fence: 10 rounds ordered; flush: 64 puts landed");
 	CHECK(!hcomm_win_free(w), "win_free");
 	munmap(base, WIN_SIZE);
@@ -683,7 +683,7 @@ static int case_errors(void)
 	dt = now_s() - t0;
 	CHECK(v == -HCOMM_ERR_TIMEOUT && dt > 0.25 && dt < 3,
 	      "signal_wait timeout: %lld after %.3f s", (long long)v, dt);
-	CHECK(!hcomm_barrier(g_comm), "barrier");
+	CHECK(!hcomm_boot_barrier(g_comm), "barrier");
 	say("errors: INVAL x3, empty ops, self ops, timeout after %.3f s", dt);
 	CHECK(!hcomm_win_free(w), "win_free");
 	munmap(base, 1 << 20);
@@ -716,10 +716,10 @@ static int case_cache(void)
 	for (k = 0; k < 16; k++) {
 		fill(buf, s, seed_of(g_rank, s, k));
 		CHECK(!hcomm_put(w, to, 0, buf, s), "put %d", k);
-		CHECK(!hcomm_barrier(g_comm), "barrier");
+		CHECK(!hcomm_boot_barrier(g_comm), "barrier");
 		bad = check(base, s, seed_of(from, s, k));
 		CHECK(bad < 0, "put %d: byte %ld", k, bad);
-		CHECK(!hcomm_barrier(g_comm), "barrier");
+		CHECK(!hcomm_boot_barrier(g_comm), "barrier");
 	}
 	hcomm_comm_get_stats(g_comm, &st1);
 	hcomm__rdma_info(g_comm, info, sizeof(info));
@@ -736,11 +736,11 @@ static int case_cache(void)
 		CHECK(again == buf, "mmap at the same address");
 		fill(buf, s, seed_of(g_rank, s, 100 + k));
 		CHECK(!hcomm_put(w, to, 0, buf, s), "put after remap");
-		CHECK(!hcomm_barrier(g_comm), "barrier");
+		CHECK(!hcomm_boot_barrier(g_comm), "barrier");
 		bad = check(base, s, seed_of(from, s, 100 + k));
 		CHECK(bad < 0, "after remap %d: byte %ld (stale "
 		      "registration?)", k, bad);
-		CHECK(!hcomm_barrier(g_comm), "barrier");
+		CHECK(!hcomm_boot_barrier(g_comm), "barrier");
 	}
 	hcomm_comm_get_stats(g_comm, &st0);
 	say("cache: remapped buffer sent its new bytes 4 times (stale %llu)",
@@ -772,7 +772,7 @@ static int case_inline(void)
 		fill(buf, s, seed_of(g_rank, s, k));
 		CHECK(!hcomm_put(w, to, k * 8192, buf, s), "put %u", s);
 	}
-	CHECK(!hcomm_barrier(g_comm), "barrier");
+	CHECK(!hcomm_boot_barrier(g_comm), "barrier");
 	for (k = 0; k < 6; k++) {
 		s = mi + k - 3;
 		if (!mi || s > sizeof(buf))
@@ -780,7 +780,7 @@ static int case_inline(void)
 		bad = check(base + k * 8192, s, seed_of(from, s, k));
 		CHECK(bad < 0, "%u bytes: byte %ld", s, bad);
 	}
-	CHECK(!hcomm_barrier(g_comm), "barrier");
+	CHECK(!hcomm_boot_barrier(g_comm), "barrier");
 	say("inline: max_inline %u, puts of %u .. %u bytes ok", mi, mi - 3,
 	    mi + 2);
 	CHECK(!hcomm_win_free(w), "win_free");
@@ -881,7 +881,7 @@ static int case_reject(void)
 	CHECK(!hcomm__rdma_info(g_comm, info, sizeof(info)), "info");
 	p = strstr(info, "addr=");
 	CHECK(p && sscanf(p, "addr=%63s", addr) == 1, "%s", info);
-	CHECK(!hcomm_allgather(g_comm, addr, all, 64), "allgather");
+	CHECK(!hcomm_boot_allgather(g_comm, addr, all, 64), "allgather");
 	if (g_rank == 0) {
 		memset(&h, 0, sizeof(h));
 		h.magic = 0x48435244u;
@@ -899,7 +899,7 @@ static int case_reject(void)
 		say("reject: wrong job and garbage refused by rank 1 (%s)",
 		    all[1]);
 	}
-	CHECK(!hcomm_barrier(g_comm), "barrier");
+	CHECK(!hcomm_boot_barrier(g_comm), "barrier");
 	return 0;
 }
 
@@ -917,7 +917,7 @@ static int case_dmabuf(void)
 	ret = access("/dev/udmabuf", F_OK) ? -ENOENT :
 	      dmabuf_alloc_udmabuf(&b, 2 << 20);
 	mine = ret ? 1 : 0;
-	CHECK(!hcomm_allgather(g_comm, &mine, all, sizeof(mine)), "ag");
+	CHECK(!hcomm_boot_allgather(g_comm, &mine, all, sizeof(mine)), "ag");
 	for (i = 0; i < g_size; i++)
 		if (all[i]) {
 			say("dmabuf: no udmabuf here (%d): skipped", ret);
@@ -938,7 +938,7 @@ static int case_dmabuf(void)
 
 		fill(buf, sizeof(buf), seed_of(g_rank, 4096, 1));
 		CHECK(!hcomm_put(w, to, 4096, buf, sizeof(buf)), "put");
-		CHECK(!hcomm_barrier(g_comm), "barrier");
+		CHECK(!hcomm_boot_barrier(g_comm), "barrier");
 		CHECK(check((char *)p + 4096, 4096,
 			    seed_of((g_rank + g_size - 1) % g_size, 4096, 1))
 		      < 0, "dma-buf window data");
@@ -972,7 +972,7 @@ static int case_kill(void)
 	CHECK(base && src, "memory");
 	ret = hcomm_win_create(g_comm, base, WIN_SIZE, &w);
 	CHECK(!ret, "hcomm_win_create: %d", ret);
-	CHECK(!hcomm_barrier(g_comm), "barrier");
+	CHECK(!hcomm_boot_barrier(g_comm), "barrier");
 	if (g_rank == 1) {
 		usleep(500000);
 		say("kill: dying now");
@@ -980,7 +980,7 @@ static int case_kill(void)
 	}
 	if (g_rank != 0) {
 		/* the others see rank 1 go in the bootstrap */
-		ret = hcomm_barrier(g_comm);
+		ret = hcomm_boot_barrier(g_comm);
 		say("kill: barrier after the death: %d (%s)", ret,
 		    hcomm_errmsg());
 		t0 = now_s();
@@ -1059,7 +1059,7 @@ static int case_cut(void)
 	CHECK(base && src && ready, "memory, HCOMM_RDMA_CUT_READY");
 	ret = hcomm_win_create(g_comm, base, WIN_SIZE, &w);
 	CHECK(!ret, "hcomm_win_create: %d", ret);
-	CHECK(!hcomm_barrier(g_comm), "barrier");
+	CHECK(!hcomm_boot_barrier(g_comm), "barrier");
 	if (g_rank == 1) {
 		fd = open(ready, O_CREAT | O_WRONLY, 0644);
 		CHECK(fd >= 0, "create %s", ready);
@@ -1137,7 +1137,7 @@ static int case_perf(void)
 	memset(src, 1, 4 << 20);
 	ret = hcomm_win_create(g_comm, base, WIN_SIZE, &w);
 	CHECK(!ret, "hcomm_win_create: %d", ret);
-	CHECK(!hcomm_barrier(g_comm), "barrier");
+	CHECK(!hcomm_boot_barrier(g_comm), "barrier");
 	if (g_rank == 0 && !getenv("PERF_PP_ONLY")) {
 		for (k = 0; k < sizeof(psz) / sizeof(psz[0]); k++) {
 			size_t s = psz[k];
@@ -1184,7 +1184,7 @@ static int case_perf(void)
 			    sum / 400 * 1e6, lat[200] * 1e6);
 		}
 	}
-	CHECK(!hcomm_barrier(g_comm), "barrier");
+	CHECK(!hcomm_boot_barrier(g_comm), "barrier");
 	/*
 	 * ping-pong: 0 put_signal -> 1 waits, answers; the half round trip
 	 * per iteration (median and average, as ib_write_lat reports).
@@ -1248,7 +1248,7 @@ static int case_perf(void)
 		 * memory (no signal, no receive completion): the write path
 		 * alone, as ib_write_lat.
 		 */
-		CHECK(!hcomm_barrier(g_comm), "barrier");
+		CHECK(!hcomm_boot_barrier(g_comm), "barrier");
 		sum = 0;
 		for (i = 1; i <= 300; i++) {
 			volatile uint64_t *mine = (volatile uint64_t *)
@@ -1280,7 +1280,7 @@ static int case_perf(void)
 			say("perf: pingpong_mem size=8 half_rtt median_us=%.1f "
 			    "avg_us=%.1f", lat[150] * 1e6, sum / 300 * 1e6);
 	}
-	CHECK(!hcomm_barrier(g_comm), "barrier");
+	CHECK(!hcomm_boot_barrier(g_comm), "barrier");
 	CHECK(!hcomm_win_free(w), "win_free");
 	munmap(base, WIN_SIZE);
 	free(src);

@@ -500,7 +500,7 @@ static int rank_putget(void)
 			      (unsigned long long)off);
 			total += len;
 		}
-		check_ok(hcomm_barrier(comm), "hcomm_barrier");
+		check_ok(hcomm_boot_barrier(comm), "hcomm_barrier");
 		if (me == 1) {
 			fill(shadow + off, len, 100 + i);
 			check(!memcmp(shadow, win_mem, PG_WIN), "window after "
@@ -508,7 +508,7 @@ static int rank_putget(void)
 			      "nothing else changed", (unsigned long long)len,
 			      (unsigned long long)off);
 		}
-		check_ok(hcomm_barrier(comm), "hcomm_barrier");
+		check_ok(hcomm_boot_barrier(comm), "hcomm_barrier");
 	}
 	/* a get of bytes nobody wrote: rank 1's own pattern */
 	if (me == 0) {
@@ -565,7 +565,7 @@ static int rank_bidir(void)
 		bad += hcomm_wait(&req[i]) != 0 || req[i].bytes != BI_LEN;
 	check(!bad, "%d puts of %llu bytes both ways: every request 0 with "
 	      "its byte count (%d bad)", BI_N, (unsigned long long)BI_LEN, bad);
-	check_ok(hcomm_barrier(comm), "hcomm_barrier");
+	check_ok(hcomm_boot_barrier(comm), "hcomm_barrier");
 	fill(want, BI_N * BI_LEN, 50 + (uint64_t)(1 - me));
 	check(!memcmp(mem, want, BI_N * BI_LEN), "the other rank's %d puts "
 	      "landed", BI_N);
@@ -604,7 +604,7 @@ static int rank_stream(void)
 			 "hcomm_put_nb");
 	for (i = 0; me == 0 && i < S_N; i++)
 		bad += hcomm_wait(&req[i]) != 0;
-	check_ok(hcomm_barrier(comm), "hcomm_barrier");
+	check_ok(hcomm_boot_barrier(comm), "hcomm_barrier");
 	if (me == 1)
 		check(!memcmp(mem, src, win_len), "%d puts of %llu bytes in "
 		      "flight at once: every byte landed", S_N,
@@ -620,7 +620,7 @@ static int rank_stream(void)
 		check(!bad && !memcmp(dst, src, win_len), "%d puts and %d gets "
 		      "of %llu bytes in flight: all 0 (%d not), the gets read "
 		      "the puts", S_N, S_N, (unsigned long long)S_LEN, bad);
-	check_ok(hcomm_barrier(comm), "hcomm_barrier");
+	check_ok(hcomm_boot_barrier(comm), "hcomm_barrier");
 	ret = 0;
 out:
 	return down(w, ret);
@@ -695,7 +695,7 @@ static int rank_ring(void)
 	}
 	check(!bad, "%d messages of 0 .. 1 MiB through an %d-slot ring: "
 	      "every payload before its signal", RING_MSGS, RING_SLOTS);
-	check_ok(hcomm_barrier(comm), "hcomm_barrier");
+	check_ok(hcomm_boot_barrier(comm), "hcomm_barrier");
 	if (me == 1)
 		check(hcomm_signal_read(comm, SIG_DATA) == RING_MSGS,
 		      "signal %d reads %d", SIG_DATA, RING_MSGS);
@@ -781,7 +781,7 @@ static int rank_batch(void)
 	check_ok(hcomm_batch(w, d, B_N, NULL), "blocking hcomm_batch");
 	check_ok(hcomm_signal_wait(comm, B_SIG, 2 * (uint64_t)nsig, IO_MS),
 		 "hcomm_signal_wait");
-	check_ok(hcomm_barrier(comm), "hcomm_barrier");
+	check_ok(hcomm_boot_barrier(comm), "hcomm_barrier");
 	/* what landed here: from me-1 (puts), me-3 (put_signals), me-2 */
 	memcpy(want, mem, win_len);
 	fill(src, B_REGION, 90 + (uint64_t)((me + np - 1) % np));
@@ -926,7 +926,7 @@ static int rank_fence(void)
 			fill(src, F_BIG, 300 + (uint64_t)i);
 			bad += memcmp(mem, src, F_BIG) != 0;
 		}
-		check_ok(hcomm_barrier(comm), "hcomm_barrier");
+		check_ok(hcomm_boot_barrier(comm), "hcomm_barrier");
 	}
 	if (me == 1)
 		check(!bad, "%d rounds of put 8 MiB, fence, put_signal: the "
@@ -1059,7 +1059,7 @@ static int rank_ordered(void)
 			/* the put_signal wrote 8 bytes of the last value */
 			bad += memcmp(mem, want, O_LEN) != 0;
 		}
-		check_ok(hcomm_barrier(comm), "hcomm_barrier");
+		check_ok(hcomm_boot_barrier(comm), "hcomm_barrier");
 	}
 	if (me == 0)
 		check(!failed && !bad_get, "%d rounds of %d internal puts "
@@ -1124,7 +1124,7 @@ static int rank_errors(void)
 	check(hcomm_signal_wait(comm, NSIG_TCP, 1, 0) == -HCOMM_ERR_INVAL &&
 	      hcomm_signal_read(comm, NSIG_TCP) == 0,
 	      "signal %d: HCOMM_ERR_INVAL, reads 0", NSIG_TCP);
-	check_ok(hcomm_barrier(comm), "hcomm_barrier");
+	check_ok(hcomm_boot_barrier(comm), "hcomm_barrier");
 	ret = 0;
 out:
 	return down(w, ret);
@@ -1241,12 +1241,12 @@ static int rank_sockbuf(void)
 		check(!memcmp(src, dst, SB_LEN), "put then get of %llu bytes "
 		      "over them: same bytes", (unsigned long long)SB_LEN);
 	}
-	check_ok(hcomm_barrier(comm), "hcomm_barrier");
+	check_ok(hcomm_boot_barrier(comm), "hcomm_barrier");
 	if (me == 1) {
 		fill(src, SB_LEN, 7);
 		check(!memcmp(src, win_mem, SB_LEN), "the put landed whole");
 	}
-	check_ok(hcomm_barrier(comm), "hcomm_barrier");
+	check_ok(hcomm_boot_barrier(comm), "hcomm_barrier");
 	return down(w, ret);
 }
 
@@ -1373,12 +1373,12 @@ static int rank_stopped(void)
 	w = win_make(mem, ST_WIN);
 	if (!w)
 		goto out;
-	check_ok(hcomm_barrier(comm), "hcomm_barrier");
+	check_ok(hcomm_boot_barrier(comm), "hcomm_barrier");
 	if (me == 0)
 		stall_after_idle(w);
 	else
 		tell_parent('r');	/* stopped, resumed 500 ms later */
-	check_ok(hcomm_barrier(comm), "hcomm_barrier");
+	check_ok(hcomm_boot_barrier(comm), "hcomm_barrier");
 	if (me == 1) {
 		tell_parent('1');	/* the parent stops and resumes us */
 	} else if (!wait_parent()) {
@@ -1425,7 +1425,7 @@ static int rank_stopped(void)
 	} else {
 		check(0, "no word from the parent");
 	}
-	check_ok(hcomm_barrier(comm), "hcomm_barrier after the resume");
+	check_ok(hcomm_boot_barrier(comm), "hcomm_barrier after the resume");
 	ret = 0;
 out:
 	return down(w, ret);
@@ -1494,7 +1494,7 @@ static int rank_killed(void)
 	w = win_make(mem, K_QD * K_LEN);
 	if (!w)
 		return down(NULL, 1);
-	check_ok(hcomm_barrier(comm), "hcomm_barrier");
+	check_ok(hcomm_boot_barrier(comm), "hcomm_barrier");
 	if (me == 1) {
 		read_byte(p2c[1][0], RANK_ALARM * 1000, &c);	/* killed */
 		return 1;
@@ -1822,7 +1822,7 @@ static int rank_hostile(void)
 	if (!w)
 		goto out;
 	snprintf(mine, sizeof(mine), "%s", hcomm__tcp_listen_addr(comm));
-	check_ok(hcomm_allgather(comm, mine, addr, 64), "hcomm_allgather");
+	check_ok(hcomm_boot_allgather(comm, mine, addr, 64), "hcomm_allgather");
 	if (me == 0) {
 		h_attacks(w, addr[1]);
 		/* the job goes on */
@@ -1832,7 +1832,7 @@ static int rank_hostile(void)
 		      !memcmp(want, buf, sizeof(buf)), "rank 0 and 1 still "
 		      "put and get");
 	}
-	check_ok(hcomm_barrier(comm), "hcomm_barrier");
+	check_ok(hcomm_boot_barrier(comm), "hcomm_barrier");
 	if (me == 1) {
 		fill(want, H_WIN, 40);
 		fill(want + 2000, 100, 6);
@@ -2075,7 +2075,7 @@ static int rank_peers(void)
 			 "hcomm_get");
 		check_ok(hcomm_flush(comm), "hcomm_flush");
 	}
-	check_ok(hcomm_barrier(comm), "hcomm_barrier");
+	check_ok(hcomm_boot_barrier(comm), "hcomm_barrier");
 	for (r = 0; r < np; r++) {
 		struct hcomm_peer_xport_stats *t = &ps.xp[HCOMM_XPORT_TCP];
 
@@ -2109,10 +2109,10 @@ static int rank_peers(void)
 		usleep(50000);
 	check(good, "the peers file holds the same numbers (%s)",
 	      good ? "yes" : why);
-	check_ok(hcomm_barrier(comm), "hcomm_barrier");
+	check_ok(hcomm_boot_barrier(comm), "hcomm_barrier");
 	if (me == 0)
 		pp_info_check(dir);
-	check_ok(hcomm_barrier(comm), "hcomm_barrier");
+	check_ok(hcomm_boot_barrier(comm), "hcomm_barrier");
 	ret = 0;
 out:
 	ret = down(win, ret);
@@ -2146,7 +2146,7 @@ static int rank_all(void)
 	for (r = 0; r < np; r++)
 		check_ok(hcomm_put(w, r, (uint64_t)me * A_LEN, src, A_LEN),
 			 "hcomm_put");
-	check_ok(hcomm_barrier(comm), "hcomm_barrier");
+	check_ok(hcomm_boot_barrier(comm), "hcomm_barrier");
 	for (r = 0; r < np; r++) {
 		fill(want, A_LEN, 500 + (uint64_t)r);
 		bad += memcmp(mem + (size_t)r * A_LEN, want, A_LEN) != 0;
@@ -2158,7 +2158,7 @@ static int rank_all(void)
 	check(!bad, "%d ranks: puts of %llu bytes to every rank landed, gets "
 	      "from every rank right (%d wrong)", np,
 	      (unsigned long long)A_LEN, bad);
-	check_ok(hcomm_barrier(comm), "hcomm_barrier");
+	check_ok(hcomm_boot_barrier(comm), "hcomm_barrier");
 	ret = 0;
 out:
 	return down(w, ret);

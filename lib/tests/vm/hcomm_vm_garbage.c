@@ -543,14 +543,14 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	snprintf(mine, sizeof(mine), "%s", hcomm__tcp_listen_addr(comm));
-	if (hcomm_allgather(comm, mine, addr, sizeof(mine))) {
+	if (hcomm_boot_allgather(comm, mine, addr, sizeof(mine))) {
 		FAIL("hcomm_allgather: %s", hcomm_errmsg());
 		return 1;
 	}
 	if (me == 0)
 		out("listening at %s; rank 1 at %s", addr[0], addr[1]);
 	hcomm_comm_get_stats(comm, &s0);
-	if (hcomm_barrier(comm))
+	if (hcomm_boot_barrier(comm))
 		FAIL("hcomm_barrier: %s", hcomm_errmsg());
 
 	if (me == 1)
@@ -584,7 +584,7 @@ int main(int argc, char **argv)
 	else
 		CHECK(s1.net_refused == 0 && s1.net_crc_errors == 0 &&
 		      s1.net_conn_lost == 0, "rank 1 counted errors");
-	if (hcomm_barrier(comm))
+	if (hcomm_boot_barrier(comm))
 		FAIL("hcomm_barrier: %s", hcomm_errmsg());
 	if (hcomm_win_free(w))
 		FAIL("hcomm_win_free: %s", hcomm_errmsg());

@@ -408,7 +408,7 @@ static void comm_down(void)
 
 static void barrier(void)
 {
-	OK(hcomm_barrier(comm));
+	OK(hcomm_boot_barrier(comm));
 }
 
 static struct hcomm_win *win_make(void *base, size_t len)
@@ -516,7 +516,7 @@ static int case_route(const char *expect)
 		for (r = 0; w && r < np; r++)
 			if (r != me)
 				OK(hcomm_put(w, r, n * (size_t)me, src, n));
-		OK(hcomm_barrier(comm));
+		OK(hcomm_boot_barrier(comm));
 		for (r = 0; w && r < np; r++)
 			CHECK(r == me || (dst[n * (size_t)r] == 'a' + r &&
 				dst[n * (size_t)r + n - 1] == 'a' + r),
@@ -577,7 +577,7 @@ static int case_basic(const char *expect)
 	h.magic = 0x68636f6d6d766dULL ^ (uint64_t)me;
 	h.win_len = len;
 	all = calloc((size_t)np, sizeof(*all));
-	OK(hcomm_allgather(comm, &h, all, sizeof(h)));
+	OK(hcomm_boot_allgather(comm, &h, all, sizeof(h)));
 	for (r = 0; r < np; r++)
 		CHECK(all[r].rank == r && all[r].size == np &&
 		      all[r].magic == (0x68636f6d6d766dULL ^ (uint64_t)r),
@@ -588,7 +588,7 @@ static int case_basic(const char *expect)
 	big = xmap(biglen);
 	memcpy(big, pat(me), biglen);
 	bigall = xmap(biglen * (size_t)np);
-	OK(hcomm_allgather(comm, big, bigall, biglen));
+	OK(hcomm_boot_allgather(comm, big, bigall, biglen));
 	for (r = 0; r < np; r++)
 		SAME(bigall + (size_t)r * biglen, pat(r), biglen,
 		     "allgather of %llu bytes, rank %d's part",
@@ -2348,7 +2348,7 @@ static int case_colltimeout(bool forever)
 		if (me == 1)
 			usleep(1500000);
 		t0 = now_ns();
-		OK(hcomm_barrier(comm));
+		OK(hcomm_boot_barrier(comm));
 		el = (now_ns() - t0) / 1000000;
 		if (me == 0)
 			CHECK(el >= 1000, "the barrier returned after %" PRIu64
@@ -2362,7 +2362,7 @@ static int case_colltimeout(bool forever)
 	if (me == 1)
 		usleep(1500000);
 	t0 = now_ns();
-	rc = hcomm_barrier(comm);
+	rc = hcomm_boot_barrier(comm);
 	el = (now_ns() - t0) / 1000000;
 	EXPECT(rc, -HCOMM_ERR_TIMEOUT);
 	if (me == 0)
@@ -2371,8 +2371,8 @@ static int case_colltimeout(bool forever)
 
 	phase = "after";
 	t0 = now_ns();
-	EXPECT(hcomm_barrier(comm), -HCOMM_ERR_IO);
-	EXPECT(hcomm_allgather(comm, &x, all, sizeof(x)), -HCOMM_ERR_IO);
+	EXPECT(hcomm_boot_barrier(comm), -HCOMM_ERR_IO);
+	EXPECT(hcomm_boot_allgather(comm, &x, all, sizeof(x)), -HCOMM_ERR_IO);
 	CHECK(strstr(hcomm_errmsg(), "failed earlier"), "errmsg: %s",
 	      hcomm_errmsg());
 	CHECK((now_ns() - t0) / 1000000 < 200, "failing collectives took "
@@ -3139,7 +3139,7 @@ static int case_killed(int victim)
 	/* A collective cannot complete: an error, not a hang. */
 	phase = "collective";
 	t0 = now_ns();
-	rc = hcomm_barrier(comm);
+	rc = hcomm_boot_barrier(comm);
 	el = (now_ns() - t0) / 1000000;
 	CHECK(rc < 0 && el <= K_COLL_MS + bound, "a barrier with the dead "
 	      "rank %d: %s after %" PRIu64 " ms (collective timeout %d ms)",
@@ -3965,7 +3965,7 @@ static int case_failover(const char *how, int cuts)
 
 		/* the peer's operation count, through the bootstrap */
 		total = n;
-		OK(hcomm_allgather(comm, &total, peer_n, sizeof(total)));
+		OK(hcomm_boot_allgather(comm, &total, peer_n, sizeof(total)));
 		total = peer_n[peer];
 		want = 0;
 		for (n = 0; n < total; n++)
@@ -4241,7 +4241,7 @@ static int case_foload(const char *how, const char *load)
 	    load, how, rounds, (double)gaps / 1e6);
 
 	phase = "verify";
-	OK(hcomm_allgather(comm, &rounds, peer_rounds, sizeof(rounds)));
+	OK(hcomm_boot_allgather(comm, &rounds, peer_rounds, sizeof(rounds)));
 	if (mode == 0 && peer_rounds[peer]) {
 		want = peer_rounds[peer];
 		got = hcomm_signal_wait(comm, FL_SIG, want, 20000);
@@ -4464,7 +4464,7 @@ static int case_fopair(void)
 	}
 
 	phase = "verify";
-	OK(hcomm_allgather(comm, sent, all, (size_t)np * sizeof(*sent)));
+	OK(hcomm_boot_allgather(comm, sent, all, (size_t)np * sizeof(*sent)));
 	for (s = 0; s < np; s++) {
 		uint64_t cnt = all[(size_t)s * np + me];
 

@@ -514,7 +514,7 @@ static int memory_node(float *win, const char *mode)
 			block_out(a, i, j, win + off_a(i, j));
 			block_out(b, i, j, win + off_b(i, j));
 		}
-	hcomm_barrier(comm);	/* A and B in place before rank 0 starts */
+	hcomm_boot_barrier(comm);	/* A and B in place before rank 0 starts */
 	if (!strcmp(mode, "kill")) {
 		v = hcomm_signal_wait(comm, SIG_GO, 1, 120000);
 		usleep(1500000);
@@ -593,7 +593,7 @@ int main(int argc, char **argv)
 		hcomm_strerror(rc)))
 		return 1;
 	if (me == 0) {
-		hcomm_barrier(comm);
+		hcomm_boot_barrier(comm);
 		compute_node(w, mode);
 	} else {
 		memory_node(win, mode);
