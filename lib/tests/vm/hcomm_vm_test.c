@@ -4504,8 +4504,10 @@ static int coll_nchecks;
 #include "../coll_check.h"
 
 /*
- * Every type and operation of hcomm_allreduce, then reduce_scatter,
- * broadcast and reduce from every root, and bad arguments, with 4 KiB
+ * Every type and operation of hcomm_allreduce (recursive doubling up to
+ * 64 KiB, the ring above), then reduce_scatter, broadcast and reduce
+ * from every root, bad arguments, allgather, barrier, alltoall and the
+ * non-blocking forms, with 4 KiB
  * chunks in 2 slots (the ring's slots wrap many times), over whatever
  * transports the ranks' pairs use.
  */
@@ -4526,6 +4528,12 @@ static int case_coll(void)
 	coll_t_rooted();
 	phase = "bad arguments";
 	coll_t_errors();
+	phase = "allgather and barrier";
+	coll_t_allgather();
+	phase = "alltoall";
+	coll_t_alltoall();
+	phase = "non-blocking";
+	coll_t_nb();
 	phase = "fp16 compression";
 	OK(hcomm_comm_set_fp16_compress(comm, 1, 4096));
 	coll_t_compress();
@@ -4551,6 +4559,8 @@ static int case_colltails(void)
 	coll_t_tails();
 	phase = "probe between collectives";
 	coll_t_probe();
+	phase = "alltoall";
+	coll_t_alltoall();
 	out("colltails: %d checks of %d ranks over %s in %.1f s, %d failed",
 	    coll_nchecks, np, hcomm_comm_transport(comm),
 	    (double)(now_ns() - t0) / 1e9, fails);
