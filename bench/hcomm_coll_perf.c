@@ -4,7 +4,7 @@
  * processes, in the manner of nccl-tests' all_reduce_perf.
  *
  *   mpirun -np N hcomm_coll_perf [-t allreduce|reduce_scatter|broadcast|
- *       reduce] [-b 8] [-e 64M] [-f 2] [-o sum] [-d float] [-n iters]
+ *       reduce|allgather|alltoall] [-b 8] [-e 64M] [-f 2] [-o sum] [-d float] [-n iters]
  *       [-w warmup] [-c 0|1] [-r root] [-z 0|1]
  *
  * Each rank is one MPI process and one libhcomm rank (hcomm_comm_init
@@ -14,8 +14,9 @@
  * on the same buffers, and prints per size: bytes, count, type, op, the
  * time of one iteration (us, the slowest rank's average), algbw and busbw
  * (GB/s, nccl-tests' definitions: algbw = bytes / time; busbw = algbw *
- * 2 (n - 1) / n for allreduce, (n - 1) / n for reduce_scatter, 1 for
- * broadcast and reduce) and #wrong for each, and busbw(hcomm) /
+ * 2 (n - 1) / n for allreduce, (n - 1) / n for reduce_scatter, allgather
+ * and alltoall, 1 for broadcast and reduce; the size is the whole buffer:
+ * reduce_scatter's send, allgather's receive, alltoall's send) and #wrong for each, and busbw(hcomm) /
  * busbw(MPI).  With -c 1 (the default) each library's result of the last
  * iteration is checked element by element against the exact value (the
  * data are small integers, so every sum is exact); #wrong counts the
@@ -45,9 +46,11 @@
 #include <mpi.h>
 #endif
 
-enum { C_ALLREDUCE, C_REDUCE_SCATTER, C_BCAST, C_REDUCE };
+enum { C_ALLREDUCE, C_REDUCE_SCATTER, C_BCAST, C_REDUCE, C_ALLGATHER,
+       C_ALLTOALL, C__MAX };
 static const char *const cnames[] = {
-	"allreduce", "reduce_scatter", "broadcast", "reduce",
+	"allreduce", "reduce_scatter", "broadcast", "reduce", "allgather",
+	"alltoall",
 };
 
 static struct hcomm_comm *comm;
@@ -180,6 +183,28 @@ static uint64_t wrong(enum hcomm_dtype dt, enum hcomm_redop op,
 	return bad;
 }
 
+/*
+ * Allgather (rank r's block: its elements 0 .. rcount) or alltoall
+ * (block s from rank s: its elements me * rcount ..): the wrong ones.
+ */
+static uint64_t wrong_blocks(enum hcomm_dtype dt, const void *b,
+			     size_t rcount, int a2a)
+{
+	size_t i, es = hcomm_dtype_size(dt);
+	uint64_t bad = 0;
+	char w[8];
+	int r;
+
+	for (r = 0; r < np; r++)
+		for (i = 0; i < rcount; i++) {
+			put_val(dt, w, 0, val(r, (a2a ? (size_t)me * rcount :
+						  0) + i));
+			bad += memcmp((const char *)b + ((size_t)r * rcount +
+							 i) * es, w, es) != 0;
+		}
+	return bad;
+}
+
 /* The slowest rank's value (hcomm: an allreduce of its own). */
 static double max_all(double v)
 {
@@ -230,6 +255,13 @@ static int run1(int lib, int coll, const struct dtype *d,
 		case C_BCAST:
 			return MPI_Bcast(r, (int)count, d->mt, root,
 					 MPI_COMM_WORLD);
+		case C_ALLGATHER:
+			return MPI_Allgather(s, (int)count, d->mt, r,
+					     (int)count, d->mt,
+					     MPI_COMM_WORLD);
+		case C_ALLTOALL:
+			return MPI_Alltoall(s, (int)count, d->mt, r,
+					    (int)count, d->mt, MPI_COMM_WORLD);
 		default:
 			return MPI_Reduce(s, r, (int)count, d->mt, o->mo,
 					  root, MPI_COMM_WORLD);
@@ -244,6 +276,11 @@ static int run1(int lib, int coll, const struct dtype *d,
 		return hcomm_reduce_scatter(comm, s, r, count, d->dt, o->op);
 	case C_BCAST:
 		return hcomm_broadcast(comm, r, count, d->dt, root);
+	case C_ALLGATHER:
+		return hcomm_allgather(comm, s, r,
+				       count * hcomm_dtype_size(d->dt));
+	case C_ALLTOALL:
+		return hcomm_alltoall(comm, s, r, count, d->dt);
 	default:
 		return hcomm_reduce(comm, s, r, count, d->dt, o->op, root);
 	}
@@ -288,7 +325,7 @@ static double time_fp16(float *s, float *r, size_t count, int warm,
 static void usage(void)
 {
 	fprintf(stderr, "usage: hcomm_coll_perf [-t allreduce|reduce_scatter|"
-		"broadcast|reduce] [-b bytes] [-e bytes] [-f factor] "
+		"broadcast|reduce|allgather|alltoall] [-b bytes] [-e bytes] [-f factor] "
 		"[-o sum|max|min] [-d float|double|int32|int64|uint8] "
 		"[-n iters] [-w warmup] [-c 0|1] [-r root] [-z 0|1 (float sum "
 		"allreduce: also fp16-compressed)]\n");
@@ -312,10 +349,10 @@ int main(int argc, char **argv)
 	while ((opt = getopt(argc, argv, "t:b:e:f:o:d:n:w:c:r:z:h")) != -1) {
 		switch (opt) {
 		case 't':
-			for (coll = 0; coll < 4; coll++)
+			for (coll = 0; coll < C__MAX; coll++)
 				if (!strcmp(optarg, cnames[coll]))
 					break;
-			if (coll == 4) {
+			if (coll == C__MAX) {
 				usage();
 				return 2;
 			}
@@ -384,7 +421,9 @@ int main(int argc, char **argv)
 		return 1;
 	switch (coll) {
 	case C_ALLREDUCE: busf = 2.0 * (np - 1) / np; break;
-	case C_REDUCE_SCATTER: busf = (double)(np - 1) / np; break;
+	case C_REDUCE_SCATTER:
+	case C_ALLGATHER:
+	case C_ALLTOALL: busf = (double)(np - 1) / np; break;
 	default: busf = 1; break;
 	}
 	if (me == 0) {
@@ -404,11 +443,12 @@ int main(int argc, char **argv)
 		count = bytes / es;
 		if (!count)
 			continue;
-		/* reduce_scatter: bytes is the whole (send) size */
-		rcount = coll == C_REDUCE_SCATTER ? count / (size_t)np : count;
+		/* reduce_scatter, allgather, alltoall: bytes is all blocks */
+		rcount = coll == C_REDUCE_SCATTER || coll == C_ALLGATHER ||
+			 coll == C_ALLTOALL ? count / (size_t)np : count;
 		if (!rcount)
 			continue;
-		sbytes = coll == C_REDUCE_SCATTER ? rcount * (size_t)np * es :
+		sbytes = rcount != count ? rcount * (size_t)np * es :
 			 count * es;
 		for (lib = 0; lib < nlib; lib++) {
 			fill(d->dt, s, sbytes / es, me);
@@ -444,6 +484,11 @@ int main(int argc, char **argv)
 					     root);
 					bad[lib] = wrong(d->dt, o->op, r, 0,
 							 count, root);
+				} else if (coll == C_ALLGATHER ||
+					   coll == C_ALLTOALL) {
+					bad[lib] = wrong_blocks(d->dt, r,
+							rcount,
+							coll == C_ALLTOALL);
 				} else if (coll == C_REDUCE_SCATTER) {
 					bad[lib] = wrong(d->dt, o->op, r,
 							 (size_t)me * rcount,

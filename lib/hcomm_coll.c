@@ -54,6 +54,7 @@
 #define COLL_CHUNK_DEF	(256 * 1024)
 #define COLL_SLOTS_DEF	4
 #define COLL_RD_MAX_DEF	(64 * 1024)
+#define COLL_HD_MAX_DEF	(1024 * 1024)
 #define COLL_POLL_MS	1		/* a wait's slice between checks */
 
 /*
@@ -85,7 +86,8 @@
  *        region for this rank), flow-controlled like the ring, with data
  *        signals sig_pdata + 2 * source + slot and credit signals
  *        sig_pcred + destination.
- * @algo, @rd_max: HCOMM_ALGO and HCOMM_COLL_RD_MAX (see algo_pick()).
+ * @algo, @rd_max, @hd_max: HCOMM_ALGO, HCOMM_COLL_RD_MAX and
+ *        HCOMM_COLL_HD_MAX (see algo_pick()).
  */
 struct hcomm_coll {
 	struct hcomm_win *win;
@@ -112,7 +114,7 @@ struct hcomm_coll {
 	size_t pchunk, poff;
 	uint32_t sig_pdata, sig_pcred;
 	int algo, logged;
-	uint64_t rd_max;
+	uint64_t rd_max, hd_max;
 };
 
 #define P2P_SLOTS	2
@@ -129,8 +131,8 @@ struct pchan {
 	struct hcomm_request sreq[P2P_SLOTS], creq[P2P_SLOTS];
 };
 
-enum { ALGO_AUTO, ALGO_RING, ALGO_RD };
-static const char *const algo_names[] = { "auto", "ring", "rd" };
+enum { ALGO_AUTO, ALGO_RING, ALGO_RD, ALGO_HD };
+static const char *const algo_names[] = { "auto", "ring", "rd", "hd" };
 
 enum { K_ALLREDUCE = 1, K_REDUCE_SCATTER, K_BCAST, K_REDUCE, K_ALLGATHER,
        K_BARRIER, K_ALLTOALL };
@@ -262,7 +264,7 @@ static int algo_env(void)
 		if (!strcmp(s, algo_names[i]))
 			return i;
 	return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "HCOMM_ALGO=\"%s\": "
-			   "auto, ring or rd", s);
+			   "auto, ring, rd or hd", s);
 }
 
 static void coll_free_mem(struct hcomm_coll *k)
@@ -282,7 +284,7 @@ static int coll_get(struct hcomm_comm *c, struct hcomm_coll **out)
 {
 	struct hcomm_coll *k = c->coll;
 	uint64_t chunk = COLL_CHUNK_DEF, slots = COLL_SLOTS_DEF;
-	uint64_t rd_max = COLL_RD_MAX_DEF, need;
+	uint64_t rd_max = COLL_RD_MAX_DEF, hd_max = COLL_HD_MAX_DEF, need;
 	uint32_t nsig, n = (uint32_t)c->size;
 	int ret, algo, i, j;
 
@@ -300,6 +302,8 @@ static int coll_get(struct hcomm_comm *c, struct hcomm_coll **out)
 		ret = hcomm__config_env("HCOMM_COLL_SLOTS", &slots);
 	if (ret >= 0)
 		ret = hcomm__config_env("HCOMM_COLL_RD_MAX", &rd_max);
+	if (ret >= 0)
+		ret = hcomm__config_env("HCOMM_COLL_HD_MAX", &hd_max);
 	if (ret < 0)
 		return ret;
 	algo = algo_env();
@@ -319,6 +323,7 @@ static int coll_get(struct hcomm_comm *c, struct hcomm_coll **out)
 	k->slots = (unsigned int)slots;
 	k->algo = algo;
 	k->rd_max = rd_max;
+	k->hd_max = hd_max;
 	k->log = getenv("HCOMM_LOG") && strcmp(getenv("HCOMM_LOG"), "0");
 	/* the probe has the last two (hcomm_comm.c: probe_pair) */
 	k->sig_cred = nsig - 3;
@@ -390,14 +395,16 @@ static int coll_get(struct hcomm_comm *c, struct hcomm_coll **out)
 	if (k->log && c->rank == 0)
 		fprintf(stderr, "hcomm coll: %d ranks; allreduce algorithm %s "
 			"(HCOMM_ALGO): recursive doubling up to %llu bytes "
-			"(HCOMM_COLL_RD_MAX), ring pipelines above; ring: %u "
+			"(HCOMM_COLL_RD_MAX), halving-doubling up to %llu "
+			"(HCOMM_COLL_HD_MAX), ring pipelines above; ring: %u "
 			"slots of %zu bytes (HCOMM_COLL_SLOTS, "
 			"HCOMM_COLL_CHUNK); point-to-point: %d slots of %zu "
 			"bytes per peer; %zu bytes of staging; fp16 "
 			"compression of fp32 sum/avg allreduces %s%llu bytes "
 			"(HCOMM_FP16_COMPRESS, HCOMM_COMP_THRESHOLD)\n",
 			c->size, algo_names[k->algo],
-			(unsigned long long)k->rd_max, k->slots, k->chunk,
+			(unsigned long long)k->rd_max,
+			(unsigned long long)k->hd_max, k->slots, k->chunk,
 			P2P_SLOTS, k->pchunk, k->len,
 			c->cfg.enable_fp16_compress ? "from " :
 			"off; would be from ",
@@ -949,6 +956,92 @@ static int allreduce_rd(struct hcomm_comm *c, struct hcomm_coll *k,
 	return ret;
 }
 
+/*
+ * Rabenseifner's allreduce: a reduce-scatter by recursive halving (at
+ * distance 1, 2, 4 ... partners swap halves of their current range; each
+ * keeps the half its bit says and combines the partner's copy into it)
+ * then an allgather by recursive doubling, the same steps backwards.  As
+ * many bytes move as in the ring (2 (p - 1) / p of the vector) in
+ * 2 log2(p) steps instead of 2 (n - 1).  Each element is combined on one
+ * rank and copied to the others.  n not a power of two: the pairs fold
+ * first and unfold last, as in allreduce_rd().
+ */
+static int allreduce_hd(struct hcomm_comm *c, struct hcomm_coll *k,
+			const struct coll_op *o)
+{
+	size_t es = hcomm_dtype_size(o->dt), lo[32], hi[32], mid, l, h;
+	int n = c->size, r = c->rank, p = 1, rem, v, mask, pr, pv, ret = 0;
+	struct p2p_step st = { .dt = o->dt, .op = o->op, .es = es };
+	struct p2p_msg snd, rcv;
+	char *buf = o->recv;
+	int s, steps = 0;
+
+	while (p * 2 <= n)
+		p *= 2;
+	rem = n - p;
+	st.tmp = malloc(k->pchunk);
+	if (!st.tmp)
+		return coll_nomem(k, "hcomm_allreduce", k->pchunk);
+	st.snd = &snd;
+	st.rcv = &rcv;
+	v = r < 2 * rem ? (r % 2 ? r / 2 : -1) : r - rem;
+	if (r < 2 * rem) {
+		st.nsnd = r % 2 == 0;
+		st.nrcv = r % 2;
+		p2p_msg(&snd, k, r + 1, buf, o->count * es, 0);
+		p2p_msg(&rcv, k, r - 1, buf, o->count * es, RX_HI);
+		ret = p2p_run(c, k, &st);
+	}
+	l = 0;
+	h = o->count;
+	st.nsnd = st.nrcv = 1;
+	for (mask = 1; !ret && v >= 0 && mask < p; mask <<= 1, steps++) {
+		pv = v ^ mask;
+		pr = pv < rem ? 2 * pv + 1 : pv + rem;
+		mid = l + (h - l) / 2;
+		lo[steps] = l;
+		hi[steps] = h;
+		if (v & mask) {		/* keep [mid, h), send [l, mid) */
+			p2p_msg(&snd, k, pr, buf + l * es, (mid - l) * es, 0);
+			l = mid;
+		} else {
+			p2p_msg(&snd, k, pr, buf + mid * es, (h - mid) * es, 0);
+			h = mid;
+		}
+		p2p_msg(&rcv, k, pr, buf + l * es, (h - l) * es,
+			r < pr ? RX_LO : RX_HI);
+		ret = p2p_run(c, k, &st);
+	}
+	if (!ret && v >= 0 && o->op == HCOMM_AVG)
+		ret = hcomm__reduce_finish_avg(o->dt, buf + l * es, h - l,
+					       (unsigned int)n);
+	for (s = steps - 1; !ret && s >= 0; s--) {
+		mask = 1 << s;
+		pv = v ^ mask;
+		pr = pv < rem ? 2 * pv + 1 : pv + rem;
+		mid = lo[s] + (hi[s] - lo[s]) / 2;
+		p2p_msg(&snd, k, pr, buf + l * es, (h - l) * es, 0);
+		if (v & mask)	/* had [mid, hi), gets [lo, mid) */
+			p2p_msg(&rcv, k, pr, buf + lo[s] * es,
+				(mid - lo[s]) * es, RX_COPY);
+		else
+			p2p_msg(&rcv, k, pr, buf + mid * es,
+				(hi[s] - mid) * es, RX_COPY);
+		ret = p2p_run(c, k, &st);
+		l = lo[s];
+		h = hi[s];
+	}
+	if (!ret && r < 2 * rem) {
+		st.nsnd = r % 2;
+		st.nrcv = r % 2 == 0;
+		p2p_msg(&snd, k, r - 1, buf, o->count * es, 0);
+		p2p_msg(&rcv, k, r + 1, buf, o->count * es, RX_COPY);
+		ret = p2p_run(c, k, &st);
+	}
+	free(st.tmp);
+	return ret;
+}
+
 /* Every pair at once, each over its own channel. */
 static int do_alltoall(struct hcomm_comm *c, struct hcomm_coll *k,
 		       const struct coll_op *o)
@@ -1112,23 +1205,28 @@ static int allreduce_fp16(struct hcomm_comm *c, struct hcomm_coll *k,
 /*
  * The allreduce's algorithm: HCOMM_ALGO when it names one, else
  * recursive doubling up to HCOMM_COLL_RD_MAX bytes (log2 n latencies,
- * the whole vector each time) and the ring above (2 (n - 1) latencies,
- * 2 (n - 1) / n of the vector: bandwidth-optimal).  HCOMM_LOG prints
- * each change of choice on rank 0.
+ * the whole vector each time), halving-doubling up to HCOMM_COLL_HD_MAX
+ * (2 log2 n latencies, the ring's bytes) and the ring above (2 (n - 1)
+ * latencies, 2 (n - 1) / n of the vector, pipelined in chunks).  HCOMM_LOG
+ * prints each change of choice on rank 0.
  */
 static int algo_pick(const struct hcomm_comm *c, struct hcomm_coll *k,
 		     size_t bytes)
 {
+	static const char *const what[] = { "", "ring", "recursive doubling",
+					     "halving-doubling" };
 	int a = k->algo;
 
 	if (a == ALGO_AUTO)
-		a = bytes <= k->rd_max ? ALGO_RD : ALGO_RING;
+		a = bytes <= k->rd_max ? ALGO_RD :
+		    bytes <= k->hd_max ? ALGO_HD : ALGO_RING;
 	if (k->log && c->rank == 0 && k->logged != a + 1) {
 		fprintf(stderr, "hcomm coll: allreduce of %zu bytes on %d "
 			"ranks: %s (HCOMM_ALGO=%s, recursive doubling up to "
-			"HCOMM_COLL_RD_MAX=%llu bytes)\n", bytes, c->size,
-			a == ALGO_RD ? "recursive doubling" : "ring",
-			algo_names[k->algo], (unsigned long long)k->rd_max);
+			"HCOMM_COLL_RD_MAX=%llu bytes, halving-doubling up to "
+			"HCOMM_COLL_HD_MAX=%llu)\n", bytes, c->size, what[a],
+			algo_names[k->algo], (unsigned long long)k->rd_max,
+			(unsigned long long)k->hd_max);
 		k->logged = a + 1;
 	}
 	return a;
@@ -1145,8 +1243,12 @@ static int do_allreduce(struct hcomm_comm *c, struct hcomm_coll *k,
 		memmove(o->recv, o->send, o->count * hcomm_dtype_size(o->dt));
 	if (c->size == 1 || !o->count)
 		return 0;
-	if (algo_pick(c, k, o->count * hcomm_dtype_size(o->dt)) == ALGO_RD)
+	switch (algo_pick(c, k, o->count * hcomm_dtype_size(o->dt))) {
+	case ALGO_RD:
 		return allreduce_rd(c, k, o);
+	case ALGO_HD:
+		return allreduce_hd(c, k, o);
+	}
 	plan_init(&p, c, k, K_ALLREDUCE, o->dt, o->op, o->recv, o->count);
 	ring_plan(&p);
 	return ring_run(c, k, &p);

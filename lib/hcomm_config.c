@@ -332,6 +332,7 @@ static const struct var env_only[] = {
 	{ "HCOMM_COLL_CHUNK",     SIZE, 64,      64 * MiB, 0, 0 },
 	{ "HCOMM_COLL_SLOTS",     UINT, 1,       64,       0, 0 },
 	{ "HCOMM_COLL_RD_MAX",    SIZE, 0,       64 * MiB, 0, 0 },
+	{ "HCOMM_COLL_HD_MAX",    SIZE, 0,       1ULL << 40, 0, 0 },
 };
 
 int hcomm__config_env(const char *name, uint64_t *out)

@@ -145,6 +145,12 @@ static void t_rd(void)
 	coll_t_allreduce();
 }
 
+static void t_hd(void)
+{
+	setenv("HCOMM_ALGO", "hd", 1);
+	coll_t_allreduce();
+}
+
 static void t_nb(void)
 {
 	coll_t_allgather();
@@ -368,6 +374,8 @@ int main(int argc, char **argv)
 		world("allreduce, ring forced", n, t_ring, 0);
 	for (n = 2; n <= MAX_RANKS; n++)
 		world("allreduce, recursive doubling forced", n, t_rd, 0);
+	for (n = 2; n <= MAX_RANKS; n++)
+		world("allreduce, halving-doubling forced", n, t_hd, 0);
 	for (n = 1; n <= MAX_RANKS; n++)
 		world("alltoall", n, coll_t_alltoall, 0);
 	for (n = 1; n <= MAX_RANKS; n++)
