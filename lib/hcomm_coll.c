@@ -88,6 +88,9 @@
  *        sig_pcred + destination.
  * @algo, @rd_max, @hd_max: HCOMM_ALGO, HCOMM_COLL_RD_MAX and
  *        HCOMM_COLL_HD_MAX (see algo_pick()).
+ * @loc, @nloc, @lead, @nlead, @multi: the ranks on this rank's host and
+ *        the lowest rank of every host, in increasing order; @multi: more
+ *        than one host and more than one rank on some (allreduce_hier).
  */
 struct hcomm_coll {
 	struct hcomm_win *win;
@@ -115,6 +118,8 @@ struct hcomm_coll {
 	uint32_t sig_pdata, sig_pcred;
 	int algo, logged;
 	uint64_t rd_max, hd_max;
+	int *loc, *lead;
+	int nloc, nlead, multi;
 };
 
 #define P2P_SLOTS	2
@@ -131,8 +136,9 @@ struct pchan {
 	struct hcomm_request sreq[P2P_SLOTS], creq[P2P_SLOTS];
 };
 
-enum { ALGO_AUTO, ALGO_RING, ALGO_RD, ALGO_HD };
-static const char *const algo_names[] = { "auto", "ring", "rd", "hd" };
+enum { ALGO_AUTO, ALGO_RING, ALGO_RD, ALGO_HD, ALGO_HIER };
+static const char *const algo_names[] = { "auto", "ring", "rd", "hd",
+					  "hier" };
 
 enum { K_ALLREDUCE = 1, K_REDUCE_SCATTER, K_BCAST, K_REDUCE, K_ALLGATHER,
        K_BARRIER, K_ALLTOALL };
@@ -264,7 +270,7 @@ static int algo_env(void)
 		if (!strcmp(s, algo_names[i]))
 			return i;
 	return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "HCOMM_ALGO=\"%s\": "
-			   "auto, ring, rd or hd", s);
+			   "auto, ring, rd, hd or hier", s);
 }
 
 static void coll_free_mem(struct hcomm_coll *k)
@@ -276,6 +282,8 @@ static void coll_free_mem(struct hcomm_coll *k)
 	free(k->sid);
 	free(k->rx0);
 	free(k->pc);
+	free(k->loc);
+	free(k->lead);
 	free(k);
 }
 
@@ -338,12 +346,14 @@ static int coll_get(struct hcomm_comm *c, struct hcomm_coll **out)
 	k->sid = calloc(slots, sizeof(*k->sid));
 	k->rx0 = calloc(slots, sizeof(*k->rx0));
 	k->pc = calloc(n, sizeof(*k->pc));
+	k->loc = calloc(n, sizeof(*k->loc));
+	k->lead = calloc(n, sizeof(*k->lead));
 	k->mem = mmap(NULL, k->len, PROT_READ | PROT_WRITE,
 		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (k->mem == MAP_FAILED)
 		k->mem = NULL;
 	if (!k->sreq || !k->creq || !k->sid || !k->rx0 || !k->pc ||
-	    !k->mem) {
+	    !k->loc || !k->lead || !k->mem) {
 		ret = hcomm__fail(HCOMM_ERR_NOMEM, ENOMEM, "collectives: "
 				  "%zu bytes of staging", k->len);
 		coll_free_mem(k);
@@ -351,6 +361,17 @@ static int coll_get(struct hcomm_comm *c, struct hcomm_coll **out)
 	}
 	for (i = 0; i < (int)slots; i++)
 		k->sreq[i].done = k->creq[i].done = 1;
+	/* the hosts, as the bootstrap saw them (the same on every rank) */
+	for (i = 0; i < (int)n; i++) {
+		for (j = 0; j < i; j++)
+			if (hcomm__boot_same_hosts(c->boot, i, j))
+				break;
+		if (j == i)
+			k->lead[k->nlead++] = i;
+		if (hcomm__boot_same_host(c->boot, i))
+			k->loc[k->nloc++] = i;
+	}
+	k->multi = k->nlead > 1 && k->nlead < (int)n;
 	/*
 	 * The counts start from the signals' values now: the neighbours
 	 * send nothing before every rank is past the window's creation.
@@ -900,21 +921,38 @@ fail_msg:
 }
 
 /*
- * Recursive doubling allreduce of buf (count elements): log2(p) steps in
- * which partners swap their whole vectors and both combine them as
- * "lower rank op higher rank" (so they hold the same bits).  With n not a
- * power of two, p the largest one below: ranks 2i and 2i + 1 (i < n - p)
- * first fold into 2i + 1, which takes part, and 2i gets the result back
- * at the end.
+ * The ranks an allreduce runs over: all of them (@rk NULL), or @n ranks
+ * @rk[0 .. n) in increasing order (the hosts' leaders of a hierarchical
+ * one), this rank at index @me.
  */
-static int allreduce_rd(struct hcomm_comm *c, struct hcomm_coll *k,
-			const struct coll_op *o)
+struct grp {
+	const int *rk;
+	int n, me;
+};
+
+static int g_rank(const struct grp *g, int i)
+{
+	return g->rk ? g->rk[i] : i;
+}
+
+/*
+ * Recursive doubling allreduce of buf (count elements) over g: log2(p)
+ * steps in which partners swap their whole vectors and both combine them
+ * as "lower rank op higher rank" (so they hold the same bits).  With n
+ * not a power of two, p the largest one below: members 2i and 2i + 1
+ * (i < n - p) first fold into 2i + 1, which takes part, and 2i gets the
+ * result back at the end.  avg_n: divide by it at the end (HCOMM_AVG;
+ * 0: leave the sum).
+ */
+static int rd_run(struct hcomm_comm *c, struct hcomm_coll *k,
+		  const struct coll_op *o, char *buf, const struct grp *g,
+		  unsigned int avg_n)
 {
 	size_t es = hcomm_dtype_size(o->dt), bytes = o->count * es;
-	int n = c->size, r = c->rank, p = 1, rem, v, mask, pr, pv, ret = 0;
+	int n = g->n, r = g->me, p = 1, rem, v, mask, pr, pv, ret = 0;
 	struct p2p_step st = { .dt = o->dt, .op = o->op, .es = es };
 	struct p2p_msg snd, rcv;
-	char *buf = o->recv, *snap;
+	char *snap;
 
 	while (p * 2 <= n)
 		p *= 2;
@@ -929,8 +967,8 @@ static int allreduce_rd(struct hcomm_comm *c, struct hcomm_coll *k,
 	if (r < 2 * rem) {	/* fold the pairs */
 		st.nsnd = r % 2 == 0;
 		st.nrcv = r % 2;
-		p2p_msg(&snd, k, r + 1, buf, bytes, 0);
-		p2p_msg(&rcv, k, r - 1, buf, bytes, RX_HI);
+		p2p_msg(&snd, k, g_rank(g, r + 1), buf, bytes, 0);
+		p2p_msg(&rcv, k, g_rank(g, r - 1), buf, bytes, RX_HI);
 		ret = p2p_run(c, k, &st);
 	}
 	for (mask = 1; !ret && v >= 0 && mask < p; mask <<= 1) {
@@ -938,18 +976,18 @@ static int allreduce_rd(struct hcomm_comm *c, struct hcomm_coll *k,
 		pr = pv < rem ? 2 * pv + 1 : pv + rem;
 		memcpy(snap, buf, bytes);
 		st.nsnd = st.nrcv = 1;
-		p2p_msg(&snd, k, pr, snap, bytes, 0);
-		p2p_msg(&rcv, k, pr, buf, bytes, r < pr ? RX_LO : RX_HI);
+		p2p_msg(&snd, k, g_rank(g, pr), snap, bytes, 0);
+		p2p_msg(&rcv, k, g_rank(g, pr), buf, bytes,
+			r < pr ? RX_LO : RX_HI);
 		ret = p2p_run(c, k, &st);
 	}
-	if (!ret && v >= 0 && o->op == HCOMM_AVG)
-		ret = hcomm__reduce_finish_avg(o->dt, buf, o->count,
-					       (unsigned int)n);
+	if (!ret && v >= 0 && avg_n && o->op == HCOMM_AVG)
+		ret = hcomm__reduce_finish_avg(o->dt, buf, o->count, avg_n);
 	if (!ret && r < 2 * rem) {	/* the result back to 2i */
 		st.nsnd = r % 2;
 		st.nrcv = r % 2 == 0;
-		p2p_msg(&snd, k, r - 1, buf, bytes, 0);
-		p2p_msg(&rcv, k, r + 1, buf, bytes, RX_COPY);
+		p2p_msg(&snd, k, g_rank(g, r - 1), buf, bytes, 0);
+		p2p_msg(&rcv, k, g_rank(g, r + 1), buf, bytes, RX_COPY);
 		ret = p2p_run(c, k, &st);
 	}
 	free(snap);
@@ -957,23 +995,23 @@ static int allreduce_rd(struct hcomm_comm *c, struct hcomm_coll *k,
 }
 
 /*
- * Rabenseifner's allreduce: a reduce-scatter by recursive halving (at
- * distance 1, 2, 4 ... partners swap halves of their current range; each
- * keeps the half its bit says and combines the partner's copy into it)
- * then an allgather by recursive doubling, the same steps backwards.  As
- * many bytes move as in the ring (2 (p - 1) / p of the vector) in
+ * Rabenseifner's allreduce over g: a reduce-scatter by recursive halving
+ * (at distance 1, 2, 4 ... partners swap halves of their current range;
+ * each keeps the half its bit says and combines the partner's copy into
+ * it) then an allgather by recursive doubling, the same steps backwards.
+ * As many bytes move as in the ring (2 (p - 1) / p of the vector) in
  * 2 log2(p) steps instead of 2 (n - 1).  Each element is combined on one
  * rank and copied to the others.  n not a power of two: the pairs fold
- * first and unfold last, as in allreduce_rd().
+ * first and unfold last, as in rd_run().
  */
-static int allreduce_hd(struct hcomm_comm *c, struct hcomm_coll *k,
-			const struct coll_op *o)
+static int hd_run(struct hcomm_comm *c, struct hcomm_coll *k,
+		  const struct coll_op *o, char *buf, const struct grp *g,
+		  unsigned int avg_n)
 {
 	size_t es = hcomm_dtype_size(o->dt), lo[32], hi[32], mid, l, h;
-	int n = c->size, r = c->rank, p = 1, rem, v, mask, pr, pv, ret = 0;
+	int n = g->n, r = g->me, p = 1, rem, v, mask, pr, pv, ret = 0;
 	struct p2p_step st = { .dt = o->dt, .op = o->op, .es = es };
 	struct p2p_msg snd, rcv;
-	char *buf = o->recv;
 	int s, steps = 0;
 
 	while (p * 2 <= n)
@@ -988,8 +1026,8 @@ static int allreduce_hd(struct hcomm_comm *c, struct hcomm_coll *k,
 	if (r < 2 * rem) {
 		st.nsnd = r % 2 == 0;
 		st.nrcv = r % 2;
-		p2p_msg(&snd, k, r + 1, buf, o->count * es, 0);
-		p2p_msg(&rcv, k, r - 1, buf, o->count * es, RX_HI);
+		p2p_msg(&snd, k, g_rank(g, r + 1), buf, o->count * es, 0);
+		p2p_msg(&rcv, k, g_rank(g, r - 1), buf, o->count * es, RX_HI);
 		ret = p2p_run(c, k, &st);
 	}
 	l = 0;
@@ -997,7 +1035,7 @@ static int allreduce_hd(struct hcomm_comm *c, struct hcomm_coll *k,
 	st.nsnd = st.nrcv = 1;
 	for (mask = 1; !ret && v >= 0 && mask < p; mask <<= 1, steps++) {
 		pv = v ^ mask;
-		pr = pv < rem ? 2 * pv + 1 : pv + rem;
+		pr = g_rank(g, pv < rem ? 2 * pv + 1 : pv + rem);
 		mid = l + (h - l) / 2;
 		lo[steps] = l;
 		hi[steps] = h;
@@ -1009,16 +1047,16 @@ static int allreduce_hd(struct hcomm_comm *c, struct hcomm_coll *k,
 			h = mid;
 		}
 		p2p_msg(&rcv, k, pr, buf + l * es, (h - l) * es,
-			r < pr ? RX_LO : RX_HI);
+			c->rank < pr ? RX_LO : RX_HI);
 		ret = p2p_run(c, k, &st);
 	}
-	if (!ret && v >= 0 && o->op == HCOMM_AVG)
+	if (!ret && v >= 0 && avg_n && o->op == HCOMM_AVG)
 		ret = hcomm__reduce_finish_avg(o->dt, buf + l * es, h - l,
-					       (unsigned int)n);
+					       avg_n);
 	for (s = steps - 1; !ret && s >= 0; s--) {
 		mask = 1 << s;
 		pv = v ^ mask;
-		pr = pv < rem ? 2 * pv + 1 : pv + rem;
+		pr = g_rank(g, pv < rem ? 2 * pv + 1 : pv + rem);
 		mid = lo[s] + (hi[s] - lo[s]) / 2;
 		p2p_msg(&snd, k, pr, buf + l * es, (h - l) * es, 0);
 		if (v & mask)	/* had [mid, hi), gets [lo, mid) */
@@ -1034,10 +1072,93 @@ static int allreduce_hd(struct hcomm_comm *c, struct hcomm_coll *k,
 	if (!ret && r < 2 * rem) {
 		st.nsnd = r % 2;
 		st.nrcv = r % 2 == 0;
-		p2p_msg(&snd, k, r - 1, buf, o->count * es, 0);
-		p2p_msg(&rcv, k, r + 1, buf, o->count * es, RX_COPY);
+		p2p_msg(&snd, k, g_rank(g, r - 1), buf, o->count * es, 0);
+		p2p_msg(&rcv, k, g_rank(g, r + 1), buf, o->count * es, RX_COPY);
 		ret = p2p_run(c, k, &st);
 	}
+	free(st.tmp);
+	return ret;
+}
+
+static int allreduce_rd(struct hcomm_comm *c, struct hcomm_coll *k,
+			const struct coll_op *o)
+{
+	struct grp g = { NULL, c->size, c->rank };
+
+	return rd_run(c, k, o, o->recv, &g, (unsigned int)c->size);
+}
+
+static int allreduce_hd(struct hcomm_comm *c, struct hcomm_coll *k,
+			const struct coll_op *o)
+{
+	struct grp g = { NULL, c->size, c->rank };
+
+	return hd_run(c, k, o, o->recv, &g, (unsigned int)c->size);
+}
+
+/*
+ * Hierarchical allreduce, for jobs over several hosts with several ranks
+ * on a host: the ranks of a host fold into its lowest rank (the leader:
+ * one after the other, in rank order, over the host's own transport),
+ * the leaders allreduce among themselves (recursive doubling up to
+ * HCOMM_COLL_RD_MAX, halving-doubling above), and each leader sends the
+ * result to its host's ranks.  Only the leaders' step crosses hosts, with
+ * one rank per host: the slower links carry the vector once per host
+ * instead of once per rank.  k->loc, k->nloc: this host's ranks; k->lead,
+ * k->nlead: the leaders (both in increasing order).
+ */
+static int allreduce_hier(struct hcomm_comm *c, struct hcomm_coll *k,
+			  const struct coll_op *o)
+{
+	size_t es = hcomm_dtype_size(o->dt), bytes = o->count * es;
+	struct p2p_step st = { .dt = o->dt, .op = o->op, .es = es };
+	struct p2p_msg *m;
+	struct grp g = { k->lead, k->nlead, 0 };
+	char *buf = o->recv;
+	int i, ret = 0;
+
+	if (k->loc[0] != c->rank) {	/* a member: give, then take */
+		struct p2p_msg one;
+
+		st.snd = st.rcv = &one;
+		st.nsnd = 1;
+		p2p_msg(&one, k, k->loc[0], buf, bytes, 0);
+		ret = p2p_run(c, k, &st);
+		st.nsnd = 0;
+		st.nrcv = 1;
+		p2p_msg(&one, k, k->loc[0], buf, bytes, RX_COPY);
+		return ret ? ret : p2p_run(c, k, &st);
+	}
+	m = calloc((size_t)k->nloc + 1, sizeof(*m));
+	st.tmp = malloc(k->pchunk);
+	if (!m || !st.tmp) {
+		free(m);
+		free(st.tmp);
+		return coll_nomem(k, "hcomm_allreduce", k->pchunk);
+	}
+	st.snd = st.rcv = m;
+	st.nrcv = 1;
+	for (i = 1; !ret && i < k->nloc; i++) {
+		p2p_msg(m, k, k->loc[i], buf, bytes, RX_LO);
+		ret = p2p_run(c, k, &st);
+	}
+	st.nrcv = 0;
+	for (i = 0; i < k->nlead; i++)
+		if (k->lead[i] == c->rank)
+			g.me = i;
+	if (!ret && k->nlead > 1)
+		ret = bytes <= k->rd_max ?
+		      rd_run(c, k, o, buf, &g, 0) :
+		      hd_run(c, k, o, buf, &g, 0);
+	if (!ret && o->op == HCOMM_AVG)
+		ret = hcomm__reduce_finish_avg(o->dt, buf, o->count,
+					       (unsigned int)c->size);
+	for (i = 1; i < k->nloc; i++)
+		p2p_msg(&m[i - 1], k, k->loc[i], buf, bytes, 0);
+	st.nsnd = k->nloc - 1;
+	if (!ret && st.nsnd)
+		ret = p2p_run(c, k, &st);
+	free(m);
 	free(st.tmp);
 	return ret;
 }
@@ -1214,10 +1335,15 @@ static int algo_pick(const struct hcomm_comm *c, struct hcomm_coll *k,
 		     size_t bytes)
 {
 	static const char *const what[] = { "", "ring", "recursive doubling",
-					     "halving-doubling" };
+					     "halving-doubling",
+					     "hierarchical (the hosts' ranks "
+					     "fold into a leader; the leaders "
+					     "allreduce)" };
 	int a = k->algo;
 
-	if (a == ALGO_AUTO)
+	if (a == ALGO_AUTO && k->multi)
+		a = ALGO_HIER;
+	else if (a == ALGO_AUTO)
 		a = bytes <= k->rd_max ? ALGO_RD :
 		    bytes <= k->hd_max ? ALGO_HD : ALGO_RING;
 	if (k->log && c->rank == 0 && k->logged != a + 1) {
@@ -1248,6 +1374,8 @@ static int do_allreduce(struct hcomm_comm *c, struct hcomm_coll *k,
 		return allreduce_rd(c, k, o);
 	case ALGO_HD:
 		return allreduce_hd(c, k, o);
+	case ALGO_HIER:
+		return allreduce_hier(c, k, o);
 	}
 	plan_init(&p, c, k, K_ALLREDUCE, o->dt, o->op, o->recv, o->count);
 	ring_plan(&p);

@@ -23,6 +23,15 @@
 # HCOMM_MPI_TIMEOUT: seconds per mpirun (150), HCOMM_VMTEST_ALARM: per
 # hcomm_vm_test (120), HCOMM_LIBVM_DIR: the test programs (build/lib/vm).
 #
+# HCOMM_MPI_COLL_PERF="ARGS" adds two cases, coll-perf-rdma and
+# coll-perf-tcp: build/bench/hcomm_coll_perf ARGS on 2 ranks (one per VM)
+# with HCOMM_TRANSPORT=rdma, then tcp, beside Open MPI's collectives over
+# its tcp btl in the same processes (HCOMM_MPI_COLL_TIMEOUT seconds each,
+# 900); ok when every result was right.  Their tables are kept as
+# coll-perf-rdma.log and coll-perf-tcp.log in the log directory.
+# HCOMM_MPI_COLL_XPS: the transports (default "rdma tcp");
+# HCOMM_MPI_COLL_ENV: "VAR=value ..." for every rank of them.
+#
 # Output: TAP from each VM, then "mpi: N passed, N failed, N skipped"
 # (vm2: the mpirun cases; vm1: its sshd checks; a harness adds the lines
 # up like those of net.sh).  Exit status 1 when a test failed in this VM.
@@ -146,7 +155,10 @@ if [ "$VM_ID" = 1 ]; then
 	fi
 	barrier mpi-sshd 120 || echo "# warning: vm2 did not reach mpi-sshd"
 	# vm2 runs its cases; wait for it (bounded: the cases' own timeouts)
-	barrier mpi-done 1500 || echo "# warning: vm2 did not finish"
+	wait_s=1500
+	[ -n "${HCOMM_MPI_COLL_PERF:-}" ] &&
+		wait_s=$((wait_s + 2 * ${HCOMM_MPI_COLL_TIMEOUT:-900}))
+	barrier mpi-done "$wait_s" || echo "# warning: vm2 did not finish"
 	sleep 1         # the last session's close reaches the log
 	made=$(cat "$share/ssh-count" 2>/dev/null || echo '?')
 	acc=$(grep -c 'Accepted publickey for root' "$log" 2>/dev/null)
@@ -207,7 +219,11 @@ selected() {
 	case " $want " in *" $1 "*) return 0 ;; esac
 	return 1
 }
+collperf=${HCOMM_MPI_COLL_PERF:-}
 n=1     # ssh-direct
+collxps=${HCOMM_MPI_COLL_XPS:-rdma tcp}
+# shellcheck disable=SC2086
+[ -n "$collperf" ] && set -- $collxps && n=$((n + $#))
 while read -r line; do
 	[ -n "$line" ] || continue
 	for c in $(cases_of "$line"); do selected "$c" && n=$((n + 1)); done
@@ -477,6 +493,38 @@ while read -r line; do
 		fi
 	done < "$priv/res"
 done <<< "$RUNS"
+
+# The collectives' benchmark across the two VMs, one rank on each.
+bench=$repo/build/bench/hcomm_coll_perf
+j=0
+collenv=()
+for e in ${HCOMM_MPI_COLL_ENV:-}; do collenv+=(-x "$e"); done
+for xp in $collxps; do
+	[ -n "$collperf" ] || break
+	j=$((j + 1))
+	c=coll-perf-$xp
+	if [ "$sshd_up" != 1 ] || [ ! -x "$bench" ]; then
+		skip "$c" "no sshd on vm1 or no $bench"
+		continue
+	fi
+	hosts=$(ip_of 2):1,$(ip_of 1):1
+	t=$(now)
+	count_ssh
+	echo "# $c: mpirun -np 2 --host $hosts -x HCOMM_TRANSPORT=$xp ${collenv[*]} $bench $collperf"
+	# shellcheck disable=SC2086 # ARGS are words
+	timeout -k 10 "${HCOMM_MPI_COLL_TIMEOUT:-900}" "${mpi_common[@]}" \
+		-np 2 --host "$hosts" -x "HCOMM_TRANSPORT=$xp" "${collenv[@]}" \
+		-x "HCOMM_ROOT_ADDR=$(ip_of 2):$((26000 + j))" \
+		"$bench" $collperf > "$priv/out" 2>&1 < /dev/null
+	rc=$?
+	sed 's/^/# /' "$priv/out"
+	cp "$priv/out" "$out/$c.log"
+	case $rc in
+	0) ok "$c # all results right ($(since "$t")s)" ;;
+	124|137) notok "$c # timed out after ${HCOMM_MPI_COLL_TIMEOUT:-900}s" ;;
+	*) notok "$c # exit $rc ($(since "$t")s)" ;;
+	esac
+done
 
 barrier mpi-done 120 || echo "# warning: vm1 did not reach mpi-done"
 summary
