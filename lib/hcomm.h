@@ -830,14 +830,18 @@ const char *hcomm_redop_name(enum hcomm_redop op);
 
 /*
  * Collective calls: every rank calls them in the same order, from one
- * thread at a time, with the same count, dt, op and
- * root (Documentation/collectives.rst).  They move data with put_signal
- * into a staging window that the first of them creates (collectively:
- * HCOMM_COLL_SLOTS slots of HCOMM_COLL_CHUNK bytes per rank, defaults 4
- * and 256 KiB; the same on every rank).  The library owns the
- * communicator's last HCOMM_COLL_SLOTS + 3 signals (hcomm_signal_count()
- * - slots - 3 .. - 1: one per staging slot, the credits, and the two of
- * hcomm_comm_probe()): do not use those.  Each waits at most the
+ * thread at a time, with the same count, dt, op and root
+ * (Documentation/collectives.rst).  They move data with put_signal into
+ * a staging window that the first of them creates (collectively: the
+ * ring's HCOMM_COLL_SLOTS slots of HCOMM_COLL_CHUNK bytes, defaults 4
+ * and 256 KiB, then for every peer 2 slots of half a chunk; the same on
+ * every rank).  The library owns the communicator's last
+ * HCOMM_COLL_SLOTS + 3 + 3 * size signals (hcomm_signal_count() - that
+ * .. - 1: the ring's slots and credits, 2 slots and a credit per peer,
+ * and the two of hcomm_comm_probe()): do not use those.  The allreduce's
+ * algorithm (ring, recursive doubling, halving-doubling, hierarchical
+ * across hosts) is chosen by size and layout, or forced with HCOMM_ALGO;
+ * HCOMM_LOG=1 prints the choice.  Each waits at most the
  * collective timeout (hcomm_comm_set_coll_timeout) without progress.
  * After one failed (a rank lost, a transfer failed, the timeout, no
  * memory for a scratch buffer) the ring is out of step for good: every
@@ -861,8 +865,11 @@ const char *hcomm_redop_name(enum hcomm_redop op);
  * non-blocking ones wait their turn - so the compute of the caller
  * overlaps the transfers.  A collective's callback runs on that
  * thread; it may issue non-blocking collectives, not blocking ones
- * (HCOMM_ERR_BUSY).  hcomm_flush() and hcomm_comm_destroy() wait for
- * the queued ones.
+ * (HCOMM_ERR_BUSY; so do hcomm_flush(), hcomm_fence() and hcomm_wait()
+ * for a queued collective there, and inside any callback that runs while
+ * a collective waits, when collectives are queued: they could never
+ * run; hcomm_comm_destroy() fails with HCOMM_ERR_INVAL there).
+ * hcomm_flush() and hcomm_comm_destroy() wait for the queued ones.
  */
 /* recv[i] = op over the ranks of send[i], i < count, on every rank. */
 int hcomm_allreduce(struct hcomm_comm *comm, const void *send, void *recv,

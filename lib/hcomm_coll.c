@@ -1513,8 +1513,12 @@ static uint64_t op_bytes(const struct hcomm_comm *c, const struct coll_op *o)
 	       b * (uint64_t)c->size : b;
 }
 
-/* this thread's collective state while it is a collective thread */
-static __thread struct hcomm_coll *t_coll_thread;
+/*
+ * This thread's collective state while it is a collective thread, or
+ * while it runs a blocking collective itself (callbacks of other
+ * requests may run inside: they must not wait for a collective).
+ */
+static __thread struct hcomm_coll *t_coll_thread, *t_coll_inline;
 
 static void coll_finish(struct hcomm_comm *c, struct hcomm_coll *k,
 			struct coll_op *o, int ret)
@@ -1543,7 +1547,10 @@ static void *coll_main(void *arg)
 	t_coll_thread = k;
 	pthread_mutex_lock(&k->qlock);
 	for (;;) {
-		while (!k->qhead && !k->stop)
+		/* not while a caller runs one itself (coll_call) */
+		while ((!k->qhead || k->busy) && !k->stop)
+			pthread_cond_wait(&k->qcond, &k->qlock);
+		while (k->busy)		/* stopping: the caller's goes first */
 			pthread_cond_wait(&k->qcond, &k->qlock);
 		o = k->qhead;
 		if (!o)
@@ -1607,10 +1614,40 @@ static void coll_wait_flag(struct hcomm_comm *c, struct hcomm_coll *k,
 	}
 }
 
+/*
+ * 1 when this thread cannot wait for queued collectives of c: it is c's
+ * collective thread (running a collective's callback) or runs one of c's
+ * collectives itself (a callback inside it), and collectives are queued.
+ */
+int hcomm__coll_stuck(struct hcomm_comm *c)
+{
+	struct hcomm_coll *k = c->coll;
+	int q;
+
+	if (!k || (t_coll_thread != k && t_coll_inline != k))
+		return 0;
+	pthread_mutex_lock(&k->qlock);
+	q = k->qhead != NULL;
+	pthread_mutex_unlock(&k->qlock);
+	return q;
+}
+
+int hcomm__coll_here(struct hcomm_comm *c)
+{
+	return c->coll && (t_coll_thread == c->coll ||
+			   t_coll_inline == c->coll);
+}
+
 int hcomm__coll_wait(struct hcomm_comm *c, struct hcomm_request *req)
 {
 	struct hcomm_coll *k = c->coll;
 
+	if ((t_coll_thread == k || t_coll_inline == k) &&
+	    !__atomic_load_n(&req->done, __ATOMIC_ACQUIRE))
+		return hcomm__fail(HCOMM_ERR_BUSY, EBUSY, "hcomm_wait: a "
+				   "queued collective, from inside a "
+				   "collective (its callback, or a callback run "
+				   "while it waits): it could never run");
 	coll_wait_flag(c, k, &req->done);
 	if (req->status)
 		return hcomm__fail(-req->status, hcomm__req_priv(req)->err,
@@ -1627,19 +1664,20 @@ static int coll_call(struct hcomm_comm *c, struct hcomm_coll *k,
 {
 	int ret;
 
-	if (t_coll_thread == k)
+	if (t_coll_thread == k || t_coll_inline == k)
 		return hcomm__fail(HCOMM_ERR_BUSY, EBUSY, "a blocking "
-				   "collective from a collective's callback "
-				   "(issue a non-blocking one)");
+				   "collective from a callback run inside a "
+				   "collective (issue a non-blocking one)");
 	pthread_mutex_lock(&k->qlock);
 	if (!k->qhead && !k->busy) {
 		k->busy = 1;
 		pthread_mutex_unlock(&k->qlock);
+		t_coll_inline = k;
 		ret = coll_exec(c, k, o);
+		t_coll_inline = NULL;
 		pthread_mutex_lock(&k->qlock);
 		k->busy = 0;
-		if (k->qhead)
-			pthread_cond_signal(&k->qcond);
+		pthread_cond_broadcast(&k->qcond);
 		pthread_mutex_unlock(&k->qlock);
 		return ret;
 	}

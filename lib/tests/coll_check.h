@@ -684,7 +684,7 @@ struct nb_log {
 	struct hcomm_comm *comm;
 	struct hcomm_request chained;
 	float chained_in, chained_out;
-	int busy_ret, chain_ret;
+	int busy_ret, chain_ret, flush_ret, wait_ret, destroy_ret;
 };
 
 static struct hcomm_request nb_req[8];
@@ -706,6 +706,10 @@ static void nb_cb_idx(struct hcomm_request *req, void *arg)
 	l->chain_ret = hcomm_allreduce_nb(l->comm, &l->chained_in,
 					  &l->chained_out, 1, HCOMM_FP32,
 					  HCOMM_SUM, &l->chained);
+	/* it runs on this thread, after this callback: no waiting here */
+	l->flush_ret = hcomm_flush(l->comm);
+	l->wait_ret = l->chain_ret ? 0 : hcomm_wait(&l->chained);
+	l->destroy_ret = hcomm_comm_destroy(l->comm);
 }
 
 /*
@@ -795,6 +799,13 @@ static void coll_t_nb(void)
 	for (j = 0, t = 1; j < 7 && j < log.n; j++)
 		t &= log.order[j] == j;
 	COLL_CHECK(t, "non-blocking %d ranks: callbacks in issue order", np);
+	COLL_CHECK(log.flush_ret == -HCOMM_ERR_BUSY &&
+		   log.wait_ret == -HCOMM_ERR_BUSY &&
+		   log.destroy_ret == -HCOMM_ERR_INVAL, "non-blocking %d ranks: "
+		   "from a collective's callback, with one queued: hcomm_flush "
+		   "and hcomm_wait for it HCOMM_ERR_BUSY (%d %d), "
+		   "hcomm_comm_destroy HCOMM_ERR_INVAL (%d)", np, log.flush_ret,
+		   log.wait_ret, log.destroy_ret);
 	/* (the message's arguments are read before the condition's) */
 	ret = log.chain_ret ? log.chain_ret : hcomm_wait(&log.chained);
 	COLL_CHECK(log.busy_ret == -HCOMM_ERR_BUSY && !ret &&
