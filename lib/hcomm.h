@@ -870,6 +870,10 @@ const char *hcomm_redop_name(enum hcomm_redop op);
  * a collective waits, when collectives are queued: they could never
  * run; hcomm_comm_destroy() fails with HCOMM_ERR_INVAL there).
  * hcomm_flush() and hcomm_comm_destroy() wait for the queued ones.
+ * The first collective of a communicator, blocking or not, creates the
+ * staging window before it returns (a wait for every rank).  A failed
+ * request's status is the error; hcomm_wait() on it (or hcomm_errmsg()
+ * in its callback) gives the collective's message.
  */
 /* recv[i] = op over the ranks of send[i], i < count, on every rank. */
 int hcomm_allreduce(struct hcomm_comm *comm, const void *send, void *recv,

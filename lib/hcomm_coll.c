@@ -71,8 +71,9 @@
  *        state was made (the counts start there).
  * @sreq, @sid: the sends' requests (slot tx % slots) and the message each
  *        carried; @creq: the credits' requests (cred % slots).
- * @broken: an earlier collective failed (its message in @why): the ring
- *        is out of step for good.
+ * @broken: an earlier collective failed (its message in @why, written
+ *        before @broken is set, with release): the ring is out of step
+ *        for good.  Set by the owner of the state, read by any thread.
  * @qlock, @qcond, @qhead, @qtail, @busy, @stop: the queue of collectives
  *        waiting to run (non-blocking ones, and blocking ones issued
  *        behind them), oldest first, and whether one runs now; all under
@@ -237,9 +238,10 @@ static int send_ready(const struct plan *p, uint64_t m, uint64_t recvd)
 static int coll_fail(struct hcomm_coll *k, int code, int err,
 		     const char *what)
 {
-	if (!k->broken) {
-		k->broken = 1;
+	/* why first: other threads read it once they see broken (acquire) */
+	if (!__atomic_load_n(&k->broken, __ATOMIC_RELAXED)) {
 		snprintf(k->why, sizeof(k->why), "%s", what);
+		__atomic_store_n(&k->broken, 1, __ATOMIC_RELEASE);
 	}
 	return hcomm__fail(code, err, "%s", what);
 }
@@ -298,7 +300,7 @@ static int coll_get(struct hcomm_comm *c, struct hcomm_coll **out)
 
 	if (k) {
 		*out = k;
-		if (k->broken)
+		if (__atomic_load_n(&k->broken, __ATOMIC_ACQUIRE))
 			return hcomm__fail(HCOMM_ERR_IO, EIO, "an earlier "
 					   "collective failed, the ring is out "
 					   "of step: %s", k->why);
@@ -1484,7 +1486,7 @@ static int do_allgather(struct hcomm_comm *c, struct hcomm_coll *k,
 static int coll_exec(struct hcomm_comm *c, struct hcomm_coll *k,
 		     const struct coll_op *o)
 {
-	if (k->broken)
+	if (__atomic_load_n(&k->broken, __ATOMIC_ACQUIRE))
 		return hcomm__fail(HCOMM_ERR_IO, EIO, "an earlier collective "
 				   "failed, the ring is out of step: %s",
 				   k->why);

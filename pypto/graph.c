@@ -46,6 +46,7 @@ PYPTO_EXPORT void pypto_graph_destroy(struct pypto_graph *g)
 	for (i = 0; i < g->n; i++) {
 		free(g->tiles[i].consumers);
 		free(g->tiles[i].xf);
+		free(g->tiles[i].coll);
 	}
 	free(g->tiles);
 	free(g->eset);
@@ -260,6 +261,95 @@ PYPTO_EXPORT int pypto_add_transfer(struct pypto_graph *g, const char *name,
 	t->nxf = n;
 	t->ndesc = ndesc;
 	t->bytes = bytes;
+	return (int)(g->n - 1);
+}
+
+/* [p, p + len) lies inside the address space (len > 0). */
+static bool range_fits(const void *p, uint64_t len)
+{
+	uint64_t end;
+
+	return !__builtin_add_overflow((uint64_t)(uintptr_t)p, len - 1, &end) &&
+	       end <= UINTPTR_MAX;
+}
+
+/* [a, a + len) and [b, b + len) share a byte but do not start together. */
+static bool ranges_overlap(const void *a, const void *b, uint64_t len)
+{
+	uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+
+	return x != y && (x < y ? y - x < len : x - y < len);
+}
+
+static int check_allreduce(const void *send, const void *recv, size_t count,
+			   enum hcomm_dtype dt, enum hcomm_redop op,
+			   uint64_t *bytes)
+{
+	static const char who[] = "pypto_add_allreduce";
+	size_t es = hcomm_dtype_size(dt);
+
+	if (!send || !recv)
+		return pypto__fail(PYPTO_ERR_INVAL, "%s: %s is NULL", who,
+				   send ? "recv" : "send");
+	if (!count)
+		return pypto__fail(PYPTO_ERR_INVAL, "%s: 0 elements", who);
+	if (!es)
+		return pypto__fail(PYPTO_ERR_INVAL, "%s: data type %d is no "
+				   "enum hcomm_dtype", who, (int)dt);
+	if (op < HCOMM_SUM || op >= HCOMM_REDOP__MAX)
+		return pypto__fail(PYPTO_ERR_INVAL, "%s: operation %d is no "
+				   "enum hcomm_redop", who, (int)op);
+	if (__builtin_mul_overflow((uint64_t)count, (uint64_t)es, bytes) ||
+	    *bytes > SIZE_MAX || !range_fits(send, *bytes) ||
+	    !range_fits(recv, *bytes))
+		return pypto__fail(PYPTO_ERR_INVAL, "%s: %zu elements of %s "
+				   "(%zu bytes each) do not fit the address "
+				   "space at send %p, recv %p", who, count,
+				   hcomm_dtype_name(dt), es, send, recv);
+	if (ranges_overlap(send, recv, *bytes))
+		return pypto__fail(PYPTO_ERR_INVAL, "%s: send %p and recv %p "
+				   "overlap (%llu bytes each): in place is "
+				   "send == recv", who, send, recv,
+				   (unsigned long long)*bytes);
+	return 0;
+}
+
+PYPTO_EXPORT int pypto_add_allreduce(struct pypto_graph *g, const char *name,
+				     const void *send, void *recv,
+				     size_t count, enum hcomm_dtype dt,
+				     enum hcomm_redop op, int affinity)
+{
+	static const char who[] = "pypto_add_allreduce";
+	struct pypto_coll *c;
+	struct pypto_tile *t;
+	uint64_t bytes = 0;
+	int ret;
+
+	if (!g)
+		return pypto__fail(PYPTO_ERR_INVAL, "%s: graph is NULL", who);
+	ret = check_allreduce(send, recv, count, dt, op, &bytes);
+	if (ret < 0)
+		return ret;
+	ret = check_affinity(who, affinity);
+	if (ret < 0)
+		return ret;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return pypto__fail(PYPTO_ERR_NOMEM, "%s", who);
+	c->send = send;
+	c->recv = recv;
+	c->count = count;
+	c->dt = dt;
+	c->op = op;
+	c->seq = g->nar;
+	ret = new_tile(g, who, name, PYPTO_ALLREDUCE, affinity, &t);
+	if (ret < 0) {
+		free(c);
+		return ret;
+	}
+	t->coll = c;
+	t->bytes = bytes;
+	g->nar++;
 	return (int)(g->n - 1);
 }
 
@@ -509,6 +599,27 @@ PYPTO_EXPORT unsigned int pypto_graph_cycle(const struct pypto_graph *g,
 
 #define MSG_BUDGET	200	/* cycle names in pypto_errmsg() */
 
+/* Append the names of g->cycle, closed ("a -> b -> a"), to msg at pos. */
+static void cycle_names(const struct pypto_graph *g, char *msg, size_t size,
+			size_t pos)
+{
+	uint32_t i, len = g->ncycle;
+	size_t budget = MSG_BUDGET > pos + 40 ? MSG_BUDGET : pos + 40;
+
+	for (i = 0; i <= len && pos < size; i++) {
+		const char *name = g->tiles[g->cycle[i % len]].name;
+		size_t need = strlen(name) + (i ? 4 : 0);
+
+		if (pos + need > budget) {
+			snprintf(msg + pos, size - pos, " -> ... (%u tiles)",
+				 len);
+			break;
+		}
+		pos += (size_t)snprintf(msg + pos, size - pos, "%s%s",
+					i ? " -> " : "", name);
+	}
+}
+
 /*
  * The Kahn sort left the tiles of every cycle, and everything they feed,
  * unsorted (indeg > 0): each of those has an unsorted input, so walking
@@ -561,18 +672,73 @@ static int find_cycle(struct pypto_graph *g, const uint32_t *indeg,
 	g->ncycle = len;
 
 	pos = (size_t)snprintf(msg, sizeof(msg), "dependency cycle: ");
-	for (i = 0; i <= len; i++) {
-		const char *name = g->tiles[cyc[i % len]].name;
-		size_t need = strlen(name) + (i ? 4 : 0);
+	cycle_names(g, msg, sizeof(msg), pos);
+	return pypto__fail(PYPTO_DEADLOCK, "%s", msg);
+}
 
-		if (pos + need > MSG_BUDGET) {
-			snprintf(msg + pos, sizeof(msg) - pos,
-				 " -> ... (%u tiles)", len);
-			break;
+/*
+ * The allreduce issue order (sched.c): allreduce tiles are issued in id
+ * order, each after the one before it, so "a has a lower id than b" acts
+ * as an edge a -> b for issuing.  With the edges of the graph that must
+ * stay acyclic: no allreduce tile may depend, through any path, on one
+ * with a higher id.  In topological order, best[t] is the highest id of
+ * an allreduce tile among t's ancestors (NONE: none) and via[t] the input
+ * it came through; an allreduce tile below its best is the first tile of
+ * a cycle: the path from that ancestor to it, closed by the issue order.
+ */
+static int check_coll_order(struct pypto_graph *g, const uint32_t *order,
+			    uint32_t *best, uint32_t *via)
+{
+	uint32_t n = g->n, h, i, t, x, len, *cyc;
+	char msg[256];
+	size_t pos;
+
+	if (g->nar < 2)
+		return 0;
+	for (t = 0; t < n; t++)
+		best[t] = via[t] = NONE;
+	for (h = 0; h < n; h++) {
+		const struct pypto_tile *tt = &g->tiles[order[h]];
+		uint32_t v = best[order[h]];
+
+		t = order[h];
+		if (tt->kind == PYPTO_ALLREDUCE) {
+			if (v != NONE && v > t)
+				goto cycle;
+			v = t;
 		}
-		pos += (size_t)snprintf(msg + pos, sizeof(msg) - pos, "%s%s",
-					i ? " -> " : "", name);
+		if (v == NONE)
+			continue;
+		for (i = 0; i < tt->nconsumers; i++) {
+			uint32_t c = tt->consumers[i];
+
+			if (best[c] == NONE || v > best[c]) {
+				best[c] = v;
+				via[c] = t;
+			}
+		}
 	}
+	return 0;
+cycle:
+	x = best[t];
+	for (len = 1, i = t; i != x; i = via[i])
+		len++;
+	cyc = malloc((size_t)len * sizeof(*cyc));
+	if (!cyc)
+		return pypto__fail(PYPTO_ERR_NOMEM, "allreduce tile %s depends "
+				   "on %s, issued after it (no memory to list "
+				   "the path)", g->tiles[t].name,
+				   g->tiles[x].name);
+	for (h = len, i = t; h-- > 0; i = via[i])
+		cyc[h] = i;
+	free(g->cycle);
+	g->cycle = cyc;
+	g->ncycle = len;
+	pos = (size_t)snprintf(msg, sizeof(msg), "allreduce tiles are issued "
+			       "in id order, but %s (tile %u) depends on %s "
+			       "(tile %u): cycle: ", g->tiles[t].name, t,
+			       g->tiles[x].name, x);
+	cycle_names(g, msg, sizeof(msg), pos);
 	return pypto__fail(PYPTO_DEADLOCK, "%s", msg);
 }
 
@@ -651,6 +817,11 @@ PYPTO_EXPORT int pypto_graph_validate(struct pypto_graph *g,
 		ret = find_cycle(g, indeg, order, (uint32_t *)dist);
 		goto out;
 	}
+	/* dist is free from here: its n + 1 doubles hold 2n uint32_t. */
+	ret = check_coll_order(g, order, (uint32_t *)dist,
+			       (uint32_t *)dist + n);
+	if (ret < 0)
+		goto out;
 
 	/* Width: indeg is all zero now; count tiles per level in it. */
 	for (t = 0; t < n; t++)
@@ -860,6 +1031,8 @@ static const char *kind_fill(int kind)
 		return "shape=ellipse, fillcolor=\"#fdae6b\"";
 	case PYPTO_HOST:
 		return "shape=note, fillcolor=\"#a1d99b\"";
+	case PYPTO_ALLREDUCE:
+		return "shape=hexagon, fillcolor=\"#c5b0d5\"";
 	}
 	return "shape=box, fillcolor=\"#dddddd\"";
 }
@@ -889,8 +1062,13 @@ static int dump_dot(const struct pypto_graph *g, FILE *f)
 
 		fprintf(f, "\tn%u [label=\"", t);
 		put_dot_str(f, tt->name);
-		fprintf(f, "\\n%s\", %s%s];\n", pypto__kind_name(tt->kind),
-			kind_fill(tt->kind),
+		fprintf(f, "\\n%s", pypto__kind_name(tt->kind));
+		if (tt->coll)
+			fprintf(f, " %s %s x %zu",
+				hcomm_redop_name(tt->coll->op),
+				hcomm_dtype_name(tt->coll->dt),
+				tt->coll->count);
+		fprintf(f, "\", %s%s];\n", kind_fill(tt->kind),
 			next && next[t] != NONE ? ", color=red, penwidth=2" :
 			"");
 	}
@@ -920,10 +1098,17 @@ static void dump_json(const struct pypto_graph *g, FILE *f)
 		pypto__json_str(f, tt->name, false);
 		/* level is only known after a validation: -1 before. */
 		fprintf(f, ",\"kind\":\"%s\",\"affinity\":%d,\"device\":%d,"
-			"\"level\":%lld,\"inputs\":%u,\"bytes\":%llu}",
+			"\"level\":%lld,\"inputs\":%u,\"bytes\":%llu",
 			pypto__kind_name(tt->kind), tt->affinity, tt->device,
 			g->validated ? (long long)tt->level : -1LL, tt->ndeps,
 			(unsigned long long)tt->bytes);
+		if (tt->coll)
+			fprintf(f, ",\"count\":%zu,\"dtype\":\"%s\","
+				"\"op\":\"%s\",\"issue\":%u",
+				tt->coll->count,
+				hcomm_dtype_name(tt->coll->dt),
+				hcomm_redop_name(tt->coll->op), tt->coll->seq);
+		fputc('}', f);
 	}
 	fputs("],\n\"edges\":[", f);
 	for (t = 0; t < g->n; t++) {

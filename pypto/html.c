@@ -7,7 +7,8 @@
  * access to anything: the run's data is a JSON blob in a
  * <script type="application/json" id="pypto-data"> element that the page's
  * own script draws as SVG: one lane per worker (compute and host
- * preprocessing), one per device (its transfers), a time axis, a rect per
+ * preprocessing), one per device (its transfers), one for the collectives
+ * (allreduce tiles, issue to completion), a time axis, a rect per
  * event coloured by stage.  Hovering a tile shows its details and arrows
  * from its inputs and to its consumers.  The statistics and the diagnosis
  * are rendered by this file already, so they show even where scripts are
@@ -116,6 +117,7 @@ static const char html_head[] =
 "rect.tile.s1{fill:#59a14f}\n"
 "rect.tile.s2{fill:#f28e2b}\n"
 "rect.tile.s3{fill:#4e79a7}\n"
+"rect.tile.s4{fill:#b07aa1}\n"
 "rect.tile.retry{stroke:#d62728;stroke-width:1.5}\n"
 "rect.tile.hl{stroke:#000;stroke-width:1.5}\n"
 ".dep{fill:none;stroke:#222;stroke-width:1.2;opacity:.8}\n"
@@ -159,8 +161,10 @@ static const char html_script[] =
 "  var box = document.getElementById('chartbox');\n"
 "  var tip = document.getElementById('tip');\n"
 "  var NS = svg.namespaceURI;\n"
-"  var EV = D.events, STAGES = ['', 'prefetch', 'transfer', 'compute'];\n"
-"  var nw = D.lanes_workers, nd = D.lanes_devices, nl = nw + nd;\n"
+"  var EV = D.events,\n"
+"      STAGES = ['', 'prefetch', 'transfer', 'compute', 'collective'];\n"
+"  var nw = D.lanes_workers, nd = D.lanes_devices,\n"
+"      nc = D.lanes_coll || 0, nl = nw + nd + nc;\n"
 "  var LANE_H = nl <= 12 ? 28 : 18, LABEL_W = 160, AXIS_H = 22,\n"
 "      RIGHT = 10;\n"
 "  function el(name, attrs, parent) {\n"
@@ -169,7 +173,10 @@ static const char html_script[] =
 "    if (parent) parent.appendChild(e);\n"
 "    return e;\n"
 "  }\n"
-"  function lane(e) { return e[5] === 2 ? nw + Math.max(e[4], 0) : e[3]; }\n"
+"  function lane(e) {\n"
+"    if (e[5] === 4) return nw + nd;\n"
+"    return e[5] === 2 ? nw + Math.max(e[4], 0) : e[3];\n"
+"  }\n"
 "  var tEnd = D.wall_ns, i, j;\n"
 "  for (i = 0; i < EV.length; i++) if (EV[i][1] > tEnd) tEnd = EV[i][1];\n"
 "  if (!(tEnd > 0)) tEnd = 1;\n"
@@ -206,10 +213,10 @@ static const char html_script[] =
 "    if (i % 2) el('rect', {'class': 'lanebg', x: LABEL_W, y: laneY[i],\n"
 "      width: W - LABEL_W, height: laneH[i]}, gLanes);\n"
 "    var t = el('text', {x: 6, y: laneY[i] + laneH[i] / 2 + 4}, gLabels);\n"
-"    t.textContent = i < nw ? 'worker ' + i :\n"
-"      'device ' + (i - nw) + ' transfers';\n"
+"    t.textContent = i < nw ? 'worker ' + i : i < nw + nd ?\n"
+"      'device ' + (i - nw) + ' transfers' : 'allreduces';\n"
 "  }\n"
-"  if (nd) el('line', {x1: 0, x2: W, y1: laneY[nw], y2: laneY[nw],\n"
+"  if (nd || nc) el('line', {x1: 0, x2: W, y1: laneY[nw], y2: laneY[nw],\n"
 "    stroke: '#999'}, gLabels);\n"
 "  function rowH(l) { return (laneH[l] - 4) / ends[l].length; }\n"
 "  function top(i) { var l = lane(EV[i]); return laneY[l] + 2 +\n"
@@ -283,7 +290,7 @@ static const char html_script[] =
 "      'tile      ' + e[2] + ' (' + info[1] + ')\\n' +\n"
 "      'stage     ' + STAGES[e[5]] +\n"
 "      (e[6] > 0 ? ' (retry ' + e[6] + ')' : '') + '\\n' +\n"
-"      'worker    ' + e[3] + '\\n' +\n"
+"      'worker    ' + (e[3] === 65535 ? '-' : e[3]) + '\\n' +\n"
 "      'device    ' + e[4] + '\\n' +\n"
 "      'start     ' + fmt(e[0]) + '\\n' +\n"
 "      'duration  ' + fmt(e[1] - e[0]) + '\\n' +\n"
@@ -404,11 +411,18 @@ static void html_stats(FILE *f, const struct pypto_run *r, uint32_t workers,
 	stat_row(f, "wall time", "%s", pypto__fmt_ns(b1, sizeof(b1),
 						(double)st->wall_ns));
 	stat_row(f, "tiles", "%u (%" PRIu64 " compute, %" PRIu64 " transfer, %"
-		 PRIu64 " host)", st->tiles, st->tiles_compute,
-		 st->tiles_transfer, st->tiles_host);
+		 PRIu64 " host, %" PRIu64 " allreduce)", st->tiles,
+		 st->tiles_compute, st->tiles_transfer, st->tiles_host,
+		 st->tiles_allreduce);
 	stat_row(f, "worker utilisation", "%.1f %%", st->worker_util * 100);
 	stat_row(f, "transfer engine busy", "%.1f %%", st->xfer_util * 100);
 	stat_row(f, "overlap efficiency", "%.1f %%", st->overlap_eff * 100);
+	if (st->coll_flight_ns)
+		stat_row(f, "allreduce overlap", "%.1f %% of %s in flight",
+			 100.0 * (double)st->coll_overlap_ns /
+			 (double)st->coll_flight_ns,
+			 pypto__fmt_ns(b1, sizeof(b1),
+				       (double)st->coll_flight_ns));
 	stat_row(f, "compute tile time", "mean %s, cv %.3f",
 		 pypto__fmt_ns(b1, sizeof(b1), st->tile_mean_ns), st->tile_cv);
 	stat_row(f, "steals", "%" PRIu64 " of %" PRIu64 " attempts",
@@ -425,7 +439,7 @@ static void html_stats(FILE *f, const struct pypto_run *r, uint32_t workers,
 /* The data element's JSON.  drawn: events that go in (the first ones). */
 static int html_data(FILE *f, const struct pypto_run *r, uint32_t drawn,
 		     uint32_t workers, uint32_t lanes_w, uint32_t lanes_d,
-		     const char *diag, unsigned int mask)
+		     uint32_t lanes_c, const char *diag, unsigned int mask)
 {
 	const struct pypto_graph *g = r->g;
 	const struct pypto_stats *st = &r->st;
@@ -446,11 +460,11 @@ static int html_data(FILE *f, const struct pypto_run *r, uint32_t drawn,
 	fputs("{\"version\":1,\"transport\":", f);
 	pypto__json_str(f, r->xport_name ? r->xport_name : "none", true);
 	fprintf(f, ",\"status\":%d,\"workers\":%u,\"devices\":%u,"
-		"\"lanes_workers\":%u,\"lanes_devices\":%u,\"wall_ns\":%" PRIu64
-		",\"events_total\":%u,\"drawn\":%u,\"mask\":%u,\"diagnosis\":",
-		r->status, workers, r->cfg.devices ? r->cfg.devices :
-		st->devices, lanes_w, lanes_d, st->wall_ns, r->nev, drawn,
-		mask);
+		"\"lanes_workers\":%u,\"lanes_devices\":%u,\"lanes_coll\":%u,"
+		"\"wall_ns\":%" PRIu64 ",\"events_total\":%u,\"drawn\":%u,"
+		"\"mask\":%u,\"diagnosis\":", r->status, workers,
+		r->cfg.devices ? r->cfg.devices : st->devices, lanes_w,
+		lanes_d, lanes_c, st->wall_ns, r->nev, drawn, mask);
 	pypto__json_str(f, diag ? diag : "", true);
 	fputs(",\"stats\":{\"worker_util\":", f);
 	pypto__json_num(f, st->worker_util);
@@ -529,7 +543,7 @@ static int html_file(FILE *f, const void *arg)
 	uint32_t devices = r->cfg.devices ? r->cfg.devices : r->st.devices;
 	uint32_t drawn = r->nev < PYPTO_HTML_EVENTS_MAX ? r->nev :
 			 PYPTO_HTML_EVENTS_MAX;
-	uint32_t lanes_w = workers, lanes_d = 0, i;
+	uint32_t lanes_w = workers, lanes_d = 0, lanes_c = 0, i;
 	unsigned int mask = 0;
 	char *diag;
 	int ret;
@@ -539,7 +553,9 @@ static int html_file(FILE *f, const void *arg)
 	for (i = 0; i < drawn; i++) {
 		const struct pypto_event *e = &r->ev[i];
 
-		if (e->stage == PYPTO_STAGE_TRANSFER) {
+		if (e->stage == PYPTO_STAGE_COLLECTIVE) {
+			lanes_c = 1;
+		} else if (e->stage == PYPTO_STAGE_TRANSFER) {
 			uint32_t d = e->device > 0 ? (uint32_t)e->device : 0;
 
 			if (d + 1 > lanes_d)
@@ -565,6 +581,8 @@ static int html_file(FILE *f, const void *arg)
 	      "transfer</span>"
 	      "<span><span class=\"sw\" style=\"background:#59a14f\"></span>"
 	      "prefetch (host)</span>"
+	      "<span><span class=\"sw\" style=\"background:#b07aa1\"></span>"
+	      "allreduce</span>"
 	      "<span><span class=\"sw\" style=\"background:#fff;border:2px "
 	      "solid #d62728\"></span>retry</span>"
 	      "<span><svg width=\"28\" height=\"10\"><path d=\"M1,5 H24\" "
@@ -586,7 +604,8 @@ static int html_file(FILE *f, const void *arg)
 	      "fill=\"#444\"/></marker></defs></svg></div>\n"
 	      "<div id=\"tip\"></div>\n"
 	      "<script type=\"application/json\" id=\"pypto-data\">", f);
-	ret = html_data(f, r, drawn, workers, lanes_w, lanes_d, diag, mask);
+	ret = html_data(f, r, drawn, workers, lanes_w, lanes_d, lanes_c, diag,
+			mask);
 	free(diag);
 	if (ret)
 		return ret;

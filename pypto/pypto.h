@@ -38,8 +38,10 @@ enum pypto_err {
 	PYPTO_OK = 0,
 	PYPTO_ERR_INVAL,	/* bad argument */
 	PYPTO_ERR_NOMEM,
-	PYPTO_DEADLOCK,		/* the graph has a dependency cycle */
-	PYPTO_ERR_IO,		/* a transfer failed after every retry */
+	PYPTO_DEADLOCK,		/* the graph has a dependency cycle (also
+				 * one through the allreduce issue order) */
+	PYPTO_ERR_IO,		/* a transfer failed after every retry, or
+				 * an allreduce failed */
 	PYPTO_ERR_TASK,		/* a compute/host function returned non-zero */
 	PYPTO_ERR_SYS,		/* a system call failed (thread, file) */
 	PYPTO_ERR_LIMIT,	/* too many tiles/edges/descriptors */
@@ -60,6 +62,8 @@ enum pypto_kind {
 	PYPTO_TRANSFER,		/* puts/gets through the transport */
 	PYPTO_HOST,		/* host preprocessing (the pipeline's first
 				 * stage: decode, pack, stage) */
+	PYPTO_ALLREDUCE,	/* hcomm_allreduce_nb() on the run's
+				 * communicator, issued in id order */
 };
 
 /* What a function learns about where it runs. */
@@ -112,6 +116,47 @@ int pypto_add_host(struct pypto_graph *g, const char *name, pypto_fn fn,
 int pypto_add_transfer(struct pypto_graph *g, const char *name,
 		       const struct pypto_xfer *x, unsigned int n,
 		       int affinity);
+/*
+ * An allreduce tile: recv[i] = op over the ranks of send[i], i < count,
+ * elements of type dt, through hcomm_allreduce_nb() on the communicator
+ * of the run's transport (pypto_xport_hcomm).  No worker waits for it:
+ * the scheduler issues it once its inputs are done and it completes, on
+ * libhcomm's collective thread, when the request does; its consumers
+ * are released then.  The buffers belong to the tile from its issue to
+ * its completion: its inputs write send, its consumers read recv.
+ * Returns the tile's id; affinity places it like any tile (its consumers
+ * follow its device).  A failed allreduce (a rank lost, the collective
+ * timeout: hcomm_comm_set_coll_timeout) fails the run with
+ * -PYPTO_ERR_IO naming the tile.
+ *
+ * Issue order: collectives must be issued in the same order on every
+ * rank, so allreduce tiles are issued in the order of their ids (the
+ * order they were added), each only after the one before it was
+ * issued - whatever order they become ready in.  Ranks that build the
+ * same graph therefore issue the same collectives in the same order.
+ * A graph in which an allreduce tile depends (through any path) on an
+ * allreduce tile with a higher id can never run: validation refuses it
+ * with -PYPTO_DEADLOCK (pypto_errmsg() and pypto_graph_cycle() give the
+ * path).  pypto_run() of a graph with allreduce tiles is a collective
+ * call of the communicator: every rank runs the same graphs in the same
+ * order, and nothing else issues collectives on the communicator while
+ * it runs.
+ *
+ * Without libhcomm (the memcpy test double or no transport) the tile is
+ * an allreduce over one rank: recv = send (a copy unless send == recv),
+ * issued in the same order.
+ *
+ * -PYPTO_ERR_INVAL, before anything is added, for: send or recv NULL,
+ * count 0, dt not an enum hcomm_dtype, op not an enum hcomm_redop,
+ * count x the element size or a buffer's end beyond the address space,
+ * send and recv overlapping without being equal (send == recv is in
+ * place), a bad affinity.  A count that libhcomm refuses for the
+ * communicator's size fails pypto_run() before anything runs.
+ */
+int pypto_add_allreduce(struct pypto_graph *g, const char *name,
+			const void *send, void *recv, size_t count,
+			enum hcomm_dtype dt, enum hcomm_redop op,
+			int affinity);
 /* "to" waits for "from": from joins to's inputs, to joins from's
  * output_consumers.  A repeated edge is ignored (returns 0) in O(1), however
  * wide the fan-out. */
@@ -196,7 +241,10 @@ struct pypto_xport;
 
 /*
  * libhcomm: transfers move between local memory and rank target's part of
- * win (the target may be this rank: "device" buffers of this process).
+ * win (the target may be this rank: "device" buffers of this process);
+ * allreduce tiles go over comm.  win may be NULL for a graph without
+ * transfer tiles (pypto_run() refuses transfer tiles then); target still
+ * names the rank whose link events the run records.
  * Leaves comm's callback mode alone: pypto_run() switches it to
  * HCOMM_CB_THREAD when a run starts (completions through libhcomm's
  * lock-free queue; the run fails with PYPTO_ERR_IO if comm has operations
@@ -353,11 +401,30 @@ struct pypto_stats {
 	uint64_t failover_stall_ns;
 	uint64_t tiles_delayed;
 	int peer_lost;
+	/*
+	 * Allreduce tiles: how many completed, the sum of their times from
+	 * issue to completion, the bytes this rank contributed (count x
+	 * element size), and from the events: the time in which at least
+	 * one was in flight, and the part of it in which a worker ran a
+	 * compute or host tile (the collectives hidden behind work; 0 with
+	 * profile off).
+	 */
+	uint64_t tiles_allreduce;
+	uint64_t allreduce_ns;
+	uint64_t allreduce_bytes;
+	uint64_t coll_flight_ns;
+	uint64_t coll_overlap_ns;
 };
 
 /*
  * Validate, place, and run the graph to completion (blocking).  x may be
- * NULL when the graph has no transfer tiles.  cfg may be NULL (defaults +
+ * NULL when the graph has no transfer tiles (allreduce tiles then run as
+ * over one rank).  With allreduce tiles over libhcomm the run is a
+ * collective call (pypto_add_allreduce); before the workers start it
+ * makes sure the communicator's collective state exists (libhcomm's first
+ * collective creates its staging window, waiting for every rank), and a
+ * failed run returns once its allreduces in flight completed - at the
+ * latest after the collective timeout (hcomm_comm_set_coll_timeout).  cfg may be NULL (defaults +
  * environment).  *run (may be NULL) receives the record of the run for
  * stats, diagnosis and traces, also when the run failed after starting;
  * free it with pypto_run_free().  Returns 0 or -PYPTO_DEADLOCK /
@@ -377,13 +444,19 @@ enum pypto_stage {
 	PYPTO_STAGE_PREFETCH = 1,	/* host preprocessing */
 	PYPTO_STAGE_TRANSFER,		/* issue -> completion */
 	PYPTO_STAGE_COMPUTE,
+	PYPTO_STAGE_COLLECTIVE,		/* allreduce: issue -> done */
 };
+
+/* pypto_event.worker of a collective issued by a thread of libhcomm (the
+ * completion of its last input released it there), not by a worker. */
+#define PYPTO_NO_WORKER		0xffff
 
 struct pypto_event {
 	uint64_t t0_ns, t1_ns;		/* relative to the run's start */
-	uint64_t bytes;			/* transfers */
+	uint64_t bytes;			/* transfers, collectives */
 	uint32_t tile;
-	uint16_t worker;		/* the worker that ran or issued it */
+	uint16_t worker;		/* the worker that ran or issued it, or
+					 * PYPTO_NO_WORKER */
 	uint8_t stage;			/* enum pypto_stage */
 	uint8_t attempt;		/* 0, or the retry number */
 	int32_t device;

@@ -46,6 +46,20 @@ int pypto__write_path(const char *path, const char *what,
 
 /* ---- graph (graph.c) ---------------------------------------------- */
 
+/*
+ * What an allreduce tile reduces (static: pypto_add_allreduce checked it).
+ * seq is its place in the issue order: the allreduce tiles added before
+ * it, so the order of the ids (sched.c issues them in that order).
+ */
+struct pypto_coll {
+	const void *send;
+	void *recv;
+	size_t count;
+	enum hcomm_dtype dt;
+	enum hcomm_redop op;
+	uint32_t seq;
+};
+
 struct pypto_tile {
 	/* Runtime (sched.c): reset by every run. */
 	_Atomic uint32_t input_deps;	/* unfinished inputs */
@@ -76,7 +90,10 @@ struct pypto_tile {
 	struct pypto_xfer *xf;		/* transfer tiles */
 	uint32_t nxf;
 	uint32_t ndesc;			/* sum of rows */
-	uint64_t bytes;			/* sum of rows * row_bytes */
+	uint64_t bytes;			/* sum of rows * row_bytes;
+					 * allreduce: count * element
+					 * size */
+	struct pypto_coll *coll;	/* allreduce tiles, owned by the tile */
 	char name[PYPTO_NAME_MAX];
 };
 
@@ -84,6 +101,7 @@ struct pypto_graph {
 	struct pypto_tile *tiles;
 	uint32_t n, cap;
 	uint32_t nedges;
+	uint32_t nar;			/* allreduce tiles */
 	uint64_t *eset;			/* open-addressed set of edges */
 	uint64_t ecap;			/* slots in eset (power of 2) */
 	bool validated;			/* analysis below is current */
@@ -146,6 +164,8 @@ struct pypto_xport {
 	int target;			/* rank the descriptors name */
 	void *local_base;		/* window as seen here, or NULL */
 	uint64_t win_len;
+	bool no_window;			/* hcomm without a window: collectives
+					 * only (no transfer tiles) */
 	/* Failure injection. */
 	uint64_t inj_every, inj_max;
 	_Atomic uint64_t inj_seen, inj_done;

@@ -33,9 +33,24 @@
  * completions hand their slots on.  Only completions free slots, and a
  * completion waits for nothing else, so the cap cannot deadlock a graph.
  *
+ * Allreduce tiles are not executed by a worker either: the thread that
+ * makes one ready (a worker, or libhcomm's thread that completed its last
+ * input) issues it with hcomm_allreduce_nb(), which only queues it, and
+ * its request's callback, on libhcomm's collective thread, completes it.
+ * Collectives must be issued in the same order on every rank, so they go
+ * out in the order of their ids (struct pypto_coll's seq): a tile that is
+ * ready before the one ahead of it was issued waits (marked ready) and
+ * is issued by the thread that issues the one ahead.  Validation has
+ * refused graphs in which that could wait for ever.  Without libhcomm an
+ * allreduce is over one rank: the copy is made when it is issued, and a
+ * worker completes it.
+ *
  * No lock is taken on any of these paths, except the device's queue of
  * transfer tiles waiting for a slot: a mutex, taken only while tiles wait
- * or when a slot is not free.
+ * or when a slot is not free; and the allreduce issue lock, taken when an
+ * allreduce tile becomes ready.  Lock order: ar_lock, then libhcomm's
+ * (hcomm_allreduce_nb); libhcomm runs the callbacks under none of its
+ * locks, so a callback may take ar_lock.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -139,6 +154,26 @@ struct worker {
 	struct hcomm_mpsc retired;
 } __attribute__((aligned(PYPTO_CACHELINE)));
 
+/*
+ * One allreduce tile in a run, s->ar[its seq].  state: AR_WAITING until
+ * its inputs are done, AR_READY (changed under ar_lock) until it is
+ * issued, AR_ISSUED (under ar_lock) from then on.  The issuer owns req
+ * until it hands it to libhcomm (on_hcomm), and libhcomm owns it until
+ * its done reads 1 (after ar_cb returned).
+ */
+enum { AR_WAITING, AR_READY, AR_ISSUED };
+
+struct ar_op {
+	struct hcomm_request req;
+	struct sched *s;
+	struct pypto_tile *t;
+	uint64_t t_issue_ns;
+	uint16_t issue_worker;		/* or PYPTO_NO_WORKER */
+	_Atomic uint8_t state;		/* AR_* */
+	bool on_hcomm;			/* req was issued (cleared by
+					 * pypto_run once done reads 1) */
+};
+
 /* A device's transfer slots and its queue of tiles waiting for one. */
 struct devq {
 	_Atomic uint32_t used;		/* slots held */
@@ -168,7 +203,16 @@ struct sched {
 					 * finish touching the run */
 	_Atomic uint64_t xfer_ns, xfer_bytes, retries, failures, waits;
 	_Atomic uint64_t delayed;	/* delayed transfer tiles completed */
-	/* Link events: the listener, and the target's loss (set once). */
+	/* Allreduce tiles, by seq (issue order); ar_next is the next to
+	 * issue (ar_lock). */
+	struct ar_op *ar;
+	uint32_t nar;
+	uint32_t ar_next;
+	bool ar_lock_init;
+	pthread_mutex_t ar_lock;
+	_Atomic uint64_t ar_done, ar_ns, ar_bytes;
+	/* Link events: the listener, and the target's loss (set once).
+	 * comm is also the allreduces' communicator (NULL: one rank). */
 	struct hcomm_comm *comm;
 	int listen_id;
 	atomic_bool peer_lost;
@@ -232,19 +276,36 @@ static struct worker *pick_worker(struct sched *s, int32_t dev)
 }
 
 static void xfer_issue(struct worker *w, struct pypto_tile *t);
+static void ar_ready(struct sched *s, struct worker *self,
+		     struct pypto_tile *t);
+static void queue_tile(struct sched *s, struct worker *self,
+		       struct pypto_tile *t);
 
 /*
  * t's inputs are all done.  A worker keeps tiles of its own device (in
  * its deque; transfers straight into its round), others go to an inbox of
- * their device; then a sleeping worker may take or steal it.
+ * their device; then a sleeping worker may take or steal it.  Allreduce
+ * tiles are issued (in their order) by whoever made them ready.
  */
 static void make_ready(struct sched *s, struct worker *self,
 		       struct pypto_tile *t)
 {
+	if (t->kind == PYPTO_ALLREDUCE) {
+		ar_ready(s, self, t);
+		return;
+	}
 	if (self && t->kind == PYPTO_TRANSFER) {
 		xfer_issue(self, t);
 		return;
 	}
+	queue_tile(s, self, t);
+}
+
+/* t goes to a worker: self's deque when self serves its device, else an
+ * inbox of its device. */
+static void queue_tile(struct sched *s, struct worker *self,
+		       struct pypto_tile *t)
+{
 	if (self && t->device == self->device) {
 		if (pypto_deque_push(&self->dq, tile_id(s, t))) {
 			sched_fail(s, pypto__fail(PYPTO_ERR_NOMEM,
@@ -672,6 +733,219 @@ static void xfer_cb(struct hcomm_request *req, void *arg)
 	atomic_fetch_sub_explicit(&s->inflight, 1, memory_order_release);
 }
 
+/* ---- allreduce tiles ---------------------------------------------------- */
+
+/* ", lost: rank 2, rank 3" for the ranks libhcomm reports lost, or "". */
+static void lost_ranks(struct hcomm_comm *comm, char *buf, size_t len)
+{
+	int r, n = hcomm_comm_size(comm), me = hcomm_comm_rank(comm);
+	size_t pos = 0;
+
+	buf[0] = '\0';
+	for (r = 0; r < n && pos + 16 < len; r++)
+		if (r != me && hcomm_comm_peer_lost(comm, r) == 1)
+			pos += (size_t)snprintf(buf + pos, len - pos,
+						"%s rank %d",
+						pos ? "," : ", lost:", r);
+}
+
+/*
+ * op's allreduce completed with status st (any thread: libhcomm's
+ * collective thread, or the worker that completes a one-rank allreduce):
+ * record it, then release its consumers or fail the run.
+ */
+static void ar_complete(struct sched *s, struct worker *self,
+			struct ar_op *op, int st)
+{
+	struct pypto_tile *t = op->t;
+	uint64_t now = pypto__now_ns();
+	char lost[64];
+
+	atomic_fetch_add_explicit(&s->ar_ns, now - op->t_issue_ns,
+				  memory_order_relaxed);
+	if (s->cfg->profile) {
+		struct pypto_evbuf *eb = pypto__ev_thread_buf(s->r);
+		struct pypto_event e = {
+			.t0_ns = op->t_issue_ns, .t1_ns = now,
+			.bytes = t->bytes, .tile = tile_id(s, t),
+			.worker = op->issue_worker,
+			.stage = PYPTO_STAGE_COLLECTIVE,
+			.device = t->device,
+		};
+
+		if (eb)
+			pypto__ev_record(s->r, eb, &e);
+	}
+	if (st) {
+		lost[0] = '\0';
+		if (s->comm)
+			lost_ranks(s->comm, lost, sizeof(lost));
+		sched_fail(s, pypto__fail(PYPTO_ERR_IO, "allreduce tile %s "
+					  "failed: %s%s (libhcomm: %s)",
+					  t->name, hcomm_strerror(st), lost,
+					  hcomm_errmsg()));
+		return;
+	}
+	atomic_fetch_add_explicit(&s->ar_done, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&s->ar_bytes, t->bytes,
+				  memory_order_relaxed);
+	tile_done(s, self, t);
+}
+
+/* libhcomm completed op's request: on its collective thread. */
+static void ar_cb(struct hcomm_request *req, void *arg)
+{
+	struct ar_op *op = arg;
+	struct sched *s = op->s;
+
+	if (!atomic_load_explicit(&s->finished, memory_order_acquire))
+		ar_complete(s, NULL, op, req->status);
+	/* Last access to the run: pypto_run() waits for this to reach 0. */
+	atomic_fetch_sub_explicit(&s->inflight, 1, memory_order_release);
+}
+
+/*
+ * Issue op (under ar_lock, so in seq order): to libhcomm, or as an
+ * allreduce over one rank (the copy now, then a worker completes it).
+ * false when the run failed instead.
+ */
+static bool ar_issue(struct sched *s, struct worker *self, struct ar_op *op)
+{
+	const struct pypto_coll *c = op->t->coll;
+	int rc;
+
+	op->t_issue_ns = pypto__now_ns();
+	op->issue_worker = self ? (uint16_t)self->id : PYPTO_NO_WORKER;
+	atomic_store_explicit(&op->state, AR_ISSUED, memory_order_relaxed);
+	if (!s->comm) {
+		if (c->send != c->recv)
+			memmove(c->recv, c->send, (size_t)op->t->bytes);
+		queue_tile(s, self, op->t);
+		return true;
+	}
+	memset(&op->req, 0, sizeof(op->req));
+	op->req.cb = ar_cb;
+	op->req.cb_arg = op;
+	/* Before the issue: the callback may run before the call returns. */
+	atomic_fetch_add_explicit(&s->inflight, 1, memory_order_relaxed);
+	rc = hcomm_allreduce_nb(s->comm, c->send, c->recv, c->count, c->dt,
+				c->op, &op->req);
+	if (rc < 0) {
+		atomic_fetch_sub_explicit(&s->inflight, 1,
+					  memory_order_release);
+		sched_fail(s, pypto__fail(PYPTO_ERR_IO, "allreduce tile %s: "
+					  "hcomm_allreduce_nb: %s (%s)",
+					  op->t->name, hcomm_strerror(rc),
+					  hcomm_errmsg()));
+		return false;
+	}
+	op->on_hcomm = true;
+	return true;
+}
+
+/*
+ * Allreduce tile t is ready: issue it and every ready one behind it, in
+ * seq order; one whose predecessor was not issued yet waits, marked
+ * ready, for the thread that issues that one.  A failed run issues no
+ * more collectives.
+ */
+static void ar_ready(struct sched *s, struct worker *self,
+		     struct pypto_tile *t)
+{
+	struct ar_op *op;
+
+	pthread_mutex_lock(&s->ar_lock);
+	atomic_store_explicit(&s->ar[t->coll->seq].state, AR_READY,
+			      memory_order_relaxed);
+	while (s->ar_next < s->nar &&
+	       !atomic_load_explicit(&s->finished, memory_order_acquire)) {
+		op = &s->ar[s->ar_next];
+		if (atomic_load_explicit(&op->state, memory_order_relaxed) !=
+		    AR_READY || !ar_issue(s, self, op))
+			break;
+		s->ar_next++;
+	}
+	pthread_mutex_unlock(&s->ar_lock);
+}
+
+/* A worker took allreduce tile t: a root to issue, or one over one rank
+ * that was issued (its copy made) to complete. */
+static void ar_run(struct worker *w, struct pypto_tile *t)
+{
+	struct ar_op *op = &w->s->ar[t->coll->seq];
+
+	if (atomic_load_explicit(&op->state, memory_order_relaxed) ==
+	    AR_ISSUED)
+		ar_complete(w->s, w, op, 0);
+	else
+		ar_ready(w->s, w, t);
+}
+
+/*
+ * Before the workers start: the run's allreduces, and over libhcomm its
+ * collective state.  libhcomm's first collective of a communicator
+ * creates its staging window, a collective call that waits for every
+ * rank: a 0-element hcomm_allreduce() does that here (later runs find it
+ * made and move nothing; one after a failed collective fails at once),
+ * so that no issue waits for the other ranks.
+ */
+static int ar_setup(struct sched *s)
+{
+	struct pypto_graph *g = s->g;
+	uint32_t i;
+	int rc;
+
+	s->nar = g->nar;
+	if (!s->nar)
+		return 0;
+	s->ar = calloc(s->nar, sizeof(*s->ar));
+	if (!s->ar)
+		return pypto__fail(PYPTO_ERR_NOMEM, "%u allreduce tiles",
+				   s->nar);
+	for (i = 0; i < g->n; i++) {
+		struct pypto_tile *t = &g->tiles[i];
+
+		if (t->kind != PYPTO_ALLREDUCE)
+			continue;
+		s->ar[t->coll->seq].s = s;
+		s->ar[t->coll->seq].t = t;
+	}
+	rc = pthread_mutex_init(&s->ar_lock, NULL);
+	if (rc)
+		return pypto__fail(PYPTO_ERR_SYS, "pthread_mutex_init: %s",
+				   strerror(rc));
+	s->ar_lock_init = true;
+	if (!s->comm)
+		return 0;
+	rc = hcomm_allreduce(s->comm, NULL, NULL, 0, HCOMM_UINT8, HCOMM_SUM);
+	if (rc < 0)
+		return pypto__fail(PYPTO_ERR_IO, "allreduce tiles: the "
+				   "communicator's collectives: %s (%s)",
+				   hcomm_strerror(rc), hcomm_errmsg());
+	return 0;
+}
+
+/*
+ * After wait_inflight(): every callback returned; libhcomm stores done
+ * after that.  Wait for it, so the requests are ours again (and the
+ * communicator has nothing in flight for pypto_run's run_end).
+ */
+static void ar_wait_done(struct sched *s)
+{
+	struct timespec ts = { 0, 50000 };
+	uint32_t i;
+
+	for (i = 0; i < s->nar; i++) {
+		struct ar_op *op = &s->ar[i];
+
+		if (!op->on_hcomm)
+			continue;
+		while (!__atomic_load_n(&op->req.done, __ATOMIC_ACQUIRE))
+			nanosleep(&ts, NULL);
+		op->on_hcomm = false;
+	}
+}
+
 /* ---- workers ------------------------------------------------------------ */
 
 static void run_tile(struct worker *w, struct pypto_tile *t)
@@ -685,6 +959,10 @@ static void run_tile(struct worker *w, struct pypto_tile *t)
 
 	if (t->kind == PYPTO_TRANSFER) {
 		xfer_issue(w, t);
+		return;
+	}
+	if (t->kind == PYPTO_ALLREDUCE) {
+		ar_run(w, t);
 		return;
 	}
 	/* The round so far goes out before this worker is busy. */
@@ -946,6 +1224,9 @@ static void collect_stats(struct sched *s, struct pypto_stats *st)
 	st->xfer_failures = atomic_load(&s->failures);
 	st->xfer_cap = s->cap;
 	st->xfer_waits = atomic_load(&s->waits);
+	st->tiles_allreduce = atomic_load(&s->ar_done);
+	st->allreduce_ns = atomic_load(&s->ar_ns);
+	st->allreduce_bytes = atomic_load(&s->ar_bytes);
 }
 
 /* Every transport callback has finished with the run. */
@@ -978,16 +1259,42 @@ static int run_workers(struct sched *s)
 	return rc;
 }
 
+/* What pypto_add_allreduce could not know: the communicator's size. */
+static int check_allreduce(const struct pypto_tile *t, struct pypto_xport *x)
+{
+	struct hcomm_comm *comm = x && x->ops->comm ? x->ops->comm(x) : NULL;
+	size_t n = comm ? (size_t)hcomm_comm_size(comm) : 1;
+
+	/* libhcomm's limit (every collective's, whatever its kind) */
+	if (n && t->coll->count > SIZE_MAX / hcomm_dtype_size(t->coll->dt) / n)
+		return pypto__fail(PYPTO_ERR_INVAL, "allreduce tile %s: %zu "
+				   "elements of %s are too many for %zu ranks",
+				   t->name, t->coll->count,
+				   hcomm_dtype_name(t->coll->dt), n);
+	return 0;
+}
+
 static int check_graph(struct pypto_graph *g, struct pypto_xport *x)
 {
 	uint32_t i;
+	int rc;
 
 	for (i = 0; i < g->n; i++) {
+		if (g->tiles[i].kind == PYPTO_ALLREDUCE) {
+			rc = check_allreduce(&g->tiles[i], x);
+			if (rc)
+				return rc;
+			continue;
+		}
 		if (g->tiles[i].kind != PYPTO_TRANSFER)
 			continue;
 		if (!x)
 			return pypto__fail(PYPTO_ERR_INVAL,
 					   "tile %s is a transfer but no transport was given",
+					   g->tiles[i].name);
+		if (x->no_window)
+			return pypto__fail(PYPTO_ERR_INVAL,
+					   "tile %s is a transfer but the transport has no window (collectives only)",
 					   g->tiles[i].name);
 		if (g->tiles[i].ndesc == 0)
 			return pypto__fail(PYPTO_ERR_INVAL,
@@ -1032,6 +1339,10 @@ static void sched_free(struct sched *s)
 	for (i = 0; i < s->ndq; i++)
 		pthread_mutex_destroy(&s->dq[i].lock);
 	free(s->dq);
+	ar_wait_done(s);
+	free(s->ar);
+	if (s->ar_lock_init)
+		pthread_mutex_destroy(&s->ar_lock);
 }
 
 PYPTO_EXPORT int pypto_run(struct pypto_graph *g, const struct pypto_config *ucfg,
@@ -1152,6 +1463,10 @@ PYPTO_EXPORT int pypto_run(struct pypto_graph *g, const struct pypto_config *ucf
 		t->wnext = NULL;
 		atomic_store(&t->delayed, 0);
 	}
+	s.comm = x && x->ops->comm ? x->ops->comm(x) : NULL;
+	rc = ar_setup(&s);
+	if (rc)
+		goto out;
 	if (x && x->ops->run_begin) {
 		rc = x->ops->run_begin(x);
 		if (rc)
@@ -1159,7 +1474,6 @@ PYPTO_EXPORT int pypto_run(struct pypto_graph *g, const struct pypto_config *ucf
 		began = true;
 	}
 	r->t0_ns = pypto__now_ns();
-	s.comm = x && x->ops->comm ? x->ops->comm(x) : NULL;
 	if (s.comm) {
 		rc = hcomm_comm_event_listen(s.comm, sched_on_event, &s);
 		if (rc < 0) {
@@ -1191,6 +1505,7 @@ PYPTO_EXPORT int pypto_run(struct pypto_graph *g, const struct pypto_config *ucf
 		g->run_hook(g, true);
 	rc = run_workers(&s);
 	wait_inflight(&s);
+	ar_wait_done(&s);
 	if (s.listen_id) {	/* returns once its callback is not running */
 		hcomm_comm_event_unlisten(s.comm, s.listen_id);
 		s.listen_id = 0;

@@ -89,6 +89,7 @@ const char *pypto__kind_name(int kind)
 	case PYPTO_COMPUTE:  return "compute";
 	case PYPTO_TRANSFER: return "transfer";
 	case PYPTO_HOST:     return "host";
+	case PYPTO_ALLREDUCE: return "allreduce";
 	default:	     return "unknown";
 	}
 }

@@ -219,7 +219,7 @@ static uint64_t iv_total(const struct ivunion *u)
 
 /* ---- overlap: a sweep over busy, in-flight and blocked intervals ---- */
 
-enum { SW_BUSY, SW_FLIGHT, SW_BLOCKED };
+enum { SW_BUSY, SW_FLIGHT, SW_BLOCKED, SW_COLL };
 
 struct swpt {
 	uint64_t t;
@@ -359,21 +359,28 @@ out:
  * Idle time with no tile waiting for a transfer (no work at all, or work
  * waiting for compute) is not the transfers' fault and does not count.
  * 0 when the run had no transfer.
+ *
+ * The same sweep measures the collectives: coll_flight_ns, the time with
+ * an allreduce in flight, and coll_overlap_ns, the part of it in which a
+ * worker ran a compute or host tile.
  */
 static int derive_overlap(struct pypto_run *r, uint32_t workers)
 {
 	struct pypto_stats *st = &r->st;
 	struct sweep sw = { 0 };
-	long busy = 0, flight = 0, blocked = 0;
-	uint64_t cover = 0, exposed = 0;
+	long busy = 0, flight = 0, blocked = 0, coll = 0;
+	uint64_t cover = 0, exposed = 0, cflight = 0, coverlap = 0;
 	size_t i;
 
 	for (i = 0; i < r->nev; i++) {
 		const struct pypto_event *e = &r->ev[i];
+		uint8_t what = SW_BUSY;
 
-		if (sw_add(&sw, e->t0_ns, e->t1_ns,
-			   e->stage == PYPTO_STAGE_TRANSFER ? SW_FLIGHT :
-			   SW_BUSY))
+		if (e->stage == PYPTO_STAGE_TRANSFER)
+			what = SW_FLIGHT;
+		else if (e->stage == PYPTO_STAGE_COLLECTIVE)
+			what = SW_COLL;
+		if (sw_add(&sw, e->t0_ns, e->t1_ns, what))
 			goto nomem;
 	}
 	if (blocked_intervals(r, &sw))
@@ -382,9 +389,9 @@ static int derive_overlap(struct pypto_run *r, uint32_t workers)
 		qsort(sw.p, sw.n, sizeof(*sw.p), swpt_cmp);
 	for (i = 0; i < sw.n; i++) {
 		const struct swpt *q = &sw.p[i];
+		uint64_t dt = i ? q->t - sw.p[i - 1].t : 0;
 
-		if (i && q->t > sw.p[i - 1].t && flight > 0) {
-			uint64_t dt = q->t - sw.p[i - 1].t;
+		if (dt && flight > 0) {
 			long idle = (long)workers - busy;
 			long lost = idle < blocked ? idle : blocked;
 
@@ -392,10 +399,17 @@ static int derive_overlap(struct pypto_run *r, uint32_t workers)
 			if (lost > 0)
 				exposed += (uint64_t)lost * dt;
 		}
+		if (dt && coll > 0) {
+			cflight += dt;
+			if (busy > 0)
+				coverlap += dt;
+		}
 		if (q->what == SW_BUSY)
 			busy += q->d;
 		else if (q->what == SW_FLIGHT)
 			flight += q->d;
+		else if (q->what == SW_COLL)
+			coll += q->d;
 		else
 			blocked += q->d;
 	}
@@ -403,6 +417,8 @@ static int derive_overlap(struct pypto_run *r, uint32_t workers)
 	st->xfer_cover_ns = cover;
 	st->xfer_exposed_ns = exposed;
 	st->overlap_eff = cover ? 1.0 - (double)exposed / (double)cover : 0;
+	st->coll_flight_ns = cflight;
+	st->coll_overlap_ns = coverlap;
 	return 0;
 nomem:
 	free(sw.p);
@@ -432,6 +448,7 @@ static int derive_stats(struct pypto_run *r)
 	st->worker_util = st->xfer_util = st->overlap_eff = 0;
 	st->tile_mean_ns = st->tile_cv = 0;
 	st->xfer_cover_ns = st->xfer_exposed_ns = 0;
+	st->coll_flight_ns = st->coll_overlap_ns = 0;
 	st->worker_cv = 0;
 	if (!r->nev)
 		return 0;
@@ -767,6 +784,33 @@ static void diag_links(const struct pypto_run *r, FILE *f)
 		fprintf(f, "%s\n", st->tiles_delayed > shown ? ", ..." : "");
 }
 
+/*
+ * The allreduce tiles: how many, their time from issue to completion,
+ * the bytes, and how much of the time they were in flight workers ran
+ * tiles (the collectives hidden behind work).
+ */
+static void diag_coll(const struct pypto_run *r, FILE *f)
+{
+	const struct pypto_stats *st = &r->st;
+	char b1[32], b2[32], b3[32];
+
+	if (!r->g || !r->g->nar)
+		return;
+	fprintf(f, "  allreduces          %" PRIu64 " of %u done, %s from "
+		"issue to completion in all, %s contributed\n",
+		st->tiles_allreduce, r->g->nar,
+		pypto__fmt_ns(b1, sizeof(b1), (double)st->allreduce_ns),
+		fmt_bytes(b2, sizeof(b2), st->allreduce_bytes));
+	if (!r->nev)
+		return;
+	fprintf(f, "  allreduce overlap   %.1f %% (%s of the %s with an "
+		"allreduce in flight, workers ran tiles)\n",
+		st->coll_flight_ns ? 100.0 * (double)st->coll_overlap_ns /
+		(double)st->coll_flight_ns : 0.0,
+		pypto__fmt_ns(b1, sizeof(b1), (double)st->coll_overlap_ns),
+		pypto__fmt_ns(b3, sizeof(b3), (double)st->coll_flight_ns));
+}
+
 PYPTO_EXPORT unsigned int pypto_run_diagnose(const struct pypto_run *r,
 					     FILE *f)
 {
@@ -812,8 +856,11 @@ PYPTO_EXPORT unsigned int pypto_run_diagnose(const struct pypto_run *r,
 	fprintf(f, "  wall time           %s\n",
 		pypto__fmt_ns(b1, sizeof(b1), (double)st->wall_ns));
 	fprintf(f, "  tiles               %u: %" PRIu64 " compute, %" PRIu64
-		" transfer, %" PRIu64 " host\n", st->tiles, st->tiles_compute,
+		" transfer, %" PRIu64 " host", st->tiles, st->tiles_compute,
 		st->tiles_transfer, st->tiles_host);
+	if (r->g && r->g->nar)
+		fprintf(f, ", %" PRIu64 " allreduce", st->tiles_allreduce);
+	fputc('\n', f);
 	fprintf(f, "  worker utilisation  %.1f %%%s", util * 100,
 		have_ev ? "" : " (from the counters)");
 	if (worker_spread(r, workers, &lo, &hi) && st->wall_ns)
@@ -863,6 +910,7 @@ PYPTO_EXPORT unsigned int pypto_run_diagnose(const struct pypto_run *r,
 		fmt_bytes(b2, sizeof(b2), st->xfer_bytes));
 	fprintf(f, "  retries             %" PRIu64 " (%" PRIu64
 		" failed descriptors)\n", st->xfer_retries, st->xfer_failures);
+	diag_coll(r, f);
 	diag_links(r, f);
 	if (st->events > r->nev)
 		fprintf(f, "  events              %" PRIu64 " recorded, %"
@@ -934,6 +982,7 @@ static const char *stage_name(unsigned int s)
 	case PYPTO_STAGE_PREFETCH: return "prefetch";
 	case PYPTO_STAGE_TRANSFER: return "transfer";
 	case PYPTO_STAGE_COMPUTE:  return "compute";
+	case PYPTO_STAGE_COLLECTIVE: return "collective";
 	default:		   return "unknown";
 	}
 }
@@ -949,7 +998,9 @@ static const char *tile_name(const struct pypto_run *r, uint32_t t,
 
 /*
  * Lanes: workers are pid 1 (tid = worker), transfers pid 2 (tid = device:
- * one lane per device).  Slices on one thread must nest for trace viewers
+ * one lane per device), collectives pid 3 (one lane, tid 0: libhcomm
+ * runs them one after the other, but several may be in flight, queued
+ * behind each other).  Slices on one thread must nest for trace viewers
  * (Perfetto drops the ones that overlap without nesting), and a device has
  * several transfers in flight at once: an event that overlaps the previous
  * ones of its lane goes to an extra row of the lane, a thread of its own
@@ -964,8 +1015,8 @@ struct lane {
 };
 
 struct lanes {
-	uint32_t nw, nd;		/* worker lanes, device lanes */
-	struct lane *l;			/* nw + nd */
+	uint32_t nw, nd, nc;		/* worker, device, collective lanes */
+	struct lane *l;			/* nw + nd + nc */
 	uint8_t *row;			/* per event */
 };
 
@@ -978,6 +1029,8 @@ static uint32_t ev_dev(const struct pypto_event *e)
 
 static uint32_t lane_of(const struct lanes *L, const struct pypto_event *e)
 {
+	if (e->stage == PYPTO_STAGE_COLLECTIVE)
+		return L->nw + L->nd;
 	return e->stage == PYPTO_STAGE_TRANSFER ? L->nw + ev_dev(e) :
 	       e->worker;
 }
@@ -986,7 +1039,7 @@ static void lanes_free(struct lanes *L)
 {
 	uint32_t i;
 
-	for (i = 0; L->l && i < L->nw + L->nd; i++)
+	for (i = 0; L->l && i < L->nw + L->nd + L->nc; i++)
 		free(L->l[i].ends);
 	free(L->l);
 	free(L->row);
@@ -1002,7 +1055,9 @@ static int lanes_build(const struct pypto_run *r, struct lanes *L)
 	for (i = 0; i < r->nev; i++) {
 		const struct pypto_event *e = &r->ev[i];
 
-		if (e->stage == PYPTO_STAGE_TRANSFER) {
+		if (e->stage == PYPTO_STAGE_COLLECTIVE) {
+			L->nc = 1;
+		} else if (e->stage == PYPTO_STAGE_TRANSFER) {
 			if (ev_dev(e) + 1 > L->nd)
 				L->nd = ev_dev(e) + 1;
 		} else if (e->worker + 1U > L->nw) {
@@ -1011,7 +1066,7 @@ static int lanes_build(const struct pypto_run *r, struct lanes *L)
 	}
 	if (L->nw > TRACE_ROW_TID)	/* workers is at most 1024 */
 		L->nw = TRACE_ROW_TID;
-	L->l = calloc((size_t)L->nw + L->nd, sizeof(*L->l));
+	L->l = calloc((size_t)L->nw + L->nd + L->nc, sizeof(*L->l));
 	L->row = malloc(r->nev ? r->nev : 1);
 	if (!L->l || !L->row)
 		goto nomem;
@@ -1058,6 +1113,10 @@ static void ev_lane(const struct lanes *L, const struct pypto_run *r,
 		    (long)e->worker;
 
 	*pid = e->stage == PYPTO_STAGE_TRANSFER ? 2 : 1;
+	if (e->stage == PYPTO_STAGE_COLLECTIVE) {
+		base = 0;
+		*pid = 3;
+	}
 	*tid = base + L->row[i] * TRACE_ROW_TID;
 }
 
@@ -1190,6 +1249,11 @@ static void trace_stats(FILE *f, const struct pypto_run *r, uint64_t nflows)
 		"\"failover_stall_ns\":%" PRIu64 ",\"tiles_delayed\":%"
 		PRIu64 ",\"peer_lost\":%d", st->link_events, st->failovers,
 		st->failover_stall_ns, st->tiles_delayed, st->peer_lost);
+	fprintf(f, ",\"tiles_allreduce\":%" PRIu64 ",\"allreduce_ns\":%"
+		PRIu64 ",\"allreduce_bytes\":%" PRIu64 ",\"coll_flight_ns\":%"
+		PRIu64 ",\"coll_overlap_ns\":%" PRIu64, st->tiles_allreduce,
+		st->allreduce_ns, st->allreduce_bytes, st->coll_flight_ns,
+		st->coll_overlap_ns);
 	fprintf(f, ",\"diagnosis\":%u}", pypto_run_diagnose(r, NULL));
 }
 
@@ -1200,20 +1264,24 @@ static void lane_names(FILE *f, bool *first, const struct lanes *L)
 
 	trace_meta(f, first, 1, -1, "process_name", "workers", 1);
 	trace_meta(f, first, 2, -1, "process_name", "transfers", 2);
-	for (i = 0; i < L->nw + L->nd; i++) {
-		bool xfer = i >= L->nw;
-		long base = xfer ? (long)(i - L->nw) : (long)i;
+	if (L->nc)
+		trace_meta(f, first, 3, -1, "process_name", "collectives", 3);
+	for (i = 0; i < L->nw + L->nd + L->nc; i++) {
+		bool coll = i >= L->nw + L->nd;
+		bool xfer = !coll && i >= L->nw;
+		long base = xfer ? (long)(i - L->nw) : coll ? 0 : (long)i;
 		uint32_t rows = L->l[i].n ? L->l[i].n : 1;
 
 		for (k = 0; k < rows; k++) {
-			int len = snprintf(buf, sizeof(buf), xfer ?
+			int len = snprintf(buf, sizeof(buf), coll ?
+					   "allreduces" : xfer ?
 					   "device %ld transfers" :
 					   "worker %ld", base);
 
 			if (k)
 				snprintf(buf + len, sizeof(buf) - len,
 					 " (row %u)", k + 1);
-			trace_meta(f, first, xfer ? 2 : 1,
+			trace_meta(f, first, coll ? 3 : xfer ? 2 : 1,
 				   base + k * TRACE_ROW_TID, "thread_name",
 				   buf, base * TRACE_ROWS + k);
 		}

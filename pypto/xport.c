@@ -232,7 +232,7 @@ PYPTO_EXPORT int pypto_xport_hcomm(struct pypto_xport **out,
 	struct xport_hcomm *hx;
 	int rc;
 
-	if (!out || !comm || !win)
+	if (!out || !comm)
 		return pypto__fail(PYPTO_ERR_INVAL,
 				   "pypto_xport_hcomm: NULL argument");
 	*out = NULL;
@@ -246,7 +246,8 @@ PYPTO_EXPORT int pypto_xport_hcomm(struct pypto_xport **out,
 	hx->base.ops = &hcomm_ops;
 	hx->base.target = target;
 	hx->base.local_base = local_base;
-	hx->base.win_len = hcomm_win_size(win, target);
+	hx->base.win_len = win ? hcomm_win_size(win, target) : 0;
+	hx->base.no_window = !win;
 	hx->comm = comm;
 	hx->win = win;
 	rc = parse_inject(&hx->base);

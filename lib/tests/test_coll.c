@@ -147,6 +147,31 @@ static void t_rd(void)
 	coll_t_allreduce();
 }
 
+/* 64 MiB and an odd count: int32 sums, exact, in place and not. */
+static void t_big(void)
+{
+	size_t n = (64u << 20) / 4 + 43, i, bad = 0;
+	int32_t *a = malloc(n * 4), *b = malloc(n * 4);
+	int ret, inplace;
+
+	for (inplace = 0; inplace < 2; inplace++) {
+		for (i = 0; i < n; i++)
+			a[i] = (int32_t)(i * 2654435761u) + me;
+		ret = hcomm_allreduce(comm, a, inplace ? a : b, n,
+				      HCOMM_INT32, HCOMM_SUM);
+		for (i = 0, bad = 0; i < n; i++)
+			bad += (inplace ? a : b)[i] !=
+			       (int32_t)((uint32_t)(int32_t)(i * 2654435761u) *
+					 (uint32_t)np + (uint32_t)(np * (np - 1) /
+								   2));
+		check(!ret && !bad, "allreduce %d ranks int32 sum of %zu "
+		      "elements (64 MiB + 172 bytes) %s: ret %d, %zu wrong", np,
+		      n, inplace ? "in place" : "out of place", ret, bad);
+	}
+	free(a);
+	free(b);
+}
+
 static void t_hd(void)
 {
 	setenv("HCOMM_ALGO", "hd", 1);
@@ -348,7 +373,7 @@ static void world(const char *name, int n, test_fn fn, int death)
 		setenv("HCOMM_WORLD_SIZE", v, 1);
 		setenv("HCOMM_ROOT_ADDR", root, 1);
 		setenv("HCOMM_TRANSPORT", xp ? xp : "tcp", 1);
-		if (fn == t_tails) {	/* the defaults, 4 tcp lanes */
+		if (fn == t_tails || fn == t_big) {	/* the defaults */
 			unsetenv("HCOMM_COLL_CHUNK");
 			unsetenv("HCOMM_COLL_SLOTS");
 			setenv("HCOMM_NUM_QPS", "4", 1);
@@ -434,6 +459,7 @@ int main(int argc, char **argv)
 		world("fp16 compression", n, t_compress, 0);
 	for (n = 2; n <= MAX_RANKS; n++)
 		world("default chunks over 4 lanes", n, t_tails, 0);
+	world("allreduce of 64 MiB", 3, t_big, 0);
 	for (n = 2; n <= MAX_RANKS; n++)
 		world("allreduce, ring forced", n, t_ring, 0);
 	for (n = 2; n <= MAX_RANKS; n++)
