@@ -133,9 +133,10 @@ fi
 # Then each program after test_hcomm prints its own line, in this order
 # (make stops at the first that fails: the later ones count one failure):
 # units (the module-free pieces), tcp (forked ranks over 127.0.0.1),
-# reduce (the collectives' kernels), coll (the collectives), tools.
+# reduce (the collectives' kernels), coll (the collectives), tools,
+# coll-tsan (the collectives' threads under ThreadSanitizer).
 prev=$sum lines=""
-for what in units tcp reduce coll tools; do
+for what in units tcp reduce coll tools coll-tsan; do
 	wsum=$(grep -E "^$what: [0-9]+ passed, [0-9]+ failed" "$logs/check-host-lib-tests.log" | tail -n1)
 	if [ -n "$wsum" ]; then
 		set -- $wsum
@@ -160,7 +161,7 @@ p=0 f=0 lines=0
 while read -r _ np _ nf _; do
 	p=$((p + np)) f=$((f + nf)) lines=$((lines + 1))
 done < <(grep -E '^pypto-[a-z]+: [0-9]+ passed, [0-9]+ failed' "$logs/check-host-pypto-tests.log")
-want=5	# deque graph trace sched html
+want=6	# deque graph trace sched allreduce html
 [ "$lines" -lt "$want" ] && f=$((f + want - lines))
 [ $rc -ne 0 ] && [ "$f" -eq 0 ] && f=1
 echo "rc=$rc $p passed, $f failed in $lines programs ($(since "$t")s)" >&2

@@ -479,5 +479,6 @@ int main(int argc, char **argv)
 	world("bad arguments", 3, coll_t_errors, 0);
 	world("a rank exits", 3, t_death, 1);
 	world("a rank exits, non-blocking", 3, t_nb_death, 1);
-	return tap_done("coll");
+	return tap_done(getenv("HCOMM_COLL_TAP_NAME") ?
+			getenv("HCOMM_COLL_TAP_NAME") : "coll");
 }
