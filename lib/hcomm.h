@@ -865,11 +865,19 @@ const char *hcomm_redop_name(enum hcomm_redop op);
  * non-blocking ones wait their turn - so the compute of the caller
  * overlaps the transfers.  A collective's callback runs on that
  * thread; it may issue non-blocking collectives, not blocking ones
- * (HCOMM_ERR_BUSY; so do hcomm_flush(), hcomm_fence() and hcomm_wait()
- * for a queued collective there, and inside any callback that runs while
- * a collective waits, when collectives are queued: they could never
- * run; hcomm_comm_destroy() fails with HCOMM_ERR_INVAL there).
+ * (HCOMM_ERR_BUSY, and so does hcomm_wait() for a queued collective
+ * there: it could never run; hcomm_flush() and hcomm_fence() there wait
+ * for everything but the queued collectives).  A blocking collective
+ * from any other callback that runs while a collective waits fails the
+ * same way and leaves the ring out of step (the other ranks went on).
+ * hcomm_comm_destroy() fails with HCOMM_ERR_INVAL from any callback.
  * hcomm_flush() and hcomm_comm_destroy() wait for the queued ones.
+ * Every rank's HCOMM_COLL_CHUNK, HCOMM_COLL_SLOTS, HCOMM_ALGO,
+ * HCOMM_COLL_RD_MAX and HCOMM_COLL_HD_MAX are compared at the first
+ * collective: HCOMM_ERR_INVAL on every rank when they differ.  The
+ * collective timeout bounds the waits for progress; a collective that
+ * failed still waits for its own transfers to end, up to the transport's
+ * timeout (struct hcomm_config.timeout_ms) more.
  * The first collective of a communicator, blocking or not, creates the
  * staging window before it returns (a wait for every rank).  A failed
  * request's status is the error; hcomm_wait() on it (or hcomm_errmsg()

@@ -112,6 +112,7 @@ struct hcomm_coll {
 	pthread_cond_t qcond;
 	struct coll_op *qhead, *qtail;
 	int busy, stop, thr_started;
+	uint64_t nqueued;	/* non-blocking ones in the queue (atomic) */
 	pthread_t thr;
 	struct hcomm_ec done_ec;
 	struct pchan *pc;
@@ -289,6 +290,51 @@ static void coll_free_mem(struct hcomm_coll *k)
 	free(k);
 }
 
+/*
+ * Every rank must have the same settings: the staging layout, the
+ * signals, and the choice of algorithm (ranks that chose differently
+ * would read each other's messages as their own).  Collective over the
+ * bootstrap channel; every rank sees the same table and fails alike.
+ */
+static int coll_same_settings(struct hcomm_comm *c, const struct hcomm_coll *k,
+			      uint32_t nsig)
+{
+	struct coll_settings {
+		uint64_t chunk, slots, rd_max, hd_max;
+		int32_t algo;
+		uint32_t nsig;
+	} me = { k->chunk, k->slots, k->rd_max, k->hd_max, k->algo, nsig };
+	struct coll_settings *all = calloc((size_t)c->size, sizeof(*all));
+	int ret, i;
+
+	if (!all)
+		return hcomm__fail(HCOMM_ERR_NOMEM, ENOMEM, "collectives");
+	ret = hcomm__boot_allgather(c->boot, &me, all, sizeof(me));
+	for (i = 0; !ret && i < c->size; i++)
+		if (memcmp(&all[i], &me, sizeof(me)))
+			ret = hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "collectives: "
+					  "rank %d has HCOMM_COLL_CHUNK %llu, "
+					  "HCOMM_COLL_SLOTS %llu, HCOMM_ALGO %s, "
+					  "HCOMM_COLL_RD_MAX %llu, "
+					  "HCOMM_COLL_HD_MAX %llu, %u signals; "
+					  "rank %d %llu, %llu, %s, %llu, %llu, %u: "
+					  "they must be the same on every rank",
+					  i, (unsigned long long)all[i].chunk,
+					  (unsigned long long)all[i].slots,
+					  all[i].algo >= 0 && all[i].algo <=
+					  ALGO_HIER ? algo_names[all[i].algo] :
+					  "?", (unsigned long long)all[i].rd_max,
+					  (unsigned long long)all[i].hd_max,
+					  all[i].nsig, c->rank,
+					  (unsigned long long)me.chunk,
+					  (unsigned long long)me.slots,
+					  algo_names[me.algo],
+					  (unsigned long long)me.rd_max,
+					  (unsigned long long)me.hd_max, me.nsig);
+	free(all);
+	return ret;
+}
+
 /* The collective state, made by the first collective (collective). */
 static int coll_get(struct hcomm_comm *c, struct hcomm_coll **out)
 {
@@ -391,7 +437,9 @@ static int coll_get(struct hcomm_comm *c, struct hcomm_coll **out)
 			pc->sreq[j].done = pc->creq[j].done = 1;
 		}
 	}
-	ret = hcomm_win_create(c, k->mem, k->len, &k->win);
+	ret = coll_same_settings(c, k, nsig);
+	if (!ret)
+		ret = hcomm_win_create(c, k->mem, k->len, &k->win);
 	if (ret) {
 		coll_free_mem(k);
 		return ret;
@@ -969,8 +1017,8 @@ static int rd_run(struct hcomm_comm *c, struct hcomm_coll *k,
 	if (r < 2 * rem) {	/* fold the pairs */
 		st.nsnd = r % 2 == 0;
 		st.nrcv = r % 2;
-		p2p_msg(&snd, k, g_rank(g, r + 1), buf, bytes, 0);
-		p2p_msg(&rcv, k, g_rank(g, r - 1), buf, bytes, RX_HI);
+		p2p_msg(&snd, k, g_rank(g, r | 1), buf, bytes, 0);
+		p2p_msg(&rcv, k, g_rank(g, r & ~1), buf, bytes, RX_HI);
 		ret = p2p_run(c, k, &st);
 	}
 	for (mask = 1; !ret && v >= 0 && mask < p; mask <<= 1) {
@@ -988,8 +1036,8 @@ static int rd_run(struct hcomm_comm *c, struct hcomm_coll *k,
 	if (!ret && r < 2 * rem) {	/* the result back to 2i */
 		st.nsnd = r % 2;
 		st.nrcv = r % 2 == 0;
-		p2p_msg(&snd, k, g_rank(g, r - 1), buf, bytes, 0);
-		p2p_msg(&rcv, k, g_rank(g, r + 1), buf, bytes, RX_COPY);
+		p2p_msg(&snd, k, g_rank(g, r & ~1), buf, bytes, 0);
+		p2p_msg(&rcv, k, g_rank(g, r | 1), buf, bytes, RX_COPY);
 		ret = p2p_run(c, k, &st);
 	}
 	free(snap);
@@ -1028,8 +1076,9 @@ static int hd_run(struct hcomm_comm *c, struct hcomm_coll *k,
 	if (r < 2 * rem) {
 		st.nsnd = r % 2 == 0;
 		st.nrcv = r % 2;
-		p2p_msg(&snd, k, g_rank(g, r + 1), buf, o->count * es, 0);
-		p2p_msg(&rcv, k, g_rank(g, r - 1), buf, o->count * es, RX_HI);
+		p2p_msg(&snd, k, g_rank(g, r | 1), buf, o->count * es, 0);
+		p2p_msg(&rcv, k, g_rank(g, r & ~1), buf, o->count * es,
+			RX_HI);
 		ret = p2p_run(c, k, &st);
 	}
 	l = 0;
@@ -1074,8 +1123,9 @@ static int hd_run(struct hcomm_comm *c, struct hcomm_coll *k,
 	if (!ret && r < 2 * rem) {
 		st.nsnd = r % 2;
 		st.nrcv = r % 2 == 0;
-		p2p_msg(&snd, k, g_rank(g, r - 1), buf, o->count * es, 0);
-		p2p_msg(&rcv, k, g_rank(g, r + 1), buf, o->count * es, RX_COPY);
+		p2p_msg(&snd, k, g_rank(g, r & ~1), buf, o->count * es, 0);
+		p2p_msg(&rcv, k, g_rank(g, r | 1), buf, o->count * es,
+			RX_COPY);
 		ret = p2p_run(c, k, &st);
 	}
 	free(st.tmp);
@@ -1520,7 +1570,27 @@ static uint64_t op_bytes(const struct hcomm_comm *c, const struct coll_op *o)
  * while it runs a blocking collective itself (callbacks of other
  * requests may run inside: they must not wait for a collective).
  */
-static __thread struct hcomm_coll *t_coll_thread, *t_coll_inline;
+static __thread struct hcomm_coll *t_coll_thread;
+struct coll_frame {
+	const struct hcomm_coll *k;
+	struct coll_frame *up;
+};
+static __thread struct coll_frame *t_coll_top;	/* innermost first */
+
+/* Is this thread k's collective thread, or inside one of k's? */
+static int coll_inside(const struct hcomm_coll *k)
+{
+	const struct coll_frame *f;
+
+	if (!k)
+		return 0;
+	if (t_coll_thread == k)
+		return 1;
+	for (f = t_coll_top; f; f = f->up)
+		if (f->k == k)
+			return 1;
+	return 0;
+}
 
 static void coll_finish(struct hcomm_comm *c, struct hcomm_coll *k,
 			struct coll_op *o, int ret)
@@ -1560,6 +1630,8 @@ static void *coll_main(void *arg)
 		k->qhead = o->next;
 		if (!k->qhead)
 			k->qtail = NULL;
+		if (o->req)
+			__atomic_sub_fetch(&k->nqueued, 1, __ATOMIC_RELEASE);
 		k->busy = 1;
 		pthread_mutex_unlock(&k->qlock);
 		ret = coll_exec(c, k, o);
@@ -1617,35 +1689,29 @@ static void coll_wait_flag(struct hcomm_comm *c, struct hcomm_coll *k,
 }
 
 /*
- * 1 when this thread cannot wait for queued collectives of c: it is c's
- * collective thread (running a collective's callback) or runs one of c's
- * collectives itself (a callback inside it), and collectives are queued.
+ * The queued non-blocking collectives of c that this thread must not wait
+ * for (hcomm__drain): all of them on c's collective thread or inside one
+ * of c's collectives (the queue cannot move until it returns), else 0.
  */
-int hcomm__coll_stuck(struct hcomm_comm *c)
+uint64_t hcomm__coll_excluded(struct hcomm_comm *c)
 {
 	struct hcomm_coll *k = c->coll;
-	int q;
 
-	if (!k || (t_coll_thread != k && t_coll_inline != k))
+	if (!coll_inside(k))
 		return 0;
-	pthread_mutex_lock(&k->qlock);
-	q = k->qhead != NULL;
-	pthread_mutex_unlock(&k->qlock);
-	return q;
+	return __atomic_load_n(&k->nqueued, __ATOMIC_ACQUIRE);
 }
 
 int hcomm__coll_here(struct hcomm_comm *c)
 {
-	return c->coll && (t_coll_thread == c->coll ||
-			   t_coll_inline == c->coll);
+	return coll_inside(c->coll);
 }
 
 int hcomm__coll_wait(struct hcomm_comm *c, struct hcomm_request *req)
 {
 	struct hcomm_coll *k = c->coll;
 
-	if ((t_coll_thread == k || t_coll_inline == k) &&
-	    !__atomic_load_n(&req->done, __ATOMIC_ACQUIRE))
+	if (coll_inside(k) && !__atomic_load_n(&req->done, __ATOMIC_ACQUIRE))
 		return hcomm__fail(HCOMM_ERR_BUSY, EBUSY, "hcomm_wait: a "
 				   "queued collective, from inside a "
 				   "collective (its callback, or a callback run "
@@ -1664,19 +1730,30 @@ int hcomm__coll_wait(struct hcomm_comm *c, struct hcomm_request *req)
 static int coll_call(struct hcomm_comm *c, struct hcomm_coll *k,
 		     struct coll_op *o)
 {
+	struct coll_frame f = { k, t_coll_top };
 	int ret;
 
-	if (t_coll_thread == k || t_coll_inline == k)
+	/*
+	 * A collective's callback runs on the collective thread on every
+	 * rank: refused alike everywhere, the ring stays in step.  Another
+	 * callback runs inside a collective on some ranks and not on others
+	 * (timing): those go on, this one is out of step for good.
+	 */
+	if (t_coll_thread == k)
 		return hcomm__fail(HCOMM_ERR_BUSY, EBUSY, "a blocking "
-				   "collective from a callback run inside a "
-				   "collective (issue a non-blocking one)");
+				   "collective from a collective's callback "
+				   "(issue a non-blocking one)");
+	if (coll_inside(k))
+		return coll_fail(k, HCOMM_ERR_BUSY, EBUSY, "a blocking "
+				 "collective from a callback run inside a "
+				 "collective (issue a non-blocking one)");
 	pthread_mutex_lock(&k->qlock);
 	if (!k->qhead && !k->busy) {
 		k->busy = 1;
 		pthread_mutex_unlock(&k->qlock);
-		t_coll_inline = k;
+		t_coll_top = &f;
 		ret = coll_exec(c, k, o);
-		t_coll_inline = NULL;
+		t_coll_top = f.up;
 		pthread_mutex_lock(&k->qlock);
 		k->busy = 0;
 		pthread_cond_broadcast(&k->qcond);
@@ -1687,8 +1764,12 @@ static int coll_call(struct hcomm_comm *c, struct hcomm_coll *k,
 	o->done = 0;
 	ret = coll_push(c, k, o);
 	pthread_mutex_unlock(&k->qlock);
-	if (ret)
-		return ret;
+	if (ret) {
+		char why[160];
+
+		snprintf(why, sizeof(why), "%s", hcomm_errmsg());
+		return coll_fail(k, -ret, EAGAIN, why);
+	}
 	coll_wait_flag(c, k, &o->done);
 	if (o->ret)
 		return hcomm__fail(-o->ret, EIO, "%s", k->why);
@@ -1700,23 +1781,32 @@ static int coll_post(struct hcomm_comm *c, struct hcomm_coll *k,
 		     const struct coll_op *o, struct hcomm_request *req)
 {
 	struct coll_op *q = malloc(sizeof(*q));
+	char why[160];
 	int ret;
 
+	/*
+	 * Past coll_get, a failure leaves this rank out of step with the
+	 * others (they run the collective): the ring breaks.
+	 */
 	if (!q)
-		return hcomm__fail(HCOMM_ERR_NOMEM, ENOMEM, "a collective's "
-				   "request");
+		return coll_nomem(k, "a collective's request", sizeof(*q));
 	*q = *o;
 	q->req = req;
 	ret = hcomm__req_start(c, req, HCOMM_TGT_COLL);
 	if (ret) {
 		free(q);
-		return ret;
+		snprintf(why, sizeof(why), "%s", hcomm_errmsg());
+		return coll_fail(k, -ret, EBUSY, why);
 	}
 	pthread_mutex_lock(&k->qlock);
 	ret = coll_push(c, k, q);
+	if (!ret)
+		__atomic_add_fetch(&k->nqueued, 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&k->qlock);
 	if (ret) {
 		free(q);
+		snprintf(why, sizeof(why), "%s", hcomm_errmsg());
+		ret = coll_fail(k, -ret, EAGAIN, why);
 		req->status = ret;
 		__atomic_sub_fetch(&c->inflight, 1, __ATOMIC_RELEASE);
 		__atomic_store_n(&req->done, 1, __ATOMIC_RELEASE);

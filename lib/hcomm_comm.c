@@ -581,7 +581,9 @@ int hcomm__drain(struct hcomm_comm *c)
 	 * re-read of inflight sees them.
 	 */
 	for (;;) {
-		while (__atomic_load_n(&c->inflight, __ATOMIC_ACQUIRE)) {
+		/* the queued collectives this thread holds up: not waited for */
+		while (__atomic_load_n(&c->inflight, __ATOMIC_ACQUIRE) >
+		       hcomm__coll_excluded(c)) {
 			if (progress_once(c) > 0)
 				st.started = 0;
 			else
@@ -603,7 +605,8 @@ int hcomm__drain(struct hcomm_comm *c)
 			if (!progress_once(c))
 				sched_yield();
 		}
-		if (!__atomic_load_n(&c->inflight, __ATOMIC_ACQUIRE))
+		if (__atomic_load_n(&c->inflight, __ATOMIC_ACQUIRE) <=
+		    hcomm__coll_excluded(c))
 			return 0;
 	}
 }
@@ -612,10 +615,6 @@ HCOMM_EXPORT int hcomm_flush(struct hcomm_comm *c)
 {
 	if (!c)
 		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "hcomm_flush");
-	if (hcomm__coll_stuck(c))
-		return hcomm__fail(HCOMM_ERR_BUSY, EBUSY, "hcomm_flush from "
-				   "inside a collective with collectives "
-				   "queued behind it: they could never run");
 	return c->nxo == 1 ? c->xo[c->sig_xp]->flush(c) : hcomm__drain(c);
 }
 
@@ -623,10 +622,6 @@ HCOMM_EXPORT int hcomm_fence(struct hcomm_comm *c)
 {
 	if (!c)
 		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "hcomm_fence");
-	if (c->nxo > 1 && hcomm__coll_stuck(c))
-		return hcomm__fail(HCOMM_ERR_BUSY, EBUSY, "hcomm_fence from "
-				   "inside a collective with collectives "
-				   "queued behind it: they could never run");
 	/*
 	 * One transport orders its own operations; across several, what was
 	 * issued before completes first (a drain).
@@ -2255,11 +2250,11 @@ HCOMM_EXPORT int hcomm_comm_destroy(struct hcomm_comm *c)
 		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "hcomm_comm_destroy: "
 				   "called from the communicator's event "
 				   "callback");
-	if (hcomm__coll_here(c))
+	if (t_cb_depth || hcomm__coll_here(c))
 		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "hcomm_comm_destroy: "
-				   "called from inside one of its collectives "
-				   "(a collective's callback, or a callback run "
-				   "while a collective waits)");
+				   "called from a callback or from inside one "
+				   "of its collectives (the library still uses "
+				   "the communicator there)");
 	ret = hcomm_flush(c);
 	/* No failover from here on: a link that fails now fails. */
 	if (c->xo[HCOMM_XP_RDMA])

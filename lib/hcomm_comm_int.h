@@ -248,8 +248,12 @@ HCOMM_HIDDEN void hcomm__complete_here(struct hcomm_comm *c,
 				       int err, uint64_t bytes);
 HCOMM_HIDDEN int hcomm__coll_wait(struct hcomm_comm *c,
 				  struct hcomm_request *req);
-/* 1: this thread would wait for collectives it holds up (hcomm_coll.c). */
-HCOMM_HIDDEN int hcomm__coll_stuck(struct hcomm_comm *c);
+/*
+ * How many of c->inflight are queued collectives this thread holds up (it
+ * is c's collective thread, or inside one of c's collectives): a drain
+ * here must not wait for them (hcomm_coll.c).
+ */
+HCOMM_HIDDEN uint64_t hcomm__coll_excluded(struct hcomm_comm *c);
 /* 1: this thread runs one of c's collectives (or c's collective thread). */
 HCOMM_HIDDEN int hcomm__coll_here(struct hcomm_comm *c);
 /* One round of what hcomm_wait() does between its checks. */

@@ -35,7 +35,7 @@
 #include "tap.h"
 
 #define MAX_RANKS	4
-#define MAX_CHECKS	4096
+#define MAX_CHECKS	16384
 #define RANK_ALARM	300
 
 struct check {
@@ -45,6 +45,7 @@ struct check {
 
 static struct shared {
 	int arrived[MAX_RANKS];
+	int overflow;		/* a check past MAX_CHECKS (not recorded) */
 	int nchecks;
 	struct check c[MAX_CHECKS];
 } *sh;
@@ -62,8 +63,10 @@ void check(int cond, const char *fmt, ...)
 	va_list ap;
 	int i = nth++;
 
-	if (i >= MAX_CHECKS)
+	if (i >= MAX_CHECKS) {
+		__atomic_store_n(&sh->overflow, 1, __ATOMIC_RELAXED);
 		return;
+	}
 	c = &sh->c[i];
 	if (me == 0) {
 		va_start(ap, fmt);
@@ -479,6 +482,8 @@ int main(int argc, char **argv)
 	world("bad arguments", 3, coll_t_errors, 0);
 	world("a rank exits", 3, t_death, 1);
 	world("a rank exits, non-blocking", 3, t_nb_death, 1);
+	ok(!sh->overflow, "every check was recorded (at most %d: MAX_CHECKS)",
+	   MAX_CHECKS);
 	return tap_done(getenv("HCOMM_COLL_TAP_NAME") ?
 			getenv("HCOMM_COLL_TAP_NAME") : "coll");
 }
