@@ -54,7 +54,7 @@
 #define COLL_CHUNK_DEF	(256 * 1024)
 #define COLL_SLOTS_DEF	4
 #define COLL_RD_MAX_DEF	(64 * 1024)
-#define COLL_HD_MAX_DEF	(1024 * 1024)
+#define COLL_HD_MAX_DEF	0	/* measured: never ahead of the ring here */
 #define COLL_POLL_MS	1		/* a wait's slice between checks */
 
 /*

@@ -727,8 +727,8 @@ static void coll_t_nb(void)
 	int32_t *rs_in = malloc(n * es * COLL_MAX_RANKS), *rs = malloc(n * es);
 	int32_t *bc = malloc(n * es), *red = malloc(n * es);
 	unsigned char *ag = malloc(1000 * COLL_MAX_RANKS), mine[1000];
-	float *big = malloc(1000000 * sizeof(float));
-	float *bigr = malloc(1000000 * sizeof(float));
+	float *big = malloc(250000 * sizeof(float));
+	float *bigr = malloc(250000 * sizeof(float));
 	int32_t blk[4], blkr[4];
 	struct nb_log log = { .comm = comm };
 	long bad = -1;
@@ -765,9 +765,9 @@ static void coll_t_nb(void)
 	/* a blocking one behind them, then a non-blocking one behind it */
 	ret = ret ? ret : hcomm_allreduce(comm, blk, blkr, 4, HCOMM_INT32,
 					  HCOMM_MAX);
-	for (i = 0; i < 1000000; i++)
+	for (i = 0; i < 250000; i++)
 		big[i] = (float)((i & 1023) + (size_t)me);
-	ret = ret ? ret : hcomm_allreduce_nb(comm, big, bigr, 1000000,
+	ret = ret ? ret : hcomm_allreduce_nb(comm, big, bigr, 250000,
 					     HCOMM_FP32, HCOMM_MAX,
 					     &nb_req[6]);
 	COLL_CHECK(!ret, "non-blocking %d ranks: seven issued and a blocking "
@@ -785,7 +785,7 @@ static void coll_t_nb(void)
 						  __ATOMIC_ACQUIRE); t++)
 		usleep(500);
 	COLL_CHECK(__atomic_load_n(&nb_req[6].done, __ATOMIC_ACQUIRE),
-		   "non-blocking %d ranks: a 4 MB allreduce completes while "
+		   "non-blocking %d ranks: a 1 MB allreduce completes while "
 		   "the caller does not call the library (%.1f s)", np,
 		   t * 0.0005);
 	ret = 0;
@@ -827,11 +827,11 @@ static void coll_t_nb(void)
 		if (ag[i] != ag_byte((int)(i / sizeof(mine)),
 				     i % sizeof(mine)))
 			bad = (long)(2 * n + i);
-	for (i = 0; i < 1000000 && bad < 0; i++)
+	for (i = 0; i < 250000 && bad < 0; i++)
 		if (bigr[i] != (float)((i & 1023) + (size_t)np - 1))
 			bad = (long)(3 * n + i);
 	COLL_CHECK(bad < 0, "non-blocking %d ranks: allreduce, reduce_scatter, "
-		   "broadcast, reduce, allgather, allreduce of 4 MB: every "
+		   "broadcast, reduce, allgather, allreduce of 1 MB: every "
 		   "element right (first wrong %ld)", np, bad);
 	ret = hcomm_allreduce_nb(comm, a, ar, n, HCOMM_INT32, HCOMM_SUM, NULL);
 	COLL_CHECK(ret == -HCOMM_ERR_INVAL, "non-blocking, no request: "

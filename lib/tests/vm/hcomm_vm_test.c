@@ -4505,7 +4505,7 @@ static int coll_nchecks;
 
 /*
  * Every type and operation of hcomm_allreduce (by default recursive
- * doubling up to 64 KiB, halving-doubling up to 1 MiB, the ring above;
+ * doubling up to 64 KiB, the ring above;
  * hierarchical when the ranks span hosts with several on one), then reduce_scatter, broadcast and reduce
  * from every root, bad arguments, allgather, barrier, alltoall and the
  * non-blocking forms, with 4 KiB
