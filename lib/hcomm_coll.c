@@ -986,6 +986,50 @@ static int g_rank(const struct grp *g, int i)
 }
 
 /*
+ * A group of n members as p = the largest power of two <= n: members 2i
+ * and 2i + 1 (i < rem = n - p) fold into 2i + 1 first and unfold last.
+ * *v: the member's index among the p (-1 for 2i, which sits out).
+ */
+static int grp_pow2(const struct grp *g, int *rem, int *v)
+{
+	int p = 1, r = g->me;
+
+	while (p * 2 <= g->n)
+		p *= 2;
+	*rem = g->n - p;
+	*v = r < 2 * *rem ? (r % 2 ? r / 2 : -1) : r - *rem;
+	return p;
+}
+
+/* The group index of index v's partner at distance mask among the p. */
+static int grp_partner(int v, int mask, int rem)
+{
+	int pv = v ^ mask;
+
+	return pv < rem ? 2 * pv + 1 : pv + rem;
+}
+
+/*
+ * The fold (back 0: 2i gives its vector to 2i + 1, which combines it as
+ * "2i op 2i + 1") or the unfold (back 1: 2i + 1 gives the result back).
+ */
+static int grp_fold(struct hcomm_comm *c, struct hcomm_coll *k,
+		    struct p2p_step *st, const struct grp *g, int rem,
+		    char *buf, size_t bytes, int back)
+{
+	int r = g->me, giver = back ? r % 2 : r % 2 == 0;
+
+	if (r >= 2 * rem)
+		return 0;
+	st->nsnd = giver;
+	st->nrcv = !giver;
+	p2p_msg(st->snd, k, g_rank(g, r ^ 1), buf, bytes, 0);
+	p2p_msg(st->rcv, k, g_rank(g, r ^ 1), buf, bytes,
+		back ? RX_COPY : RX_HI);
+	return p2p_run(c, k, st);
+}
+
+/*
  * Recursive doubling allreduce of buf (count elements) over g: log2(p)
  * steps in which partners swap their whole vectors and both combine them
  * as "lower rank op higher rank" (so they hold the same bits).  With n
@@ -999,31 +1043,21 @@ static int rd_run(struct hcomm_comm *c, struct hcomm_coll *k,
 		  unsigned int avg_n)
 {
 	size_t es = hcomm_dtype_size(o->dt), bytes = o->count * es;
-	int n = g->n, r = g->me, p = 1, rem, v, mask, pr, pv, ret = 0;
 	struct p2p_step st = { .dt = o->dt, .op = o->op, .es = es };
+	int r = g->me, p, rem, v, mask, pr, ret;
 	struct p2p_msg snd, rcv;
 	char *snap;
 
-	while (p * 2 <= n)
-		p *= 2;
-	rem = n - p;
+	p = grp_pow2(g, &rem, &v);
 	snap = malloc(bytes + k->pchunk);
 	if (!snap)
 		return coll_nomem(k, "hcomm_allreduce", bytes + k->pchunk);
 	st.tmp = snap + bytes;
 	st.snd = &snd;
 	st.rcv = &rcv;
-	v = r < 2 * rem ? (r % 2 ? r / 2 : -1) : r - rem;
-	if (r < 2 * rem) {	/* fold the pairs */
-		st.nsnd = r % 2 == 0;
-		st.nrcv = r % 2;
-		p2p_msg(&snd, k, g_rank(g, r | 1), buf, bytes, 0);
-		p2p_msg(&rcv, k, g_rank(g, r & ~1), buf, bytes, RX_HI);
-		ret = p2p_run(c, k, &st);
-	}
+	ret = grp_fold(c, k, &st, g, rem, buf, bytes, 0);
 	for (mask = 1; !ret && v >= 0 && mask < p; mask <<= 1) {
-		pv = v ^ mask;
-		pr = pv < rem ? 2 * pv + 1 : pv + rem;
+		pr = grp_partner(v, mask, rem);
 		memcpy(snap, buf, bytes);
 		st.nsnd = st.nrcv = 1;
 		p2p_msg(&snd, k, g_rank(g, pr), snap, bytes, 0);
@@ -1033,13 +1067,8 @@ static int rd_run(struct hcomm_comm *c, struct hcomm_coll *k,
 	}
 	if (!ret && v >= 0 && avg_n && o->op == HCOMM_AVG)
 		ret = hcomm__reduce_finish_avg(o->dt, buf, o->count, avg_n);
-	if (!ret && r < 2 * rem) {	/* the result back to 2i */
-		st.nsnd = r % 2;
-		st.nrcv = r % 2 == 0;
-		p2p_msg(&snd, k, g_rank(g, r & ~1), buf, bytes, 0);
-		p2p_msg(&rcv, k, g_rank(g, r | 1), buf, bytes, RX_COPY);
-		ret = p2p_run(c, k, &st);
-	}
+	if (!ret)
+		ret = grp_fold(c, k, &st, g, rem, buf, bytes, 1);
 	free(snap);
 	return ret;
 }
@@ -1059,34 +1088,22 @@ static int hd_run(struct hcomm_comm *c, struct hcomm_coll *k,
 		  unsigned int avg_n)
 {
 	size_t es = hcomm_dtype_size(o->dt), lo[32], hi[32], mid, l, h;
-	int n = g->n, r = g->me, p = 1, rem, v, mask, pr, pv, ret = 0;
 	struct p2p_step st = { .dt = o->dt, .op = o->op, .es = es };
+	int p, rem, v, mask, pr, ret, s, steps = 0;
 	struct p2p_msg snd, rcv;
-	int s, steps = 0;
 
-	while (p * 2 <= n)
-		p *= 2;
-	rem = n - p;
+	p = grp_pow2(g, &rem, &v);
 	st.tmp = malloc(k->pchunk);
 	if (!st.tmp)
 		return coll_nomem(k, "hcomm_allreduce", k->pchunk);
 	st.snd = &snd;
 	st.rcv = &rcv;
-	v = r < 2 * rem ? (r % 2 ? r / 2 : -1) : r - rem;
-	if (r < 2 * rem) {
-		st.nsnd = r % 2 == 0;
-		st.nrcv = r % 2;
-		p2p_msg(&snd, k, g_rank(g, r | 1), buf, o->count * es, 0);
-		p2p_msg(&rcv, k, g_rank(g, r & ~1), buf, o->count * es,
-			RX_HI);
-		ret = p2p_run(c, k, &st);
-	}
+	ret = grp_fold(c, k, &st, g, rem, buf, o->count * es, 0);
 	l = 0;
 	h = o->count;
 	st.nsnd = st.nrcv = 1;
 	for (mask = 1; !ret && v >= 0 && mask < p; mask <<= 1, steps++) {
-		pv = v ^ mask;
-		pr = g_rank(g, pv < rem ? 2 * pv + 1 : pv + rem);
+		pr = g_rank(g, grp_partner(v, mask, rem));
 		mid = l + (h - l) / 2;
 		lo[steps] = l;
 		hi[steps] = h;
@@ -1106,8 +1123,7 @@ static int hd_run(struct hcomm_comm *c, struct hcomm_coll *k,
 					       avg_n);
 	for (s = steps - 1; !ret && s >= 0; s--) {
 		mask = 1 << s;
-		pv = v ^ mask;
-		pr = g_rank(g, pv < rem ? 2 * pv + 1 : pv + rem);
+		pr = g_rank(g, grp_partner(v, mask, rem));
 		mid = lo[s] + (hi[s] - lo[s]) / 2;
 		p2p_msg(&snd, k, pr, buf + l * es, (h - l) * es, 0);
 		if (v & mask)	/* had [mid, hi), gets [lo, mid) */
@@ -1120,14 +1136,8 @@ static int hd_run(struct hcomm_comm *c, struct hcomm_coll *k,
 		l = lo[s];
 		h = hi[s];
 	}
-	if (!ret && r < 2 * rem) {
-		st.nsnd = r % 2;
-		st.nrcv = r % 2 == 0;
-		p2p_msg(&snd, k, g_rank(g, r & ~1), buf, o->count * es, 0);
-		p2p_msg(&rcv, k, g_rank(g, r | 1), buf, o->count * es,
-			RX_COPY);
-		ret = p2p_run(c, k, &st);
-	}
+	if (!ret)
+		ret = grp_fold(c, k, &st, g, rem, buf, o->count * es, 1);
 	free(st.tmp);
 	return ret;
 }

@@ -186,29 +186,47 @@ int hcomm__run_pending(void)
 	return n;
 }
 
+static void set_result(struct hcomm_request *req, int status, int err,
+		       uint64_t bytes)
+{
+	req->status = status;
+	hcomm__req_priv(req)->err = err;
+	req->bytes = bytes;
+	req->t_complete_ns = hcomm__now_ns();
+}
+
+/*
+ * Out of inflight: without a callback req is done (1: the user's from
+ * then on), else it counts in cb_pending until its callback ran (0).
+ */
+static int hand_over(struct hcomm_comm *c, struct hcomm_request *req)
+{
+	if (!req->cb) {
+		/* After this store the request is the user's: no more access. */
+		__atomic_store_n(&req->done, 1, __ATOMIC_RELEASE);
+		__atomic_sub_fetch(&c->inflight, 1, __ATOMIC_RELEASE);
+		return 1;
+	}
+	__atomic_add_fetch(&c->cb_pending, 1, __ATOMIC_RELAXED);
+	__atomic_sub_fetch(&c->inflight, 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
 void hcomm__complete(struct hcomm_comm *c, struct hcomm_request *req,
 		     int err, uint64_t bytes)
 {
 	struct hcomm_req_priv *rp = hcomm__req_priv(req);
 	int mode;
 
-	req->status = err ? -hcomm__err_code(HCOMM_CMD_XFER, err) : 0;
-	rp->err = err;
-	req->bytes = bytes;
-	req->t_complete_ns = hcomm__now_ns();
+	set_result(req, err ? -hcomm__err_code(HCOMM_CMD_XFER, err) : 0, err,
+		   bytes);
 	if (rp->target == HCOMM_TGT_INTERNAL) {
 		__atomic_sub_fetch(&c->inflight, 1, __ATOMIC_RELEASE);
 		req->cb(req, req->cb_arg);
 		return;
 	}
-	if (!req->cb) {
-		/* After this store the request is the user's: no more access. */
-		__atomic_store_n(&req->done, 1, __ATOMIC_RELEASE);
-		__atomic_sub_fetch(&c->inflight, 1, __ATOMIC_RELEASE);
+	if (hand_over(c, req))
 		return;
-	}
-	__atomic_add_fetch(&c->cb_pending, 1, __ATOMIC_RELAXED);
-	__atomic_sub_fetch(&c->inflight, 1, __ATOMIC_RELEASE);
 	mode = __atomic_load_n(&c->cb_mode, __ATOMIC_ACQUIRE);
 	if (mode == HCOMM_CB_THREAD) {
 		hcomm_mpsc_push(&c->q, &rp->q.node);
@@ -526,14 +544,12 @@ HCOMM_EXPORT int hcomm_wait(struct hcomm_request *req)
 
 static int check_reqs_free(const struct hcomm_request *reqs, unsigned int n);
 
-int hcomm__req_start(struct hcomm_comm *c, struct hcomm_request *req,
+/* A request the library takes: results cleared, priv for c and target. */
+static void req_init(struct hcomm_comm *c, struct hcomm_request *req,
 		     uint16_t target)
 {
 	struct hcomm_req_priv *rp = hcomm__req_priv(req);
-	int ret = check_reqs_free(req, 1);
 
-	if (ret)
-		return ret;
 	req->status = 0;
 	req->done = 0;
 	req->bytes = 0;
@@ -541,6 +557,16 @@ int hcomm__req_start(struct hcomm_comm *c, struct hcomm_request *req,
 	memset(rp, 0, sizeof(*rp));
 	rp->comm = c;
 	rp->target = target;
+}
+
+int hcomm__req_start(struct hcomm_comm *c, struct hcomm_request *req,
+		     uint16_t target)
+{
+	int ret = check_reqs_free(req, 1);
+
+	if (ret)
+		return ret;
+	req_init(c, req, target);
 	__atomic_add_fetch(&c->inflight, 1, __ATOMIC_RELAXED);
 	return 0;
 }
@@ -548,21 +574,9 @@ int hcomm__req_start(struct hcomm_comm *c, struct hcomm_request *req,
 void hcomm__complete_here(struct hcomm_comm *c, struct hcomm_request *req,
 			  int status, int err, uint64_t bytes)
 {
-	struct hcomm_req_priv *rp = hcomm__req_priv(req);
-
-	req->status = status;
-	rp->err = err;
-	req->bytes = bytes;
-	req->t_complete_ns = hcomm__now_ns();
-	if (!req->cb) {
-		/* After this store the request is the user's: no more access. */
-		__atomic_store_n(&req->done, 1, __ATOMIC_RELEASE);
-		__atomic_sub_fetch(&c->inflight, 1, __ATOMIC_RELEASE);
-		return;
-	}
-	__atomic_add_fetch(&c->cb_pending, 1, __ATOMIC_RELAXED);
-	__atomic_sub_fetch(&c->inflight, 1, __ATOMIC_RELEASE);
-	run_cb(c, req);
+	set_result(req, status, err, bytes);
+	if (!hand_over(c, req))
+		run_cb(c, req);
 }
 
 /* Progress once on behalf of a waiter for a collective's request. */
@@ -671,13 +685,7 @@ int hcomm__post_internal(struct hcomm_comm *c, struct hcomm_win *w, int xp,
 
 	if (!c->xo[xp])
 		return -HCOMM_ERR_NOTSUP;
-	req->status = 0;
-	req->done = 0;
-	req->bytes = 0;
-	req->t_complete_ns = 0;
-	memset(rp, 0, sizeof(*rp));
-	rp->comm = c;
-	rp->target = HCOMM_TGT_INTERNAL;
+	req_init(c, req, HCOMM_TGT_INTERNAL);
 	rp->xport = (uint8_t)xp;
 	__atomic_add_fetch(&c->inflight, 1, __ATOMIC_RELAXED);
 	t_issuing++;
@@ -758,17 +766,8 @@ static int issue(struct hcomm_win *w, const struct hcomm_xfer_desc *d,
 	if (ret)
 		return ret;
 
-	for (i = 0; i < n; i++) {
-		struct hcomm_req_priv *rp = hcomm__req_priv(&reqs[i]);
-
-		reqs[i].status = 0;
-		reqs[i].done = 0;
-		reqs[i].bytes = 0;
-		reqs[i].t_complete_ns = 0;
-		memset(rp, 0, sizeof(*rp));
-		rp->comm = c;
-		rp->target = (uint16_t)d[i].target;
-	}
+	for (i = 0; i < n; i++)
+		req_init(c, &reqs[i], (uint16_t)d[i].target);
 	__atomic_add_fetch(&c->inflight, n, __ATOMIC_RELAXED);
 	/*
 	 * Callbacks of what completes meanwhile (a full ring reaped, the

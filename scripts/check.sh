@@ -173,17 +173,19 @@ expected_parts() {
 	if [ "$1" = debug ]; then echo load selftests libvm pypto kunit unload compat61 kmemleak
 	else echo load selftests libvm pypto unload; fi
 }
-# tcg_crash LOG: 0 when the guest of LOG died in a trap whose call trace
+# tcg_crash CONSOLE...: 0 when a guest died in a trap whose call trace
 # names no hcomm function: an int3 in kernel text being patched (static
 # keys flipped while another vCPU runs it: multi-threaded TCG, seen in
-# pick_task_fair during the cgroup bandwidth test) or the rxe crash of
-# rxe_crash() below (Documentation/testbed.rst, "Guest crashes").
+# pick_task_fair during the cgroup bandwidth test), or a trace through
+# rdma_rxe, virtio_net or the network softirq (the stock kernels' rxe
+# under TCG, seen with and without hcomm.ko loaded).
+# Documentation/testbed.rst, "Guest crashes in rxe (and int3 traps)".
 tcg_crash() {
 	local traces
-	traces=$(sed -n '/Call Trace:/,/end trace/p' "$1" 2>/dev/null)
+	traces=$(cat "$@" 2>/dev/null | sed -n '/Call Trace:/,/end trace/p')
 	[ -n "$traces" ] || return 1
 	printf '%s\n' "$traces" | grep -qE '\[hcomm\]|hcomm_' && return 1
-	grep -aqE 'Oops: int3' "$1" && return 0
+	cat "$@" 2>/dev/null | grep -aqE 'Oops: int3' && return 0
 	printf '%s\n' "$traces" | grep -qE 'rxe_|virtnet|virtio_net|net_rx_action'
 }
 # Boot role $1's VM and run guest-tests.sh; "rc secs" in vm-<role>.rc.
@@ -289,18 +291,6 @@ done
 # VM whose console shows a kernel problem (126).
 # net_run ROLE LABEL WHAT COMMAND...: two VMs of ROLE's kernel run COMMAND;
 # each prints "WHAT: N passed, N failed, N skipped" (net_env: more --env).
-# rxe_crash DIR: 0 when a guest of DIR died (no status) in a trace that
-# runs through rdma_rxe, virtio_net or the network softirq and names no
-# hcomm function: the stock kernels' rxe under TCG, seen with and without
-# hcomm.ko loaded (Documentation/testbed.rst, "Guest crashes in rxe").
-rxe_crash() {
-	local traces
-	traces=$(cat "$1"/vm*.console 2>/dev/null |
-		 sed -n '/Call Trace:/,/end trace/p')
-	[ -n "$traces" ] || return 1
-	printf '%s\n' "$traces" | grep -qE '\[hcomm\]|hcomm_' && return 1
-	printf '%s\n' "$traces" | grep -qE 'rxe_|virtnet|virtio_net|net_rx_action'
-}
 net_run() {
 	local r=$1 label=$2 what=$3 t rc p f s lines nv=${net_vms:-2} try
 	shift 3
@@ -318,7 +308,7 @@ net_run() {
 		# first run's logs stay beside, and the table says so.
 		[ "$try" = 1 ] && [ "$rc" = 125 ] &&
 			! grep -aqE '^not ok ' "$logs/check-net-$label.log" &&
-			rxe_crash "$logs/net-$label" || break
+			tcg_crash "$logs/net-$label"/vm*.console || break
 		rm -rf "$logs/net-$label.crashed"
 		mv "$logs/net-$label" "$logs/net-$label.crashed"
 		mv "$logs/check-net-$label.log" "$logs/check-net-$label.crashed.log"

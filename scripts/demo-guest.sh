@@ -50,10 +50,7 @@ if [ "${HCOMM_BENCH:-1}" != 0 ]; then
 fi
 if [ "${HCOMM_BENCH:-1}" != 0 ] && command -v mpirun >/dev/null; then
 	# The collectives beside Open MPI's, 2 ranks on this host (the kernel
-	# transport against its shared memory); Open MPI needs lo up and a
-	# host name (the guest boots with "(none)", which mpirun refuses).
-	ip link set lo up 2>/dev/null
-	[ "$(hostname)" = "(none)" ] && hostname hcomm-demo
+	# transport against its shared memory).
 	# shellcheck disable=SC2086
 	step COLLBENCH mpirun --allow-run-as-root --oversubscribe -np 2 \
 		--mca btl self,vader build/bench/hcomm_coll_perf \

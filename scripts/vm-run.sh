@@ -246,6 +246,9 @@ q() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
 		printf '[ -d /lib/modules/%s ] || mount --bind %s /lib/modules\n' \
 			"$krel" "$(q "$modroot/lib/modules")"
 	fi
+	# a host name and loopback, as any machine has (mpirun refuses
+	# "(none)" and its PMIx server listens on lo)
+	echo 'hostname localhost 2>/dev/null; ip link set lo up 2>/dev/null'
 	echo "echo \"HCOMM-START: uptime=\$(up)\""
 	printf 'if cd %s; then\n\t(' "$(q "$cwd")"
 	for a in "$@"; do printf ' %s' "$(q "$a")"; done

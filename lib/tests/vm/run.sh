@@ -52,16 +52,7 @@ for v in $(env | sed -n 's/^\(\(HCOMM_RANK\|HCOMM_WORLD_SIZE\|HCOMM_ROOT_ADDR\|H
 	unset "$v"
 done
 
-# mpirun needs what the test VM lacks: a host name (Open MPI refuses
-# "(none)") and a loopback interface that is up (its PMIx server listens
-# on it).  Only in the VM (vm-run.sh sets HCOMM_IN_VM), only as root.
-if [ "${HCOMM_IN_VM:-0}" = 1 ] && [ "$(id -u)" -eq 0 ]; then
-	if [ "$(uname -n)" = "(none)" ]; then
-		hostname localhost 2>/dev/null ||
-			echo localhost > /proc/sys/kernel/hostname
-	fi
-	ip link set lo up 2>/dev/null || ifconfig lo up 2>/dev/null
-fi
+# mpirun's host name and loopback: scripts/vm-run.sh sets them up.
 
 big=16M four=1M
 [ "$quick" = 1 ] && big=1M four=256K
