@@ -22,6 +22,11 @@ rdma-core ibverbs-utils libibverbs-dev librdmacm-dev rdmacm-utils perftest
 iperf3 iproute2
 openssh-server openssh-client"
 
+# "install-deps.sh kernel": only what the debug kernel's build needs, so
+# that check.sh can start that build while the rest downloads.
+[ "${1:-}" = kernel ] && PKGS="build-essential cpio kmod xz-utils bc flex
+bison libelf-dev libssl-dev linux-source-6.12"
+
 missing=""
 for p in $PKGS; do
 	st=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)

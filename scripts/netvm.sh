@@ -702,7 +702,8 @@ cmd_run() {
 	fi
 
 	# Watch: reap each qemu; a VM gone without a status stops the others.
-	local left=$n_vms aborted=0 timed_out=0 reported
+	local left=$n_vms aborted=0 timed_out=0 reported hung=0 hang_poll=$SECONDS
+	local hang_pat='INFO: task .* blocked for more than|soft lockup|hard LOCKUP|rcu_sched self-detected stall|RCU stall'
 	local -a reported_at=()
 	while [ "$left" -gt 0 ]; do
 		for (( i = 1; i <= n_vms; i++ )); do
@@ -740,6 +741,18 @@ cmd_run() {
 		if [ -n "$host_pid" ] && [ -z "$host_rc" ] && ! kill -0 "$host_pid" 2>/dev/null; then
 			host_rc=0
 			{ wait "$host_pid"; } 2>/dev/null || host_rc=$?
+		fi
+		# A console showing a hang (hung task, lockup, RCU stall) has
+		# failed the run: the VMs get HCOMM_VM_HANG_GRACE s (60) to
+		# print the report, then go as on a timeout; the scan says why.
+		if [ "$hung" = 0 ] && [ $((SECONDS - hang_poll)) -ge 10 ]; then
+			hang_poll=$SECONDS
+			if cat "$run"/vm*.console 2>/dev/null | grep -aqE "$hang_pat"; then
+				hung=1
+				say "a console shows a hang: stopping the VMs in ${HCOMM_VM_HANG_GRACE:-60}s"
+				[ $((SECONDS + ${HCOMM_VM_HANG_GRACE:-60})) -ge "$deadline" ] ||
+					deadline=$((SECONDS + ${HCOMM_VM_HANG_GRACE:-60}))
+			fi
 		fi
 		if [ "$left" -gt 0 ] && [ "$SECONDS" -ge "$deadline" ] && [ "$timed_out" = 0 ]; then
 			timed_out=1

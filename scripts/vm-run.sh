@@ -301,11 +301,28 @@ while :; do
 		tailpid=$!
 	fi
 	# Watchdog: poll instead of `timeout` so the trap can always kill qemu.
-	timed_out=0
+	# A guest whose console shows a hang (hung task, lockup, RCU stall)
+	# has failed whatever happens next: it gets HCOMM_VM_HANG_GRACE
+	# seconds (60) to print the rest of the report, then qemu is killed
+	# instead of running into --timeout; the scan below reports it (126).
+	timed_out=0 hung_at=0 polls=0
+	grace=${HCOMM_VM_HANG_GRACE:-60}
+	hang='INFO: task .* blocked for more than|soft lockup|hard LOCKUP|rcu_sched self-detected stall|RCU stall'
 	deadline=$(( $(date +%s) + timeout ))
 	while kill -0 "$qpid" 2>/dev/null; do
-		if [ "$(date +%s)" -ge "$deadline" ]; then
+		nowsec=$(date +%s)
+		if [ "$nowsec" -ge "$deadline" ]; then
 			timed_out=1
+			kill -9 "$qpid" 2>/dev/null || true
+			break
+		fi
+		polls=$((polls + 1))
+		if [ "$hung_at" = 0 ] && [ $((polls % 25)) = 0 ] &&
+		   grep -aqE "$hang" "$log" 2>/dev/null; then
+			hung_at=$nowsec
+			log "vm: the console shows a hang; qemu goes in ${grace}s"
+		fi
+		if [ "$hung_at" != 0 ] && [ $((nowsec - hung_at)) -ge "$grace" ]; then
 			kill -9 "$qpid" 2>/dev/null || true
 			break
 		fi
