@@ -558,7 +558,7 @@ start_vm() { # i
 		net+=(-netdev "tap,id=n${i}_$j,ifname=tap${i}_$j,script=no,downscript=no"
 		      -device "virtio-net-pci,netdev=n${i}_$j,mac=$(printf '52:54:00:%02x:00:%02x' $((77 + j)) "$i")")
 	done
-	append="console=ttyS0 printk.time=1 loglevel=5 panic=-1 no_timer_check"
+	append="console=ttyS0 printk.time=1 loglevel=5 panic=-1 oops=panic no_timer_check"
 	append="$append netvm_run=$run netvm_id=$i${keep:+ netvm_keep=$keep}"
 	holder=$(recorded_pid "$run" holder) || die "the namespace holder is gone"
 	nsenter -t "$holder" -n -- qemu-system-x86_64 \

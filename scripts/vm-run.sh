@@ -264,7 +264,10 @@ q() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
 chmod 755 "$rundir/run.sh"
 
 # ---------------------------------------------------------------- qemu
-cmdline="console=ttyS0 printk.time=1 panic=-1 panic_on_warn=0"
+cmdline="console=ttyS0 printk.time=1 panic=-1 oops=panic panic_on_warn=0"
+# oops=panic: an Oops in a task holding locks would leave the guest hanging
+# until --timeout (its failure is then only a time-out); a panic ends it at
+# once, with the trace on the console.
 # Top-level directories under /tmp to keep visible in the guest.
 keep=$(for p in "$repo" "$HCOMM_CACHE" "$cwd"; do
 	p=$(readlink -f "$p")

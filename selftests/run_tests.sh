@@ -13,7 +13,10 @@
 #
 # Assumes: root, hcomm.ko loaded, debugfs mounted at /sys/kernel/debug.
 # HCOMM_KO (path of hcomm.ko) enables the unload/reload test.
-# HCOMM_TEST_TIMEOUT bounds each binary (seconds, default 1800).
+# HCOMM_TEST_TIMEOUT bounds each binary (seconds, default 1800): a binary
+# still running then has its state and its children's (wait channel, kernel
+# stacks) printed, the blocked tasks sent to the console (sysrq w), and is
+# killed.
 # HCOMM_SELFTEST_EXCLUDE_VARIANT=NAME runs every binary with -V NAME: the
 # fixture variant NAME (e.g. ioctl) is left out (the debug kernel runs the
 # io_uring variant only; stock 6.12 proves the ioctl front).
@@ -75,6 +78,39 @@ trap 'rm -rf "$tmp"' EXIT
 [ -r /sys/kernel/debug/hcomm/stats ] ||
 	echo "# warning: /sys/kernel/debug/hcomm/stats unreadable (debugfs?)"
 
+# watchdog PID: after $timeout_s seconds, what PID and its children are
+# doing (state, wait channel, kernel stack), the kernel's blocked tasks to
+# the console (sysrq w), then SIGTERM and, 10 s later, SIGKILL.
+descendants() {
+	for c in $(cat /proc/"$1"/task/*/children 2>/dev/null); do
+		echo "$c"
+		descendants "$c"
+	done
+}
+watchdog() {
+	sleep "$timeout_s" &
+	spid=$!
+	trap 'kill $spid 2>/dev/null; exit 0' TERM
+	wait "$spid"
+	trap - TERM
+	kill -0 "$1" 2>/dev/null || exit 0
+	pids="$1 $(descendants "$1")"
+	echo "timed out after ${timeout_s}s: pid $pids"
+	for p in $pids; do
+		echo "pid $p: $(tr '\0' ' ' < /proc/"$p"/cmdline 2>/dev/null)"
+		grep -E '^(State|Tgid|PPid):' /proc/"$p"/status 2>/dev/null
+		echo "wchan $(cat /proc/"$p"/wchan 2>/dev/null)"
+		for tk in /proc/"$p"/task/*; do
+			echo "task ${tk##*/}: $(cut -d' ' -f3 "$tk"/stat 2>/dev/null)"
+			cat "$tk"/stack 2>/dev/null
+		done
+	done
+	[ -w /proc/sysrq-trigger ] && echo w > /proc/sysrq-trigger
+	kill -TERM $pids 2>/dev/null
+	sleep 10
+	kill -KILL $pids 2>/dev/null
+}
+
 n=0
 for t in $list; do n=$((n + 1)); done
 echo "TAP version 13"
@@ -103,17 +139,25 @@ for t in $list; do
 		for skip in ${HCOMM_SELFTEST_SKIP:-}; do
 			set -- "$@" -T "$skip"
 		done
-		if command -v timeout >/dev/null 2>&1; then
-			timeout -k 10 "$timeout_s" "$bin" "$@" 2>&1
-		else
-			"$bin" "$@" 2>&1
-		fi
+		"$bin" "$@" 2>&1 &
+		bpid=$!
+		watchdog "$bpid" >"$tmp/hang" 2>&1 &
+		wpid=$!
+		wait "$bpid"
 		echo "$?" >"$tmp/rc"
+		kill "$wpid" 2>/dev/null
+		wait "$wpid" 2>/dev/null
 	} | while IFS= read -r line; do
 		printf '%s\n' "$line" >>"$log"
 		printf '# %s\n' "$line"
 	done
 	rc=$(cat "$tmp/rc" 2>/dev/null || echo 255)
+	hung=0
+	if [ -s "$tmp/hang" ]; then
+		sed 's/^/# /' "$tmp/hang"
+		grep -q '^timed out after' "$tmp/hang" && hung=1
+	fi
+	rm -f "$tmp/hang"
 
 	# Prefer the harness's own totals; fall back to the result lines.
 	tot=$(grep -E '^# Totals: pass:[0-9]+ fail:[0-9]+' "$log" | tail -n 1)
@@ -132,9 +176,9 @@ for t in $list; do
 		f=$(grep -cE '^not ok [0-9]+ ' "$log")
 	fi
 	# A crash, a timeout or a bad exit without a counted failure is one.
-	if [ "$rc" -ne 0 ] && [ "$rc" -ne 4 ] && [ "$f" -eq 0 ]; then
+	if { [ "$hung" = 1 ] || [ "$rc" -ne 0 ]; } && [ "$rc" -ne 4 ] && [ "$f" -eq 0 ]; then
 		echo "# $t exited with status $rc"
-		[ "$rc" -eq 124 ] && echo "# $t timed out after ${timeout_s}s"
+		[ "$hung" = 1 ] && echo "# $t timed out after ${timeout_s}s"
 		f=1
 	fi
 	passed=$((passed + p))
