@@ -4,8 +4,9 @@
  * processes, in the manner of nccl-tests' all_reduce_perf.
  *
  *   mpirun -np N hcomm_coll_perf [-t allreduce|reduce_scatter|broadcast|
- *       reduce|allgather|alltoall] [-b 8] [-e 64M] [-f 2] [-o sum] [-d float] [-n iters]
- *       [-w warmup] [-c 0|1] [-r root] [-z 0|1]
+ *       reduce|allgather|alltoall|barrier] [-b 8] [-e 64M] [-f 2] [-o sum]
+ *       [-d float] [-n iters] [-w warmup] [-c 0|1] [-r root] [-z 0|1]
+ *       [-N inflight]
  *
  * Each rank is one MPI process and one libhcomm rank (hcomm_comm_init
  * reads Open MPI's OMPI_COMM_WORLD_* variables).  For every size from -b
@@ -28,6 +29,13 @@
  * mpirun (no OMPI_COMM_WORLD_SIZE) it runs libhcomm alone, ranks from
  * HCOMM_RANK and friends.
  *
+ * -N k (1 to 16) times the non-blocking forms instead: each iteration
+ * issues k collectives on k pairs of buffers (hcomm's _nb calls, MPI's
+ * MPI_I* ones) and waits for all of them; the time printed is per
+ * collective, so it shows what queueing them gains or costs against
+ * -N 0 (the blocking calls, the default).  Every pair is checked.
+ * -t barrier times the barrier alone (one row, size 0).
+ *
  * Exit status 0 when nothing was wrong, 1 otherwise, 2 on bad arguments.
  */
 #define _GNU_SOURCE
@@ -47,10 +55,10 @@
 #endif
 
 enum { C_ALLREDUCE, C_REDUCE_SCATTER, C_BCAST, C_REDUCE, C_ALLGATHER,
-       C_ALLTOALL, C__MAX };
+       C_ALLTOALL, C_BARRIER, C__MAX };
 static const char *const cnames[] = {
 	"allreduce", "reduce_scatter", "broadcast", "reduce", "allgather",
-	"alltoall",
+	"alltoall", "barrier",
 };
 
 static struct hcomm_comm *comm;
@@ -262,6 +270,8 @@ static int run1(int lib, int coll, const struct dtype *d,
 		case C_ALLTOALL:
 			return MPI_Alltoall(s, (int)count, d->mt, r,
 					    (int)count, d->mt, MPI_COMM_WORLD);
+		case C_BARRIER:
+			return MPI_Barrier(MPI_COMM_WORLD);
 		default:
 			return MPI_Reduce(s, r, (int)count, d->mt, o->mo,
 					  root, MPI_COMM_WORLD);
@@ -281,9 +291,114 @@ static int run1(int lib, int coll, const struct dtype *d,
 				       count * hcomm_dtype_size(d->dt));
 	case C_ALLTOALL:
 		return hcomm_alltoall(comm, s, r, count, d->dt);
+	case C_BARRIER:
+		return hcomm_barrier(comm);
 	default:
 		return hcomm_reduce(comm, s, r, count, d->dt, o->op, root);
 	}
+}
+
+/* run1's non-blocking form: hq for hcomm, mq (an MPI_Request) for MPI. */
+static int start1(int lib, int coll, const struct dtype *d,
+		  const struct redop *o, void *s, void *r, size_t count,
+		  int root, struct hcomm_request *hq, void *mq)
+{
+#ifdef HAVE_MPI
+	MPI_Request *q = mq;
+
+	if (lib) {
+		switch (coll) {
+		case C_ALLREDUCE:
+			return MPI_Iallreduce(s, r, (int)count, d->mt, o->mo,
+					      MPI_COMM_WORLD, q);
+		case C_REDUCE_SCATTER:
+			return MPI_Ireduce_scatter_block(s, r, (int)count,
+							 d->mt, o->mo,
+							 MPI_COMM_WORLD, q);
+		case C_BCAST:
+			return MPI_Ibcast(r, (int)count, d->mt, root,
+					  MPI_COMM_WORLD, q);
+		case C_ALLGATHER:
+			return MPI_Iallgather(s, (int)count, d->mt, r,
+					      (int)count, d->mt,
+					      MPI_COMM_WORLD, q);
+		case C_ALLTOALL:
+			return MPI_Ialltoall(s, (int)count, d->mt, r,
+					     (int)count, d->mt, MPI_COMM_WORLD,
+					     q);
+		case C_BARRIER:
+			return MPI_Ibarrier(MPI_COMM_WORLD, q);
+		default:
+			return MPI_Ireduce(s, r, (int)count, d->mt, o->mo,
+					   root, MPI_COMM_WORLD, q);
+		}
+	}
+#endif
+	(void)lib;
+	(void)mq;
+	memset(hq, 0, sizeof(*hq));
+	switch (coll) {
+	case C_ALLREDUCE:
+		return hcomm_allreduce_nb(comm, s, r, count, d->dt, o->op, hq);
+	case C_REDUCE_SCATTER:
+		return hcomm_reduce_scatter_nb(comm, s, r, count, d->dt, o->op,
+					       hq);
+	case C_BCAST:
+		return hcomm_broadcast_nb(comm, r, count, d->dt, root, hq);
+	case C_ALLGATHER:
+		return hcomm_allgather_nb(comm, s, r,
+					  count * hcomm_dtype_size(d->dt), hq);
+	case C_ALLTOALL:
+		return hcomm_alltoall_nb(comm, s, r, count, d->dt, hq);
+	case C_BARRIER:
+		return hcomm_barrier_nb(comm, hq);
+	default:
+		return hcomm_reduce_nb(comm, s, r, count, d->dt, o->op, root,
+				       hq);
+	}
+}
+
+#define MAX_INFLIGHT	16
+static int inflight;		/* -N: collectives in flight, 0: blocking */
+static struct hcomm_request hqs[MAX_INFLIGHT];
+#ifdef HAVE_MPI
+static MPI_Request mqs[MAX_INFLIGHT];
+#endif
+
+/*
+ * One timed round: one blocking collective on the first buffers, or
+ * (-N k) k non-blocking ones, one on each pair of buffers, then a wait
+ * for all of them.  0 or the first error.
+ */
+static int round1(int lib, int coll, const struct dtype *d,
+		  const struct redop *o, char **s, char **r, size_t count,
+		  int root)
+{
+	int j, ret = 0, w;
+
+	if (!inflight)
+		return run1(lib, coll, d, o, s[0], r[0], count, root);
+	for (j = 0; j < inflight; j++) {
+#ifdef HAVE_MPI
+		ret = start1(lib, coll, d, o, s[j], r[j], count, root,
+			     &hqs[j], &mqs[j]);
+#else
+		ret = start1(lib, coll, d, o, s[j], r[j], count, root,
+			     &hqs[j], NULL);
+#endif
+		if (ret)
+			break;
+	}
+#ifdef HAVE_MPI
+	if (lib)
+		return ret ? ret : MPI_Waitall(j, mqs, MPI_STATUSES_IGNORE);
+#endif
+	while (j--) {
+		w = hcomm_wait(&hqs[j]);
+		if (!ret)
+			ret = w ? w : hqs[j].status;
+	}
+	return ret;
 }
 
 /*
@@ -325,10 +440,12 @@ static double time_fp16(float *s, float *r, size_t count, int warm,
 static void usage(void)
 {
 	fprintf(stderr, "usage: hcomm_coll_perf [-t allreduce|reduce_scatter|"
-		"broadcast|reduce|allgather|alltoall] [-b bytes] [-e bytes] [-f factor] "
+		"broadcast|reduce|allgather|alltoall|barrier] [-b bytes] "
+		"[-e bytes] [-f factor] "
 		"[-o sum|max|min] [-d float|double|int32|int64|uint8] "
 		"[-n iters] [-w warmup] [-c 0|1] [-r root] [-z 0|1 (float sum "
-		"allreduce: also fp16-compressed)]\n");
+		"allreduce: also fp16-compressed)] [-N 0..16 (non-blocking, "
+		"that many in flight)]\n");
 }
 
 int main(int argc, char **argv)
@@ -344,9 +461,10 @@ int main(int argc, char **argv)
 	unsigned int k, factor = 2;
 	double t0, t[2], bw[2], busf;
 	uint64_t bad[2];
-	char *s, *r;
+	char *s[MAX_INFLIGHT], *r[MAX_INFLIGHT];
+	int nbuf, j;
 
-	while ((opt = getopt(argc, argv, "t:b:e:f:o:d:n:w:c:r:z:h")) != -1) {
+	while ((opt = getopt(argc, argv, "t:b:e:f:o:d:n:w:c:r:z:N:h")) != -1) {
 		switch (opt) {
 		case 't':
 			for (coll = 0; coll < C__MAX; coll++)
@@ -365,6 +483,7 @@ int main(int argc, char **argv)
 		case 'c': check = atoi(optarg); break;
 		case 'r': root = atoi(optarg); break;
 		case 'z': zip = atoi(optarg); break;
+		case 'N': inflight = atoi(optarg); break;
 		case 'o':
 			for (k = 0; k < 3 && strcmp(redops[k].name, optarg);
 			     k++)
@@ -390,7 +509,10 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (coll == C_BARRIER)		/* one row of size 0 */
+		minb = maxb = 1;
 	if (factor < 2 || iters < 1 || warm < 0 || !minb || minb > maxb ||
+	    inflight < 0 || inflight > MAX_INFLIGHT ||
 	    (zip && (coll != C_ALLREDUCE || d->dt != HCOMM_FP32 ||
 		     o->op != HCOMM_SUM))) {
 		usage();
@@ -415,21 +537,30 @@ int main(int argc, char **argv)
 	}
 	nlib = use_mpi ? 2 : 1;
 	es = hcomm_dtype_size(d->dt);
-	s = malloc(maxb * (coll == C_REDUCE_SCATTER ? (size_t)np : 1) + es);
-	r = malloc(maxb + es);
-	if (!s || !r)
-		return 1;
+	nbuf = inflight ? inflight : 1;
+	for (j = 0; j < nbuf; j++) {
+		s[j] = malloc(maxb * (coll == C_REDUCE_SCATTER ? (size_t)np :
+				      1) + es);
+		r[j] = malloc(maxb + es);
+		if (!s[j] || !r[j]) {
+			fprintf(stderr, "hcomm_coll_perf: out of memory for "
+				"%d pairs of buffers\n", nbuf);
+			return 1;
+		}
+	}
 	switch (coll) {
 	case C_ALLREDUCE: busf = 2.0 * (np - 1) / np; break;
 	case C_REDUCE_SCATTER:
 	case C_ALLGATHER:
 	case C_ALLTOALL: busf = (double)(np - 1) / np; break;
+	case C_BARRIER: busf = 0; break;
 	default: busf = 1; break;
 	}
 	if (me == 0) {
-		printf("# hcomm_coll_perf: %s, %d ranks, transport %s, %s, %s, "
+		printf("# hcomm_coll_perf: %s%s, %d ranks, transport %s, %s, %s, "
 		       "%d iterations after %d warm-up, check %s%s\n",
-		       cnames[coll], np, hcomm_comm_transport(comm), d->name,
+		       cnames[coll], inflight ? " (non-blocking)" : "", np,
+		       hcomm_comm_transport(comm), d->name,
 		       o->name, iters, warm, check ? "on" : "off",
 		       use_mpi ? "; Open MPI in the same processes" : "; "
 		       "no MPI (not under mpirun)");
@@ -438,32 +569,41 @@ int main(int argc, char **argv)
 		       "hcomm(us)", "algbw", "busbw", "#wrong", "MPI(us)",
 		       "algbw", "busbw", "#wrong", "busbw hcomm/MPI",
 		       zip ? " | fp16(us) #beyond saved" : "");
+		if (inflight)
+			printf("# %d in flight: every iteration issues %d and "
+			       "waits for all; times are per collective\n",
+			       inflight, inflight);
+		if (coll == C_BARRIER)
+			printf("# barrier: no bytes; the ratio is MPI's time "
+			       "over hcomm's\n");
 	}
 	for (bytes = minb; bytes <= maxb; bytes *= factor) {
-		count = bytes / es;
-		if (!count)
+		count = coll == C_BARRIER ? 0 : bytes / es;
+		if (!count && coll != C_BARRIER)
 			continue;
 		/* reduce_scatter, allgather, alltoall: bytes is all blocks */
 		rcount = coll == C_REDUCE_SCATTER || coll == C_ALLGATHER ||
 			 coll == C_ALLTOALL ? count / (size_t)np : count;
-		if (!rcount)
+		if (!rcount && coll != C_BARRIER)
 			continue;
 		sbytes = rcount != count ? rcount * (size_t)np * es :
 			 count * es;
 		for (lib = 0; lib < nlib; lib++) {
-			fill(d->dt, s, sbytes / es, me);
-			if (coll == C_BCAST)
-				fill(d->dt, r, count, me);
+			for (j = 0; j < nbuf; j++) {
+				fill(d->dt, s[j], sbytes / es, me);
+				if (coll == C_BCAST)
+					fill(d->dt, r[j], count, me);
+			}
 			for (i = 0; i < warm; i++)
-				run1(lib, coll, d, o, s, r, rcount, root);
+				round1(lib, coll, d, o, s, r, rcount, root);
 			if (lib)
 				(void)max_all(0);	/* line up */
 			else
 				hcomm_boot_barrier(comm);
 			t0 = now_s();
 			for (i = 0; i < iters; i++) {
-				if (run1(lib, coll, d, o, s, r, rcount,
-					 root)) {
+				if (round1(lib, coll, d, o, s, r, rcount,
+					   root)) {
 					fprintf(stderr, "rank %d: %s %s failed:"
 						" %s\n", me, lib ? "MPI" :
 						"hcomm", cnames[coll],
@@ -471,41 +611,47 @@ int main(int argc, char **argv)
 					return 1;
 				}
 			}
-			t[lib] = max_all((now_s() - t0) / iters);
+			t[lib] = max_all((now_s() - t0) / iters / nbuf);
 			bad[lib] = 0;
-			if (check) {
-				if (coll == C_BCAST) {
+			for (j = 0; check && coll != C_BARRIER && j < nbuf;
+			     j++) {
+				if (coll == C_BCAST && !j) {
 					/* the root's own values, once more */
 					if (me == root)
-						fill(d->dt, r, count, root);
+						fill(d->dt, r[0], count, root);
 					else
-						memset(r, 0xee, count * es);
-					run1(lib, coll, d, o, s, r, count,
-					     root);
-					bad[lib] = wrong(d->dt, o->op, r, 0,
-							 count, root);
+						memset(r[0], 0xee, count * es);
+					run1(lib, coll, d, o, s[0], r[0],
+					     count, root);
+					bad[lib] += wrong(d->dt, o->op, r[0],
+							  0, count, root);
+				} else if (coll == C_BCAST) {
+					bad[lib] += wrong(d->dt, o->op, r[j],
+							  0, count, root);
 				} else if (coll == C_ALLGATHER ||
 					   coll == C_ALLTOALL) {
-					bad[lib] = wrong_blocks(d->dt, r,
+					bad[lib] += wrong_blocks(d->dt, r[j],
 							rcount,
 							coll == C_ALLTOALL);
 				} else if (coll == C_REDUCE_SCATTER) {
-					bad[lib] = wrong(d->dt, o->op, r,
-							 (size_t)me * rcount,
-							 rcount, -1);
+					bad[lib] += wrong(d->dt, o->op, r[j],
+							  (size_t)me * rcount,
+							  rcount, -1);
 				} else if (coll == C_ALLREDUCE ||
 					   me == root) {
-					bad[lib] = wrong(d->dt, o->op, r, 0,
-							 count, -1);
+					bad[lib] += wrong(d->dt, o->op, r[j],
+							  0, count, -1);
 				}
-				bad[lib] = sum_all(bad[lib]);
 			}
+			if (check && coll != C_BARRIER)
+				bad[lib] = sum_all(bad[lib]);
 			bw[lib] = t[lib] > 0 ? (double)sbytes / t[lib] / 1e9 :
 				  0;
 			failed |= bad[lib] != 0;
 		}
 		if (zip) {
-			tz = time_fp16((float *)(void *)s, (float *)(void *)r,
+			tz = time_fp16((float *)(void *)s[0],
+				       (float *)(void *)r[0],
 				       count, warm, iters, &badz);
 			failed |= badz != 0;
 		}
@@ -514,7 +660,11 @@ int main(int argc, char **argv)
 		printf("  %12zu %12zu %6s %5s | %10.1f %8.3f %8.3f %7llu",
 		       sbytes, sbytes / es, d->name, o->name, t[0] * 1e6, bw[0],
 		       bw[0] * busf, (unsigned long long)bad[0]);
-		if (nlib == 2)
+		if (nlib == 2 && coll == C_BARRIER)
+			printf(" | %10.1f %8.3f %8.3f %7llu | %.2f",
+			       t[1] * 1e6, 0.0, 0.0, 0ULL,
+			       t[0] > 0 ? t[1] / t[0] : 0);
+		else if (nlib == 2)
 			printf(" | %10.1f %8.3f %8.3f %7llu | %.2f",
 			       t[1] * 1e6, bw[1], bw[1] * busf,
 			       (unsigned long long)bad[1],
@@ -535,7 +685,9 @@ int main(int argc, char **argv)
 	if (use_mpi)
 		MPI_Finalize();
 #endif
-	free(s);
-	free(r);
+	for (j = 0; j < nbuf; j++) {
+		free(s[j]);
+		free(r[j]);
+	}
 	return failed;
 }
