@@ -9,7 +9,7 @@
 # Environment:
 #   HCOMM_ROLES       VMs to boot (default "stock61 stock612 debug")
 #   HCOMM_NET         0: leave out the two-VM network tests (default 1)
-#   HCOMM_VM_TIMEOUT  seconds per VM (default 1800; debug is slow under TCG)
+#   HCOMM_VM_TIMEOUT  seconds per VM (default 1200: the debug VM takes 7-8 minutes)
 #   HCOMM_CACHE       cache dir (initramfs images, the debug kernel)
 # Logs: build/logs/ (check-*.log for builds, vm-<role>.log for consoles).
 set -uo pipefail
@@ -20,7 +20,7 @@ cd "$repo"
 . "$here/lib.sh"
 
 roles=${HCOMM_ROLES:-stock61 stock612 debug}
-vm_timeout=${HCOMM_VM_TIMEOUT:-1800}
+vm_timeout=${HCOMM_VM_TIMEOUT:-1200}
 logs=$repo/build/logs
 mkdir -p "$logs"
 
