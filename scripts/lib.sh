@@ -11,13 +11,20 @@ hcomm_kernel_source() {
 	_ver=$(dpkg-query -W -f='${Version}' linux-source-6.12 2>/dev/null) ||
 		die "linux-source-6.12 is not installed"
 	_dir="$HCOMM_CACHE/linux-source-$_ver"
+	# One extraction at a time (make check's lint and its background
+	# kernel build both get here): the second waits, then reuses it.
 	if [ ! -f "$_dir/.hcomm-extracted" ]; then
-		log "extracting linux-source-6.12 $_ver"
-		rm -rf "$_dir" "$_dir.tmp"
-		mkdir -p "$_dir.tmp"
-		tar -C "$_dir.tmp" --strip-components=1 -xf /usr/src/linux-source-6.12.tar.xz
-		touch "$_dir.tmp/.hcomm-extracted"
-		mv "$_dir.tmp" "$_dir"
+		(
+			flock 8
+			[ -f "$_dir/.hcomm-extracted" ] && exit 0
+			log "extracting linux-source-6.12 $_ver"
+			rm -rf "$_dir" "$_dir.tmp"
+			mkdir -p "$_dir.tmp" &&
+			tar -C "$_dir.tmp" --strip-components=1 \
+				-xf /usr/src/linux-source-6.12.tar.xz &&
+			touch "$_dir.tmp/.hcomm-extracted" &&
+			mv "$_dir.tmp" "$_dir"
+		) 8> "$_dir.lock" || die "could not extract linux-source-6.12"
 	fi
 	echo "$_dir"
 }

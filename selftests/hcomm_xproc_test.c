@@ -1754,7 +1754,9 @@ TEST_F_TIMEOUT(hcomm, both_directions_sizes, 300)
  * 64 MiB transfers from and to A's region.  Once B has completed one and
  * transfers are in flight, @victim is SIGKILLed.  The survivor must never
  * hang: B (when A died) sees only success, ENOENT or ECANCELED and then
- * ENOENT for good; A (when B died) keeps working.  After both are gone
+ * ENOENT for good; A (when B died) revokes its grant and keeps working
+ * (its own copy lands intact, however late B's ring is torn down).
+ * After both are gone
  * every gauge is back at the value it had before the test.
  */
 static void kill_mid_transfer(struct __test_metadata *_metadata,
@@ -1818,6 +1820,18 @@ static void kill_mid_transfer(struct __test_metadata *_metadata,
 		ret = agent_xfer(&b, a.key, 0, b.key, 0, PG, 0, 0, 0, NULL);
 		ASSERT_XFER(-ENOENT, ret, "A's key after A's death");
 	}
+
+	/*
+	 * B's transfers already in the engine end when B's file is
+	 * released: with io_uring, when the ring's exit worker is done,
+	 * which may be after B was reaped.  A survivor that must know that
+	 * no more of B's bytes land revokes its grant, the barrier of
+	 * Documentation/datapath.rst (Revocation): once it returns, no
+	 * chunk of B's touches A's region.  (The gauges below still show
+	 * that every transfer of B ended.)
+	 */
+	if (!kill_owner)
+		ASSERT_EQ(0, agent_grant(&a, HCOMM_GRANT_NONE, 0, 0));
 
 	/* the survivor's own context is fine */
 	ASSERT_EQ(0, agent_fill(survivor, 0, 3 * MiB, 5));
