@@ -68,14 +68,13 @@ case " $roles " in *" debug "*)
 	if phase install-deps-kernel scripts/install-deps.sh kernel; then
 		# build-debug-kernel.sh locks per cache key: a concurrent
 		# caller waits for the running build and reuses it.
-		# SCHED_IDLE and nice 19 (in a session of its own): it takes
-		# the CPU that the other packages' download, the host builds
-		# and tests and the stock kernels' VMs leave (the emulated
-		# VMs idle 25-40 % of it); before the network suites, which
-		# a busy CPU slows most (their keep-alives and time-outs), it
-		# gets the normal priority back and make check waits for it.
+		# It runs while the other packages download and unpack and
+		# the host builds and lint run; make check waits for it
+		# before any test: beside the host tests and the VMs, even at
+		# SCHED_IDLE and nice 19, it made them 1.5 to 2 times slower
+		# for little gain.
 		t_kdebug=$(now)
-		setsid chrt --idle 0 nice -n 19 scripts/build-debug-kernel.sh \
+		scripts/build-debug-kernel.sh \
 			> "$logs/kdebug.path" 2> "$logs/check-debug-kernel.log" &
 		kpid=$!
 	fi
@@ -126,21 +125,14 @@ build_kmod() {
 }
 # The debug kernel, from the background build: wait, then its modules.
 debug_ready() {
-	local q
 	if [ -n "$kpid" ]; then
 		printf '[check] %-28s ' debug-kernel >&2
-		# its make and compilers at the normal priority again (make's
-		# later children inherit it)
-		for q in $(pgrep -s "$kpid"); do
-			chrt --other -p 0 "$q" 2> /dev/null
-			renice -n 0 -p "$q" > /dev/null 2>&1
-		done
 		if wait "$kpid"; then
 			kdebug=$(tail -n1 "$logs/kdebug.path")
 			ok_debug=1
 			echo "ok ($(since "$t_kdebug")s since its start)" >&2
 			row phase debug-kernel 0 0 0 "$(since "$t_kdebug")" \
-				"in the background"
+				"beside install-deps"
 		else
 			echo "FAILED ($(since "$t_kdebug")s), log $logs/check-debug-kernel.log" >&2
 			tail -n 25 "$logs/check-debug-kernel.log" | sed 's/^/    /' >&2
@@ -150,6 +142,7 @@ debug_ready() {
 	set_role debug
 	build_kmod debug
 }
+case " $roles " in *" debug "*) debug_ready ;; esac
 for r in $roles; do
 	[ "$r" = debug ] && continue
 	set_role "$r"
@@ -304,7 +297,6 @@ vm_role() {
 for r in $roles; do
 	[ "$r" = debug ] || vm_role "$r"
 done
-case " $roles " in *" debug "*) debug_ready ;; esac
 
 # ------------------------------------------------------------- network
 # Two VMs on the private network of scripts/netvm.sh running
