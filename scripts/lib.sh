@@ -4,6 +4,11 @@ HCOMM_CACHE=${HCOMM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hcomm}
 mkdir -p "$HCOMM_CACHE"
 
 log() { echo "[hcomm] $*" >&2; }
+
+# A console line that says the guest hangs (hung task, lockup, RCU stall):
+# vm-run.sh and netvm.sh stop such a guest HCOMM_VM_HANG_GRACE s (60) later.
+HCOMM_HANG_PAT='INFO: task .* blocked for more than|soft lockup|hard LOCKUP|rcu_sched self-detected stall|RCU stall'
+HCOMM_VM_HANG_GRACE=${HCOMM_VM_HANG_GRACE:-60}
 die() { echo "[hcomm] error: $*" >&2; exit 1; }
 
 # Extract Debian's linux-source-6.12 once into the cache; print its path.

@@ -703,7 +703,6 @@ cmd_run() {
 
 	# Watch: reap each qemu; a VM gone without a status stops the others.
 	local left=$n_vms aborted=0 timed_out=0 reported hung=0 hang_poll=$SECONDS
-	local hang_pat='INFO: task .* blocked for more than|soft lockup|hard LOCKUP|rcu_sched self-detected stall|RCU stall'
 	local -a reported_at=()
 	while [ "$left" -gt 0 ]; do
 		for (( i = 1; i <= n_vms; i++ )); do
@@ -747,11 +746,11 @@ cmd_run() {
 		# print the report, then go as on a timeout; the scan says why.
 		if [ "$hung" = 0 ] && [ $((SECONDS - hang_poll)) -ge 10 ]; then
 			hang_poll=$SECONDS
-			if cat "$run"/vm*.console 2>/dev/null | grep -aqE "$hang_pat"; then
+			if cat "$run"/vm*.console 2>/dev/null | grep -aqE "$HCOMM_HANG_PAT"; then
 				hung=1
-				say "a console shows a hang: stopping the VMs in ${HCOMM_VM_HANG_GRACE:-60}s"
-				[ $((SECONDS + ${HCOMM_VM_HANG_GRACE:-60})) -ge "$deadline" ] ||
-					deadline=$((SECONDS + ${HCOMM_VM_HANG_GRACE:-60}))
+				say "a console shows a hang: stopping the VMs in ${HCOMM_VM_HANG_GRACE}s"
+				[ $((SECONDS + $HCOMM_VM_HANG_GRACE)) -ge "$deadline" ] ||
+					deadline=$((SECONDS + $HCOMM_VM_HANG_GRACE))
 			fi
 		fi
 		if [ "$left" -gt 0 ] && [ "$SECONDS" -ge "$deadline" ] && [ "$timed_out" = 0 ]; then

@@ -309,8 +309,6 @@ while :; do
 	# seconds (60) to print the rest of the report, then qemu is killed
 	# instead of running into --timeout; the scan below reports it (126).
 	timed_out=0 hung_at=0 polls=0
-	grace=${HCOMM_VM_HANG_GRACE:-60}
-	hang='INFO: task .* blocked for more than|soft lockup|hard LOCKUP|rcu_sched self-detected stall|RCU stall'
 	deadline=$(( $(date +%s) + timeout ))
 	while kill -0 "$qpid" 2>/dev/null; do
 		nowsec=$(date +%s)
@@ -321,11 +319,11 @@ while :; do
 		fi
 		polls=$((polls + 1))
 		if [ "$hung_at" = 0 ] && [ $((polls % 25)) = 0 ] &&
-		   grep -aqE "$hang" "$log" 2>/dev/null; then
+		   grep -aqE "$HCOMM_HANG_PAT" "$log" 2>/dev/null; then
 			hung_at=$nowsec
-			log "vm: the console shows a hang; qemu goes in ${grace}s"
+			log "vm: the console shows a hang; qemu goes in ${HCOMM_VM_HANG_GRACE}s"
 		fi
-		if [ "$hung_at" != 0 ] && [ $((nowsec - hung_at)) -ge "$grace" ]; then
+		if [ "$hung_at" != 0 ] && [ $((nowsec - hung_at)) -ge "$HCOMM_VM_HANG_GRACE" ]; then
 			kill -9 "$qpid" 2>/dev/null || true
 			break
 		fi
