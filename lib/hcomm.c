@@ -142,6 +142,8 @@ static const char *const err_str[HCOMM_ERR__MAX] = {
 				  "many open files",
 	[HCOMM_ERR_NOTHCOMM]	= "not an hcomm device (HCOMM_CMD_GET_INFO "
 				  "unknown): check HCOMM_DEVICE",
+	[HCOMM_ERR_ADMISSION]	= "QoS admission refused: the min_rate of all "
+				  "contexts on this node would exceed 100 %",
 };
 
 HCOMM_EXPORT const char *hcomm_strerror(int err)
@@ -441,6 +443,65 @@ HCOMM_EXPORT int hcomm_get_info(struct hcomm_ctx *ctx, struct hcomm_info *out)
 		return fail(hcomm__err_code(HCOMM_CMD_GET_INFO, -ret), -ret,
 			    "HCOMM_CMD_GET_INFO");
 	return 0;
+}
+
+/* A module parameter of hcomm.ko as text in buf ("?" when unreadable). */
+static const char *module_param(const char *name, char *buf, size_t len)
+{
+	char path[96];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/module/hcomm/parameters/%s", name);
+	f = fopen(path, "re");
+	if (!f || !fgets(buf, len, f))
+		snprintf(buf, len, "?");
+	if (f)
+		fclose(f);
+	buf[strcspn(buf, "\n")] = 0;
+	return buf;
+}
+
+HCOMM_EXPORT int hcomm_set_qos(struct hcomm_ctx *ctx,
+			       const hcomm_qos_config_t *qos)
+{
+	struct hcomm_qos arg = {};
+	char m[24], p[24];
+	int ret;
+
+	if (!ctx || !qos)
+		return fail(HCOMM_ERR_INVAL, EINVAL, "hcomm_set_qos: %s is NULL",
+			    ctx ? "qos" : "ctx");
+	arg.min_rate = qos->min_rate;
+	arg.max_rate = qos->max_rate ? qos->max_rate : 100;
+	arg.priority = qos->priority;
+	if (arg.max_rate > 100 || arg.min_rate > arg.max_rate ||
+	    arg.priority > 7)
+		return fail(HCOMM_ERR_INVAL, EINVAL,
+			    "hcomm_set_qos: min_rate %u, max_rate %u, priority "
+			    "%u: want 0 <= min_rate <= max_rate <= 100 (max_rate "
+			    "0 means 100) and priority <= 7", qos->min_rate,
+			    qos->max_rate, qos->priority);
+	ret = hcomm_submit(ctx, HCOMM_CMD_SET_QOS, &arg, sizeof(arg));
+	switch (-ret) {
+	case 0:
+		return 0;
+	case ENOSPC:
+		return fail(HCOMM_ERR_ADMISSION, ENOSPC,
+			    "hcomm_set_qos: min_rate %u refused: the min_rate "
+			    "of all contexts on this node would exceed 100 %%",
+			    arg.min_rate);
+	case EPERM:
+		return fail(HCOMM_ERR_ACCESS, EPERM,
+			    "hcomm_set_qos: min_rate %u, priority %u need "
+			    "CAP_SYS_NICE: this user may reserve %s %% over all "
+			    "its contexts (qos_user_min_rate) and use priority "
+			    "%s (qos_user_priority)", arg.min_rate, arg.priority,
+			    module_param("qos_user_min_rate", m, sizeof(m)),
+			    module_param("qos_user_priority", p, sizeof(p)));
+	default:
+		return fail(hcomm__err_code(HCOMM_CMD_SET_QOS, -ret), -ret,
+			    "HCOMM_CMD_SET_QOS");
+	}
 }
 
 static void mr_link(struct hcomm_ctx *ctx, struct hcomm_mr_priv *m)

@@ -76,6 +76,8 @@ extern "C" {
  *                     (max_region_size), or out of file descriptors.
  *  HCOMM_ERR_NOTHCOMM ENOTTY from GET_INFO in hcomm_open(): the file is not
  *                     an hcomm device.
+ *  HCOMM_ERR_ADMISSION ENOSPC from hcomm_set_qos(): the min_rate of every
+ *                     context on the node together would exceed 100 %.
  */
 enum hcomm_err {
 	HCOMM_OK = 0,
@@ -93,6 +95,7 @@ enum hcomm_err {
 	HCOMM_ERR_NOENT,
 	HCOMM_ERR_LIMIT,
 	HCOMM_ERR_NOTHCOMM,
+	HCOMM_ERR_ADMISSION,
 	HCOMM_ERR__MAX			/* not a code; one past the last */
 };
 
@@ -113,6 +116,9 @@ struct hcomm_mr {
 	int dmabuf_fd;		/* dma-buf: fd as passed (not owned); host: -1 */
 	unsigned access;	/* HCOMM_ACCESS_* */
 };
+
+/* The registration as a handle: hcomm_mr_t mr; hcomm_reg_mem(.., &mr). */
+typedef struct hcomm_mr *hcomm_mr_t;
 
 /*
  * Open HCOMM_DEVICE or /dev/hcomm, check HCOMM_CMD_GET_INFO's ABI version,
@@ -159,6 +165,39 @@ int hcomm_dereg(struct hcomm_mr *mr);
  */
 int hcomm_query(struct hcomm_mr *mr, struct hcomm_query *q,
 		struct hcomm_extent *ext, unsigned max_ext);
+
+/*
+ * The context's share of the module's transfer engine (the copies of
+ * asynchronous transfers: puts and gets of a communicator on the kernel
+ * transport, which use hcomm_comm_ctx()), in percent of the whole engine.
+ * Documentation/qos.rst has the arithmetic (users first, then their
+ * contexts; water-filling by weight under the caps).
+ *
+ *  min_rate  0 .. 100   guaranteed share while the context has work, and
+ *                       its weight (0 counts as 1)
+ *  max_rate  0 .. 100   cap while others could use more; 0 means 100 (no
+ *                       cap), so { .min_rate = 30 } alone is valid
+ *  priority  0 .. 7     breaks ties between contexts due at once
+ *
+ * A new context has { 0, 100, 0 }.  The setting lasts until the next call
+ * or hcomm_close().
+ */
+typedef struct hcomm_qos_config {
+	unsigned min_rate;
+	unsigned max_rate;
+	unsigned priority;
+} hcomm_qos_config_t;
+
+/*
+ * HCOMM_CMD_SET_QOS.  Errors: HCOMM_ERR_INVAL (NULL, min_rate above
+ * max_rate, a value out of range: checked before the module is asked),
+ * HCOMM_ERR_ADMISSION (the min_rate of all contexts on the node would sum
+ * above 100), HCOMM_ERR_ACCESS (without CAP_SYS_NICE: min_rate, or the
+ * min_rate of all the user's contexts together, above the module's
+ * qos_user_min_rate, or priority above qos_user_priority; hcomm_errmsg()
+ * names the values in force).  On failure the old setting stays.
+ */
+int hcomm_set_qos(struct hcomm_ctx *ctx, const hcomm_qos_config_t *qos);
 
 /* Message for an hcomm_err code (sign ignored); never NULL or empty. */
 const char *hcomm_strerror(int err);

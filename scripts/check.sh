@@ -417,13 +417,13 @@ echo "logs: $logs"
 # The failed tests by name, so that the tail of a CI log says which ones.
 if [ "$tf" -gt 0 ]; then
 	echo "failed tests (first 30):"
-	for x in "$logs"/check-*.log "$logs"/vm-*.log.out; do
+	for x in "$logs"/check-*.log "$logs"/vm-*.log "$logs"/vm-*.log.out; do
 		[ -f "$x" ] || continue
 		grep -aE '^[[:space:]#]*not ok ' "$x" | sed "s|^|  $(basename "$x"): |"
 	done | head -n 30
 	# and what they said: a CI log keeps only its tail
 	echo "their messages (first 30):"
-	for x in "$logs"/check-*.log "$logs"/vm-*.log.out; do
+	for x in "$logs"/check-*.log "$logs"/vm-*.log "$logs"/vm-*.log.out; do
 		[ -f "$x" ] || continue
 		grep -aE 'FAIL|timed out|alarm|Call Trace|BUG:|WARNING:' "$x" |
 			grep -avE '^[[:space:]#]*(ok|not ok) ' | cut -c1-300 |

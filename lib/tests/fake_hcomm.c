@@ -116,6 +116,9 @@ static int fake_cmd(unsigned long req, void *arg)
 		return 0;
 	case HCOMM_CMD_QUERY:
 		return query(arg);
+	case HCOMM_CMD_SET_QOS:
+		memcpy(&fake.qos, arg, sizeof(fake.qos));
+		return -fake.qos_errno;
 	}
 	return -ENOTTY;
 }

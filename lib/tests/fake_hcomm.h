@@ -23,9 +23,13 @@ struct fake_region {
  * gen: a generation page as the module keeps it: REG_MEM returns
  * gen[region % HCOMM_GEN_SLOTS], DEREG bumps it; a test bumps a slot to
  * play munmap.  regs_made/deregs count successful REG_MEMs and DEREGs.
+ * SET_QOS only records its argument (the scheduler's rules are tested
+ * against the module, in the VM).
  */
 struct fake_hcomm {
 	int on, abi, enomem, ioctls;
+	int qos_errno;			/* SET_QOS fails with it when set */
+	struct hcomm_qos qos;		/* the last SET_QOS argument */
 	uint64_t features, memlock;
 	uint32_t next_region, live;
 	uint32_t regs_made, deregs;

@@ -388,6 +388,98 @@ static void test_fake(void)
 	unsetenv("HCOMM_DEVICE");
 }
 
+/* hcomm_set_qos: what the library checks itself, and its error names. */
+static void test_set_qos(void)
+{
+	static const hcomm_qos_config_t bad[] = {
+		{ .min_rate = 101, .max_rate = 0 },
+		{ .min_rate = 0, .max_rate = 101 },
+		{ .min_rate = 71, .max_rate = 70 },
+		{ .min_rate = 0, .max_rate = 100, .priority = 8 },
+		{ .min_rate = ~0U, .max_rate = ~0U, .priority = ~0U },
+	};
+	struct hcomm_ctx *ctx;
+	unsigned i;
+	int ret, n, good = 1;
+
+	fake_reset(0);
+	if (hcomm_open(&ctx, 0)) {
+		ok(0, "qos: open the fake device");
+		return;
+	}
+	/* the seed's snippet, as written */
+	ret = hcomm_set_qos(ctx, &(hcomm_qos_config_t){
+		.min_rate = 30, .max_rate = 70, .priority = 2 });
+	ok(!ret && fake.qos.min_rate == 30 && fake.qos.max_rate == 70 &&
+	   fake.qos.priority == 2 && !fake.qos.flags && !fake.qos.reserved[0]
+	   && !fake.qos.reserved[1], "qos: the seed's { 30, 70, 2 } reaches "
+	   "SET_QOS as is, flags and reserved zero (%d)", ret);
+	ok(!hcomm_set_qos(ctx, &(hcomm_qos_config_t){ .min_rate = 30 }) &&
+	   fake.qos.min_rate == 30 && fake.qos.max_rate == 100,
+	   "qos: max_rate 0 means no cap (100)");
+	n = fake.ioctls;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ret = hcomm_set_qos(ctx, &bad[i]);
+		if (ret != -HCOMM_ERR_INVAL || hcomm_errno() != EINVAL ||
+		    !strstr(hcomm_errmsg(), "priority <= 7")) {
+			good = 0;
+			printf("# { %u, %u, %u }: %d (%s)\n", bad[i].min_rate,
+			       bad[i].max_rate, bad[i].priority, ret,
+			       hcomm_errmsg());
+		}
+	}
+	ok(good && fake.ioctls == n && hcomm_set_qos(ctx, NULL) ==
+	   -HCOMM_ERR_INVAL && hcomm_set_qos(NULL, &bad[0]) ==
+	   -HCOMM_ERR_INVAL && fake.ioctls == n,
+	   "qos: out-of-range values and NULL: -INVAL before any ioctl");
+
+	fake.qos_errno = ENOSPC;
+	ret = hcomm_set_qos(ctx, &(hcomm_qos_config_t){ .min_rate = 60 });
+	ok(ret == -HCOMM_ERR_ADMISSION && hcomm_errno() == ENOSPC &&
+	   strstr(hcomm_errmsg(), "min_rate 60") &&
+	   strstr(hcomm_errmsg(), "100 %"),
+	   "qos: ENOSPC is -ADMISSION, naming the rate (%s)", hcomm_errmsg());
+	fake.qos_errno = EPERM;
+	ret = hcomm_set_qos(ctx, &(hcomm_qos_config_t){ .priority = 3 });
+	ok(ret == -HCOMM_ERR_ACCESS && hcomm_errno() == EPERM &&
+	   strstr(hcomm_errmsg(), "CAP_SYS_NICE") &&
+	   strstr(hcomm_errmsg(), "qos_user_min_rate") &&
+	   strstr(hcomm_errmsg(), "qos_user_priority"),
+	   "qos: EPERM is -ACCESS naming CAP_SYS_NICE and the module's "
+	   "allowances (%s)", hcomm_errmsg());
+	fake.qos_errno = ENOTTY;
+	ok(hcomm_set_qos(ctx, &(hcomm_qos_config_t){ 0 }) == -HCOMM_ERR_ABI,
+	   "qos: a module without SET_QOS: -ABI");
+	fake.qos_errno = 0;
+	hcomm_close(ctx);
+	fake.on = 0;
+	unsetenv("HCOMM_DEVICE");
+}
+
+/* The seed's registration snippet compiles and runs as written. */
+static void test_seed_mr(void)
+{
+	static char buf[4096];
+	struct hcomm_ctx *dev_ctx;
+	void *addr = buf;
+	size_t size = sizeof(buf);
+	hcomm_mr_t mr;
+	int ret;
+
+	fake_reset(0);
+	if (hcomm_open(&dev_ctx, 0)) {
+		ok(0, "seed mr: open the fake device");
+		return;
+	}
+	ret = hcomm_reg_mem(dev_ctx, addr, size, HCOMM_ACCESS_LOCAL_WRITE, &mr);
+	ok(!ret && mr->addr == buf && mr->len == sizeof(buf) &&
+	   !hcomm_dereg(mr), "seed: hcomm_mr_t mr; hcomm_reg_mem(dev_ctx, addr, "
+	   "size, HCOMM_ACCESS_LOCAL_WRITE, &mr)");
+	hcomm_close(dev_ctx);
+	fake.on = 0;
+	unsetenv("HCOMM_DEVICE");
+}
+
 static void test_exports(const char *so)
 {
 	static const char *const pub[] = {
@@ -398,7 +490,7 @@ static void test_exports(const char *so)
 		"hcomm_barrier", "hcomm_comm_get_stats", "hcomm_dtype_size",
 		"hcomm_dtype_name", "hcomm_redop_name", "hcomm_allreduce",
 		"hcomm_reduce_scatter", "hcomm_broadcast", "hcomm_reduce",
-		"hcomm_comm_set_fp16_compress",
+		"hcomm_comm_set_fp16_compress", "hcomm_set_qos",
 	};
 	static const char *const priv[] = {
 		"hcomm__prep_cmd", "hcomm__err_code", "fail", "hcomm_submit",
@@ -654,6 +746,7 @@ static void test_rcache(void)
 	unsetenv("HCOMM_DEVICE");
 }
 
+
 int main(int argc, char **argv)
 {
 	test_strerror();
@@ -664,6 +757,8 @@ int main(int argc, char **argv)
 	test_null_args();
 	test_thread_local();
 	test_fake();
+	test_set_qos();
+	test_seed_mr();
 	test_rcache();
 	if (argc > 1)
 		test_exports(argv[1]);

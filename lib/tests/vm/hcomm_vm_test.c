@@ -62,6 +62,10 @@
  *   colltails allreduces of full 256 KiB chunks with short tails (their
  *             puts complete out of order), hcomm_comm_probe() between
  *             collectives
+ *   qos       hcomm_set_qos: admission (ADMISSION), ranges, an
+ *             unprivileged user (ACCESS), then two tenants (the seed's
+ *             { 30, 70, 2 } against the defaults) get 70/30 of the engine
+ *             +-10 points (2 ranks, root)
  *
  * Output: lines "rN: ..." (one write each); failures start with "FAIL".
  * HCOMM_VMTEST_TRACE=1 adds a line "rN: phase P after S s" each time the
@@ -73,6 +77,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
@@ -87,6 +92,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -4569,6 +4575,331 @@ static int case_colltails(void)
 	return 0;
 }
 
+/* ------------------------------------------------------------------ */
+/* qos: hcomm_set_qos against the module's scheduler                   */
+/* ------------------------------------------------------------------ */
+
+#define QOS_LEN		(4 * MiB)
+#define QOS_DEPTH	48	/* puts in flight per tenant */
+#define QOS_WARM_MS	500
+#define QOS_SAMPLE_MS	10
+#define QOS_TOL_PP	10.0	/* percentage points */
+#define QOS_NOBODY	65534
+
+struct qos_ctx_sample {
+	uint64_t served;	/* engine bytes copied for the context */
+	unsigned active;	/* its transfers on the engine */
+	double share;		/* the scheduler's share_pct */
+};
+
+/*
+ * The line of debugfs "contexts" of pid's context (one per rank here);
+ * 0 when found.
+ */
+static int qos_sample(pid_t pid, struct qos_ctx_sample *out)
+{
+	FILE *f = fopen("/sys/kernel/debug/hcomm/contexts", "r");
+	char line[512];
+	int found = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long served;
+		unsigned active;
+		double share;
+		int p;
+
+		/* pid comm regions pinned cache xfers_active min max prio
+		 * share_pct served_bytes ... */
+		if (line[0] == '#' ||
+		    sscanf(line, "%d %*s %*u %*u %*u %u %*u %*u %*u %lf %llu",
+			   &p, &active, &share, &served) != 4 || p != pid)
+			continue;
+		out->served = served;
+		out->active = active;
+		out->share = share;
+		found = 0;
+	}
+	fclose(f);
+	return found;
+}
+
+static long qos_param(const char *name)
+{
+	char path[128];
+	long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/module/hcomm/parameters/%s", name);
+	f = fopen(path, "r");
+	if (f) {
+		if (fscanf(f, "%ld", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+static int qos_param_set(const char *name, long v)
+{
+	char path[128];
+	FILE *f;
+	int ret;
+
+	snprintf(path, sizeof(path), "/sys/module/hcomm/parameters/%s", name);
+	f = fopen(path, "w");
+	if (!f)
+		return -errno;
+	ret = fprintf(f, "%ld\n", v) > 0 ? 0 : -EIO;
+	return fclose(f) ? -errno : ret;
+}
+
+/* Rank 0 alone: admission, range errors, an unprivileged user. */
+static void qos_rules(void)
+{
+	struct hcomm_ctx *a, *b;
+	int st, ret;
+	pid_t pid;
+
+	phase = "admission";
+	if (!OK(hcomm_open(&a, 0)) || !OK(hcomm_open(&b, 0)))
+		return;
+	OK(hcomm_set_qos(a, &(hcomm_qos_config_t){ .min_rate = 60 }));
+	EXPECT(hcomm_set_qos(b, &(hcomm_qos_config_t){ .min_rate = 50 }),
+	       -HCOMM_ERR_ADMISSION);
+	CHECK(hcomm_errno() == ENOSPC && strstr(hcomm_errmsg(), "min_rate 50"),
+	      "ADMISSION: errno %d, \"%s\"", hcomm_errno(), hcomm_errmsg());
+	OK(hcomm_set_qos(b, &(hcomm_qos_config_t){ .min_rate = 40 }));
+	EXPECT(hcomm_set_qos(b, &(hcomm_qos_config_t){ .min_rate = 41 }),
+	       -HCOMM_ERR_ADMISSION);
+	/* lowering one's own is always allowed; closing gives it back */
+	OK(hcomm_set_qos(a, &(hcomm_qos_config_t){ .min_rate = 10 }));
+	OK(hcomm_set_qos(b, &(hcomm_qos_config_t){ .min_rate = 90 }));
+	hcomm_close(a);
+	EXPECT(hcomm_set_qos(b, &(hcomm_qos_config_t){ .min_rate = 101 }),
+	       -HCOMM_ERR_INVAL);
+	EXPECT(hcomm_set_qos(b, &(hcomm_qos_config_t){ .min_rate = 80,
+						       .max_rate = 70 }),
+	       -HCOMM_ERR_INVAL);
+	EXPECT(hcomm_set_qos(b, &(hcomm_qos_config_t){ .priority = 8 }),
+	       -HCOMM_ERR_INVAL);
+	OK(hcomm_set_qos(b, &(hcomm_qos_config_t){ .min_rate = 100,
+						   .priority = 7 }));
+	hcomm_close(b);
+
+	/* nobody: no guarantee or priority beyond the module's allowance */
+	phase = "unprivileged";
+	pid = fork();
+	if (pid == 0) {
+		struct hcomm_ctx *c;
+		int code = 0;
+
+		if (setgroups(0, NULL) || setgid(QOS_NOBODY) ||
+		    setuid(QOS_NOBODY))
+			_exit(10);
+		if (hcomm_open(&c, 0))
+			_exit(11);
+		if (hcomm_set_qos(c, &(hcomm_qos_config_t){ .min_rate = 30 })
+		    != -HCOMM_ERR_ACCESS || hcomm_errno() != EPERM ||
+		    !strstr(hcomm_errmsg(), "CAP_SYS_NICE") ||
+		    !strstr(hcomm_errmsg(), "may reserve 0 %"))
+			code = 12;
+		else if (hcomm_set_qos(c, &(hcomm_qos_config_t){
+				       .priority = 1 }) != -HCOMM_ERR_ACCESS)
+			code = 13;
+		else if (hcomm_set_qos(c, &(hcomm_qos_config_t){
+				       .max_rate = 50 }))
+			code = 14;	/* a cap needs no privilege */
+		if (code)
+			out("nobody: %s", hcomm_errmsg());
+		hcomm_close(c);
+		_exit(code);
+	}
+	if (!CHECK(pid > 0, "fork: %s", strerror(errno)))
+		return;
+	ret = waitpid(pid, &st, 0);
+	CHECK(ret == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	      "as nobody (qos_user_min_rate %ld, qos_user_priority %ld): "
+	      "exit %d (10 setuid, 11 open, 12 min_rate not refused with "
+	      "ACCESS naming CAP_SYS_NICE and 0 %%, 13 priority not refused, "
+	      "14 a cap refused)", qos_param("qos_user_min_rate"),
+	      qos_param("qos_user_priority"),
+	      WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+
+/*
+ * qos: rank 0 first checks the rules alone (qos_rules).  Then the two
+ * ranks are two tenants of one user: rank 0's context with the seed's
+ * { .min_rate = 30, .max_rate = 70, .priority = 2 }, rank 1's with the
+ * defaults.  Weights 30 and 1 ask for 96.8 % and 3.2 %; the cap holds
+ * rank 0 at 70, so the scheduler gives 70 % and 30 %.  Each rank keeps
+ * QOS_DEPTH puts of 4 MiB to the other in flight; rank 0 samples debugfs
+ * "contexts" every 10 ms and counts an interval only when both contexts
+ * had more queued at its start than the engine served in it (as
+ * selftests/hcomm_qos_test.c: a late process drops intervals, it cannot
+ * skew shares).  The served bytes must split 70/30 +-10 points, and the
+ * last put's bytes must arrive intact.
+ */
+static int case_qos(void)
+{
+	struct hcomm_request req[QOS_DEPTH];
+	bool issued[QOS_DEPTH] = { false };
+	struct qos_ctx_sample prev[2], cur[2];
+	uint64_t tenant[2] = { 0, 0 }, counted = 0, t_end, t_go, sum_a, sum_b;
+	unsigned workers, intervals = 0, seen = 0, i, n_ok = 0;
+	long slow = -1;
+	int32_t pids[2], mypid = getpid();
+	struct hcomm_win *w;
+	uint8_t *src, *dst;
+	double want[2] = { 70.0, 30.0 };
+	int go = 0, ret;
+
+	if (geteuid()) {
+		out("qos: SKIP: needs root (debugfs, module parameters)");
+		return 4;
+	}
+	comm_up();
+	if (!CHECK(np == 2, "qos runs with 2 ranks, not %d", np))
+		return comm_down(), 1;
+	if (me == 0)
+		qos_rules();
+	barrier();
+
+	phase = "tenants";
+	src = aligned_alloc(4096, QOS_LEN);
+	dst = aligned_alloc(4096, QOS_LEN);
+	if (!CHECK(src && dst, "allocation"))
+		exit(1);
+	for (i = 0; i < QOS_LEN; i++)
+		src[i] = (uint8_t)(i * 7 + me * 13 + 1);
+	memset(dst, 0, QOS_LEN);
+	w = win_make(dst, QOS_LEN);
+	OK(hcomm_boot_allgather(comm, &mypid, pids, sizeof(mypid)));
+	if (me == 0) {
+		OK(hcomm_set_qos(hcomm_comm_ctx(comm), &(hcomm_qos_config_t){
+			.min_rate = 30, .max_rate = 70, .priority = 2 }));
+		/* the share arithmetic, not the slow-slot rule (qos.rst) */
+		slow = qos_param("slot_slow_ms");
+		CHECK(!qos_param_set("slot_slow_ms", 0), "slot_slow_ms=0");
+	}
+	barrier();
+	memset(req, 0, sizeof(req));
+	t_go = now_ns();
+	t_end = t_go + (uint64_t)(QOS_WARM_MS + 3000) * 1000000ULL;
+	/* rank 1 streams a little longer, so rank 0's window is covered */
+	if (me == 1)
+		t_end += 1000 * 1000000ULL;
+	workers = (unsigned)qos_param("workers");
+	if (!workers || workers > 64)
+		workers = (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
+	for (i = 0; i < QOS_DEPTH; i++)
+		if (!OK(hcomm_put_nb(w, 1 - me, 0, src, QOS_LEN, &req[i])))
+			goto out;
+		else
+			issued[i] = true;
+	while (now_ns() < t_end) {
+		bool busy = true;
+
+		if (me == 0 && now_ns() > t_go + QOS_WARM_MS * 1000000ULL) {
+			if (!go) {
+				go = qos_sample(pids[0], &prev[0]) == 0 &&
+				     qos_sample(pids[1], &prev[1]) == 0;
+				CHECK(go, "both contexts in debugfs contexts");
+				if (!go)
+					break;
+				continue;
+			}
+			usleep(QOS_SAMPLE_MS * 1000);
+			if (qos_sample(pids[0], &cur[0]) ||
+			    qos_sample(pids[1], &cur[1]))
+				break;
+			seen++;
+			for (i = 0; i < 2; i++) {
+				uint64_t q = prev[i].active > 2 * workers + 1 ?
+					(uint64_t)(prev[i].active - 2 * workers
+						   - 1) * QOS_LEN : 0;
+
+				if (cur[i].served - prev[i].served >= q)
+					busy = false;
+			}
+			if (busy) {
+				intervals++;
+				for (i = 0; i < 2; i++) {
+					tenant[i] += cur[i].served -
+						     prev[i].served;
+					counted += cur[i].served -
+						   prev[i].served;
+				}
+			}
+			memcpy(prev, cur, sizeof(prev));
+		}
+		/* reissue whatever completed */
+		for (i = 0; i < QOS_DEPTH; i++) {
+			if (!hcomm_test(&req[i]))
+				continue;
+			issued[i] = false;
+			if (!CHECK(req[i].status == 0, "put: %s",
+				   errname(req[i].status)))
+				goto out;
+			n_ok++;
+			memset(&req[i], 0, sizeof(req[i]));
+			if (!OK(hcomm_put_nb(w, 1 - me, 0, src, QOS_LEN,
+					     &req[i])))
+				goto out;
+			issued[i] = true;
+		}
+		if (me == 1)
+			usleep(1000);
+	}
+out:
+	for (i = 0; i < QOS_DEPTH; i++)
+		if (issued[i])
+			hcomm_wait(&req[i]);
+	OK(hcomm_flush(comm));
+	if (me == 0 && slow >= 0)
+		CHECK(!qos_param_set("slot_slow_ms", slow), "slot_slow_ms back");
+	barrier();
+	/* the data: every put wrote the same bytes; compare them */
+	for (i = 0, sum_a = 0, sum_b = 0; i < QOS_LEN; i++) {
+		sum_a += (uint8_t)(i * 7 + (1 - me) * 13 + 1) * (i % 251 + 1);
+		sum_b += dst[i] * (i % 251 + 1);
+	}
+	CHECK(sum_a == sum_b, "the peer's bytes: checksum %" PRIu64 ", expected "
+	      "%" PRIu64, sum_b, sum_a);
+	if (me == 0) {
+		out("qos: %u of %u intervals of %d ms with both tenants "
+		    "backlogged (%u engine workers), %" PRIu64 " MiB counted; "
+		    "%u puts of 4 MiB done here", intervals, seen,
+		    QOS_SAMPLE_MS, workers, (uint64_t)(counted / MiB), n_ok);
+		for (i = 0; i < 2; i++)
+			out("qos: tenant %c (rank %u, %s): %.1f %% of the engine "
+			    "(target %.1f; scheduler's share_pct %.1f)",
+			    'A' + i, i, i ? "defaults" :
+			    "min 30, max 70, priority 2",
+			    counted ? 100.0 * (double)tenant[i] /
+			    (double)counted : 0, want[i], prev[i].share);
+		if (CHECK(counted >= 32 * QOS_LEN, "only %" PRIu64 " MiB "
+			  "counted: too little to measure", (uint64_t)(counted / MiB)))
+			for (i = 0; i < 2; i++) {
+				double sh = 100.0 * (double)tenant[i] /
+					    (double)counted;
+
+				CHECK(sh >= want[i] - QOS_TOL_PP &&
+				      sh <= want[i] + QOS_TOL_PP,
+				      "tenant %c got %.1f %%, target %.1f "
+				      "(+-%.0f)", 'A' + i, sh, want[i],
+				      QOS_TOL_PP);
+			}
+	}
+	ret = hcomm_win_free(w);
+	OK(ret);
+	free(src);
+	free(dst);
+	comm_down();
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = NULL, *expect = NULL, *how = "netem";
@@ -4671,6 +5002,8 @@ int main(int argc, char **argv)
 		ret = case_coll();
 	else if (!strcmp(case_name, "colltails"))
 		ret = case_colltails();
+	else if (!strcmp(case_name, "qos"))
+		ret = case_qos();
 	else {
 		fprintf(stderr, "hcomm_vm_test: unknown case %s\n", case_name);
 		return 2;

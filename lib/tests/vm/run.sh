@@ -103,6 +103,7 @@ rcache-nouring-1|-n 1 -e HCOMM_STATS_DIR=/tmp -e HCOMM_NO_URING=1|rcache
 coll-2|-n 2|coll
 coll-3|-n 3|coll
 colltails-3|-n 3|colltails
+qos-2|-n 2|qos
 "
 
 # The cases --module keeps: one of each way the library drives the module.
