@@ -12,6 +12,7 @@ set -eu
 
 PKGS="build-essential pkg-config cpio kmod xz-utils bc flex bison
 libelf-dev libssl-dev python3 sparse liburing-dev libdrm-dev libjson-c-dev
+python3-numpy python3-pytest python3-venv python3-pip python3-setuptools
 qemu-system-x86 busybox-static
 linux-source-6.12
 linux-image-amd64 linux-headers-amd64
