@@ -1,5 +1,6 @@
 # hcomm top level.
-#   make            libhcomm, libpypto, selftests, hcomm.ko for every kernel with headers
+#   make            libhcomm, libpypto, the Python extension, selftests, hcomm.ko for
+#                   every kernel with headers
 #                   in /lib/modules/*/build (output in build/kmod/<version>/)
 #   make check      everything, host tests, and the VM tests (scripts/check.sh)
 #   make demo       boot a stock 6.12 VM and run hcomm_demo and the data-path
@@ -15,15 +16,18 @@ BUILD := $(CURDIR)/build
 KVERS ?= $(shell for d in /lib/modules/*/build; do \
 	[ -d "$$d" ] && basename "$$(dirname "$$d")"; done | sort -V)
 
-.PHONY: all lib pypto selftests bench libvm man modules check demo lint install clean
+.PHONY: all lib pypto python selftests bench libvm man modules check demo lint install clean
 
-all: lib pypto selftests bench libvm modules
+all: lib pypto python selftests bench libvm modules
 
 lib:
 	$(MAKE) -C lib
 
 pypto: lib
 	$(MAKE) -C pypto
+
+python: pypto
+	$(MAKE) -C python
 
 selftests: lib
 	$(MAKE) -C selftests

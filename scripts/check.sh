@@ -84,6 +84,7 @@ phase install-deps scripts/install-deps.sh
 phase build-lib make -C lib
 phase build-selftests make -C selftests
 phase build-pypto make -C pypto
+phase build-python make -C python	# the C extension under pypto/hcomm
 phase build-bench make -C bench		# its pypto_* programs link libpypto
 phase build-libvm make -C lib/tests/vm
 phase man-pages make -C man check
@@ -200,10 +201,28 @@ echo "rc=$rc $p passed, $f failed in $lines programs ($(since "$t")s)" >&2
 [ $rc -ne 0 ] && tail -n 25 "$logs/check-host-pypto-tests.log" | sed 's/^/    /' >&2
 row test "host/pypto" "$p" "$f" 0 "$(since "$t")"
 
+# The Python packages (pytest; its summary "N passed[, N failed][, N
+# skipped]"): no summary at all counts as one failure.
+t=$(now)
+printf '[check] %-28s ' "host-python-tests" >&2
+make -C python check > "$logs/check-host-python-tests.log" 2>&1
+rc=$?
+sum=$(grep -E '^(=+ )?[0-9]+ (passed|failed)' "$logs/check-host-python-tests.log" | tail -n1)
+p=$(echo "$sum" | grep -oE '[0-9]+ passed' | grep -oE '[0-9]+')
+f=$(echo "$sum" | grep -oE '[0-9]+ failed' | grep -oE '[0-9]+')
+s=$(echo "$sum" | grep -oE '[0-9]+ skipped' | grep -oE '[0-9]+')
+e=$(echo "$sum" | grep -oE '[0-9]+ errors?' | grep -oE '[0-9]+')
+p=${p:-0} f=$(( ${f:-0} + ${e:-0} )) s=${s:-0}
+[ -z "$sum" ] && f=$((f + 1))
+[ $rc -ne 0 ] && [ "$f" -eq 0 ] && f=1
+echo "rc=$rc $p passed, $f failed, $s skipped ($(since "$t")s)" >&2
+[ $rc -ne 0 ] && tail -n 25 "$logs/check-host-python-tests.log" | sed 's/^/    /' >&2
+row test "host/python" "$p" "$f" "$s" "$(since "$t")"
+
 # ------------------------------------------------------------- VMs
 expected_parts() {
 	if [ "$1" = debug ]; then echo load selftests libvm pypto kunit unload compat61 kmemleak
-	else echo load selftests libvm pypto unload; fi
+	else echo load selftests libvm pypto python unload; fi
 }
 # tcg_crash CONSOLE...: 0 when a guest died in a trap whose call trace
 # names no hcomm function: an int3 in kernel text being patched (static

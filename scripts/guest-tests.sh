@@ -17,6 +17,8 @@
 #   pypto      build/pypto/pypto_vm_test: the tiled SGEMM through libpypto
 #              with transfers through the module (TAP; its "pypto-vm:" line
 #              is parsed; --quick on the debug kernel)
+#   python     stock kernels: pytest of python/tests (the packages against
+#              the module: registration, QoS, a 2-rank allreduce)
 #   kunit      debug only: insmod hcomm_kunit.ko, KTAP in debugfs kunit/*/results
 #   unload     stats gauges back to 0, rmmod hcomm, module gone
 #   compat61   debug only: hcomm.ko built with HCOMM_COMPAT_61=1 ($HCOMM_KO_COMPAT61),
@@ -183,6 +185,39 @@ else
 	fi
 fi
 emit pypto $p $f $s "$t"
+
+# ------------------------------------------------------------------ python
+# Stock kernels: the Python packages against the module (pytest of
+# python/tests/test_device.py; the others run on the host).
+if [ "$role" != debug ]; then
+	t=$(now); p=0; f=0; s=0
+	if [ "$loaded" != 1 ] || [ ! -c /dev/hcomm ]; then
+		say "python not run: the module is not loaded"; f=1
+	else
+		# qemu's TCG computes AVX2 gather addresses wrongly (numpy's
+		# AVX2 kernels segfault at an address sign-extended from 32
+		# bits): numpy keeps to AVX here (testbed.rst).
+		npy_off=
+		for fl in avx2:AVX2 fma:FMA3 avx512f:AVX512F; do
+			grep -qw "${fl%%:*}" /proc/cpuinfo && npy_off="$npy_off ${fl#*:}"
+		done
+		export NPY_DISABLE_CPU_FEATURES="${npy_off# }"
+		{ timeout 600 make -s -C "$repo/python" check \
+		    PYTEST_ARGS=tests/test_device.py 2>&1
+		  echo $? > /tmp/python.rc; } | tee /tmp/python.out
+		pyt_rc=$(cat /tmp/python.rc)
+		summary=$(grep -E '^[0-9]+ (passed|failed)' /tmp/python.out | tail -n1)
+		p=$(echo "$summary" | grep -oE '[0-9]+ passed' | grep -oE '[0-9]+')
+		f=$(echo "$summary" | grep -oE '[0-9]+ failed' | grep -oE '[0-9]+')
+		s=$(echo "$summary" | grep -oE '[0-9]+ skipped' | grep -oE '[0-9]+')
+		p=${p:-0} f=${f:-0} s=${s:-0}
+		if [ -z "$summary" ] || { [ "$pyt_rc" != 0 ] && [ "$f" -eq 0 ]; }; then
+			say "FAIL: pytest exited $pyt_rc${summary:+ ($summary)}"
+			f=$((f + 1))
+		fi
+	fi
+	emit python $p $f $s "$t"
+fi
 
 # ------------------------------------------------------------------ kunit
 if [ "$role" = debug ]; then

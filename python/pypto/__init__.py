@@ -128,6 +128,9 @@ class Graph:
         self._names = []
 
     def _add(self, kind, fn, name, deps, affinity, cost):
+        if not callable(fn):
+            raise TypeError("a tile function must be callable, not %s"
+                            % type(fn).__name__)
         name = name or getattr(fn, "__name__", "tile")
 
         def call(tile, worker, device, _fn=fn):

@@ -1,0 +1,111 @@
+# SPDX-License-Identifier: MIT
+"""hcomm from Python against the module (run in the VM as root, with
+hcomm.ko loaded: scripts/guest-tests.sh part "python"; skipped on a host
+without /dev/hcomm)."""
+import os
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import hcomm
+import pypto
+
+here = os.path.dirname(os.path.abspath(__file__))
+pytestmark = pytest.mark.skipif(
+    not os.path.exists("/dev/hcomm") or os.geteuid() != 0,
+    reason="needs /dev/hcomm (hcomm.ko loaded) and root")
+
+
+def test_register_in_place(monkeypatch):
+    # no hot-buffer cache: the deregistration must reach the module
+    monkeypatch.setenv("HCOMM_CACHE_LIMIT", "0")
+    with hcomm.Context() as ctx:
+        n0 = ctx.info()["nr_regions"]
+        a = np.arange(1 << 20, dtype=np.float32)
+        with ctx.reg_mem(a) as mr:
+            assert mr.array is a and mr.key != 0
+            info = ctx.info()
+            assert info["nr_regions"] == n0 + 1
+            assert info["pinned_bytes"] >= a.nbytes
+        assert ctx.info()["nr_regions"] == n0
+
+
+def test_register_copies_with_warning():
+    with hcomm.Context() as ctx:
+        a = np.arange(4096, dtype=np.float64)[::2]     # not contiguous
+        with pytest.warns(UserWarning, match="C-contiguous"):
+            r = ctx.reg_mem(a)
+        assert r.array is not a and np.array_equal(r.array, a)
+        r.close()
+        ro = np.arange(4096, dtype=np.int32)
+        ro.flags.writeable = False
+        with pytest.warns(UserWarning, match="writable"):
+            ctx.reg_mem(ro).close()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            # read-only is fine when nobody writes it
+            ctx.reg_mem(ro, access=hcomm.ACCESS_REMOTE_READ).close()
+
+
+def test_qos_seed_and_admission():
+    with hcomm.Context() as a, hcomm.Context() as b:
+        a.set_qos(min_rate=30, max_rate=70, priority=2)
+        a.set_qos(hcomm.QosConfig(min_rate=60))
+        with pytest.raises(hcomm.AdmissionError, match="min_rate 50"):
+            b.set_qos(min_rate=50)
+        b.set_qos(min_rate=40)
+        with pytest.raises(hcomm.InvalidError):
+            b.set_qos(min_rate=80, max_rate=70)
+
+
+MEMLOCK = r"""
+import os, resource, sys
+import numpy as np
+import hcomm
+os.setgroups([]); os.setgid(65534); os.setuid(65534)
+resource.setrlimit(resource.RLIMIT_MEMLOCK, (65536, 65536))
+with hcomm.Context() as ctx:
+    try:
+        ctx.reg_mem(np.zeros(1 << 20, dtype=np.uint8))
+    except hcomm.MemlockError as e:
+        print("MemlockError:", e)
+        sys.exit(0 if "ulimit -l" in str(e) else 2)
+sys.exit(1)
+"""
+
+
+def test_memlock_error_names_ulimit():
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    p = subprocess.run([sys.executable, "-c", MEMLOCK], env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
+@pytest.mark.parametrize("n", [2])
+def test_allreduce_kernel_transport(n):
+    env = dict(os.environ)
+    env.update(HCOMM_WORLD_SIZE=str(n),
+               HCOMM_ROOT_ADDR="pypto-vm-test-%d" % os.getpid(),
+               HCOMM_TIMEOUT_MS="20000", PYPTO_TEST_TRANSPORT="kernel",
+               PYTHONPATH=os.pathsep.join(sys.path))
+    env.pop("HCOMM_TRANSPORT", None)
+    procs = []
+    for r in range(n):
+        env["HCOMM_RANK"] = str(r)
+        procs.append(subprocess.Popen(
+            [sys.executable, os.path.join(here, "rank_allreduce.py")],
+            env=dict(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True))
+    for r, p in enumerate(procs):
+        try:
+            out, _ = p.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            for q in procs:
+                q.kill()
+            pytest.fail("allreduce job hung")
+        assert p.returncode == 0 and "FAIL" not in out, \
+            "rank %d:\n%s" % (r, out)
+    assert pypto.hcomm is hcomm or pypto.hcomm.Context is hcomm.Context
