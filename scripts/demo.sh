@@ -22,6 +22,15 @@
 # HCOMM_SCHED_BENCH_ARGS, HCOMM_PYPTO_PROFILE_ARGS and HCOMM_PYPTO_BENCH_ARGS
 # replace their defaults (--quick; the 1024^3 tile 128 2-device profile;
 # --quick); HCOMM_PYPTO=0 skips libpypto.
+# First the main workload: scripts/dist-guest.sh in two VMs of
+# scripts/netvm.sh runs build/pypto/pypto_dist with 2 ranks in each VM (4 in
+# all: the kernel transport inside a VM, rdma or tcp across, as the probe
+# chose): a 2048 x 2048 float32 tiled SGEMM split along K, operands moved
+# by libpypto's pipeline, partial products summed by FP16-compressed
+# allreduce tiles, checked against one OpenBLAS call; rank 0's output is
+# shown live, its timeline and trace land in build/logs/dist_timeline.html
+# and build/logs/dist_trace.json (HCOMM_DIST_ARGS replaces "--size 2048
+# --tile 256"; HCOMM_DIST=0 skips it).
 # Then the network: two VMs of scripts/netvm.sh run scripts/net-bench-guest.sh
 # (hcomm_net_bench over rdma and tcp beside ib_write_bw, ib_write_lat and
 # iperf3 on the same devices; build/logs/net_bench.txt); HCOMM_NET=0 skips
@@ -40,13 +49,15 @@ log "building libhcomm, the benchmark and the module for $v"
 make -s -C lib
 make -s -C pypto
 make -s -C bench
+make -s -C lib/tests/vm
 make -s -C kernel KDIR="/lib/modules/$v/build" O="$repo/build/kmod/$v"
 [ -x build/lib/hcomm_demo ] || die "build/lib/hcomm_demo was not built"
 [ -x build/bench/hcomm_xfer_bench ] || die "build/bench/hcomm_xfer_bench was not built"
 [ -x build/bench/hcomm_lib_bench ] || die "build/bench/hcomm_lib_bench was not built"
 [ -x build/bench/hcomm_net_bench ] || die "build/bench/hcomm_net_bench was not built"
 for p in build/pypto/pypto_profile build/bench/pypto_gemm_bench \
-	build/bench/pypto_sched_bench; do
+	build/bench/pypto_sched_bench build/pypto/pypto_dist \
+	build/lib/vm/hcomm_vm_launch; do
 	[ -x "$p" ] || die "$p was not built"
 done
 
@@ -56,7 +67,44 @@ mkdir -p "$logs"
 rm -f "$logs/bench.json" "$logs/bench.txt" "$logs/lib_bench.json" \
 	"$logs/lib_bench.txt" "$logs/pypto_profile.txt" "$logs/timeline.html" \
 	"$logs/trace.json" "$logs/pypto_bench.txt" "$logs/pypto_bench.json" \
-	"$logs/sched_bench.txt" "$logs/sched_bench.json" "$logs/net_bench.txt"
+	"$logs/sched_bench.txt" "$logs/sched_bench.json" "$logs/net_bench.txt" \
+	"$logs/dist_timeline.html" "$logs/dist_trace.json" "$logs/dist.txt"
+rc=0
+
+# The main workload, across hosts; rank 0 (vm1) is followed live.
+if [ "${HCOMM_DIST:-1}" != 0 ]; then
+	dargs=${HCOMM_DIST_ARGS:---size 2048 --tile 256}
+	log "the main workload: pypto_dist $dargs, 2 VMs x 2 ranks (a few minutes under emulation)"
+	drun=/var/tmp/hcomm-net/run.demo-$$
+	rm -rf "$logs/dist"
+	# shellcheck disable=SC2086
+	scripts/netvm.sh run --n 2 --smp 2 --run "$drun" \
+		--kernel "/boot/vmlinuz-$v" --log-dir "$logs/dist" \
+		--env "HCOMM_KO=$repo/build/kmod/$v/hcomm.ko" --timeout 1800 \
+		-- bash scripts/dist-guest.sh $dargs > "$logs/dist.log" 2>&1 &
+	npid=$!
+	{
+		while [ ! -f "$drun/vm1.console" ] && kill -0 "$npid" 2>/dev/null; do
+			sleep 1
+		done
+		tail -n +1 -F --pid="$npid" "$drun/vm1.console" 2>/dev/null |
+			grep -a --line-buffered -vE '^\[ *[0-9]+\.[0-9]+\]|^NETVM|^netvm|^\s*$'
+	} &
+	tpid=$!
+	if wait "$npid"; then
+		log "distributed SGEMM: done and verified"
+	else
+		rc=1
+		log "the distributed SGEMM failed (see $logs/dist.log)"
+	fi
+	wait "$tpid" 2>/dev/null || true
+	awk '/^----- vm1/ { on = 1; next } /^----- / { on = 0 } on' \
+		"$logs/dist.log" | sed -n '/^pypto_dist:/,$p' > "$logs/dist.txt"
+	for f in timeline.html:dist_timeline.html trace.json:dist_trace.json; do
+		[ -s "$logs/dist/out/${f%%:*}" ] &&
+			cp "$logs/dist/out/${f%%:*}" "$logs/${f#*:}"
+	done
+fi
 
 # The scheduler benchmark needs no module: it runs here, on the real CPUs.
 if [ "${HCOMM_PYPTO:-1}" != 0 ]; then
@@ -67,7 +115,6 @@ if [ "${HCOMM_PYPTO:-1}" != 0 ]; then
 		die "pypto_sched_bench failed"
 fi
 
-rc=0
 HCOMM_KO=$repo/build/kmod/$v/hcomm.ko scripts/vm-run.sh \
 	--kernel "/boot/vmlinuz-$v" --log "$console" --timeout 600 \
 	--live -- /bin/sh scripts/demo-guest.sh "$@" || rc=$?
@@ -150,4 +197,11 @@ if [ "${HCOMM_NET:-1}" != 0 ]; then
 	echo "=== hcomm_net_bench --failover, two VMs (also in $logs/failover_bench.txt) ==="
 	cat "$logs/failover_bench.txt"
 fi
+if [ -s "$logs/dist.txt" ]; then
+	echo
+	echo "=== the main workload: pypto_dist across 2 VMs x 2 ranks (also in $logs/dist.txt) ==="
+	grep -vE '^\[|^\r' "$logs/dist.txt"
+	log "timeline of the distributed run: $logs/dist_timeline.html, trace: $logs/dist_trace.json"
+fi
+log "results: $logs (bench*.txt/json, timeline.html, trace.json, dist*.*, net_bench.txt)"
 exit "$rc"

@@ -408,7 +408,15 @@ int main(int argc, char **argv)
 				hcomm_errmsg());
 			goto out;
 		}
-		/* rank 0: one OpenBLAS call of the whole product, the check */
+		/*
+		 * rank 0: one OpenBLAS call of the whole product, the check;
+		 * the others wait for the verdict as long as that takes
+		 * (under emulation minutes: the launcher's limit bounds it)
+		 */
+		if (hcomm_comm_set_coll_timeout(comm, 3600000)) {
+			fprintf(stderr, "r%d: %s\n", me, hcomm_errmsg());
+			goto out;
+		}
 		if (!me) {
 			openblas_set_num_threads(cfg.workers);
 			t_ref = now_s();

@@ -74,6 +74,7 @@ mix-cb-thread-4|2|HCOMM_VMTEST_TRANSPORT=kernel+rdma+tcp|cb --mode thread
 mix-fence-4|2|HCOMM_VMTEST_TRANSPORT=kernel+rdma+tcp|fence
 mix-coll-4|2|HCOMM_VMTEST_TRANSPORT=kernel+rdma+tcp HCOMM_COLL_TEST_QUICK=1|coll
 mix-colltails-4|2|HCOMM_VMTEST_TRANSPORT=kernel+rdma+tcp|colltails
+pypto-dist-4|2|NETSH_PROG=pypto/pypto_dist OPENBLAS_CORETYPE=Prescott|--size 256 --tile 64 --out /tmp
 table-hosts-4|2|HCOMM_RANK_TABLE=@TABLE@ HCOMM_VMTEST_TRANSPORT=kernel+rdma+tcp|basic --expect table
 auto-measured-2|1||route --expect measured
 auto-rdma-tcpslow-2|1|NETSH_TC=tcp-slow|route --expect rdma
@@ -101,7 +102,11 @@ pypto-lost-2|1|NETSH_PROG=pypto/pypto_net_test OPENBLAS_CORETYPE=Prescott NETSH_
 
 # NETSH_PROG=NAME: the ranks run build/lib/vm/hcomm_vm_NAME ARGS instead
 # of hcomm_vm_test (tcp-garbage-2: hcomm_vm_garbage, its own attacker);
-# NETSH_PROG=pypto/NAME: build/pypto/NAME (libpypto across the VMs).
+# NETSH_PROG=pypto/NAME: build/pypto/NAME (libpypto across the VMs;
+# pypto-dist-4 is make demo's distributed SGEMM, small: 4 ranks, 2 per VM,
+# the kernel transport inside each VM, rdma or tcp across, the partial
+# products summed by FP16-compressed allreduce tiles, checked by rank 0
+# against OpenBLAS).
 # NETSH_KILL=V: rank V is meant to die of SIGKILL (hcomm_vm_launch -k V:
 # that death is the test, not a failure; every other rank is checked).
 # @TABLE_NORDMA@: the rank table below with "dev none" for every rank, so
