@@ -6,7 +6,8 @@
 #   make demo       boot a stock 6.12 VM and run hcomm_demo and the data-path
 #                   benchmark (scripts/demo.sh)
 #   make lint       scripts/lint.sh
-#   make install    install libhcomm and libpypto (PREFIX, DESTDIR as in
+#   make install    install libhcomm, libpypto, the Python packages and the
+#                   man pages (PREFIX, DESTDIR as in
 #                   lib/Makefile)
 #   make clean
 # `make` never needs the debug kernel; `make check` builds it (cached).
@@ -58,6 +59,7 @@ lint:
 install:
 	$(MAKE) -C lib install
 	$(MAKE) -C pypto install
+	$(MAKE) -C python install
 	$(MAKE) -C man install
 
 clean:

@@ -1,7 +1,10 @@
 # SPDX-License-Identifier: MIT
-"""The C extension pypto._pypto, linked against the installed libpypto and
-libhcomm (pkg-config pypto), or the build tree's with HCOMM_BUILD=<dir>
-(the top of an hcomm checkout that ran make)."""
+"""The C extension pypto._pypto, linked against
+ - the build tree's libraries with HCOMM_BUILD=<dir> (the top of an hcomm
+   checkout that ran make; run path into its build/),
+ - those installed under HCOMM_PREFIX=<dir> (make install's PREFIX;
+   HCOMM_DESTDIR=<dir> when they are staged there), run path <dir>/lib,
+ - else the system's (pkg-config pypto)."""
 import os
 import subprocess
 
@@ -9,8 +12,14 @@ from setuptools import Extension, setup
 
 here = os.path.dirname(os.path.abspath(__file__))
 top = os.environ.get("HCOMM_BUILD")
+prefix = os.environ.get("HCOMM_PREFIX")
 inc, libdirs, rpath = [], [], []
-if top:
+if prefix and not top:
+    stage = os.environ.get("HCOMM_DESTDIR", "") + prefix
+    inc = [os.path.join(stage, "include")]
+    libdirs = [os.path.join(stage, "lib")]
+    rpath = [os.path.join(prefix, "lib")]
+elif top:
     inc = [os.path.join(top, d) for d in ("pypto", "lib", "uapi")]
     libdirs = [os.path.join(top, "build", d) for d in ("pypto", "lib")]
     rpath = libdirs
