@@ -165,6 +165,55 @@ class Graph:
             return add(fn, name=name or fn.__name__, deps=deps, **kw)
         return wrap
 
+    def _xfer(self, op, array, offset, name, deps, affinity, win_stride):
+        import numpy as np
+        a = np.asarray(array)
+        if op == ext.PYPTO_GET and not a.flags.writeable:
+            raise ValueError("get: the destination array is read-only")
+        if a.flags.c_contiguous:
+            rows, row_bytes, lstride = 1, a.nbytes, a.nbytes
+        elif a.ndim == 2 and a.strides[1] == a.itemsize and \
+                a.strides[0] >= a.shape[1] * a.itemsize:
+            rows, row_bytes = a.shape[0], a.shape[1] * a.itemsize
+            lstride = a.strides[0]
+        else:
+            raise ValueError("transfer: a C-contiguous array or a 2-D "
+                             "block of rows (e.g. m[i:i+b, j:j+b])")
+        if row_bytes == 0:
+            raise ValueError("transfer: an empty array")
+        if offset < 0:
+            raise ValueError("transfer: a negative device offset")
+        # one flat byte view from the first byte to the last row's end
+        span = (rows - 1) * lstride + row_bytes
+        flat = np.lib.stride_tricks.as_strided(
+            a.reshape(rows, -1).view(np.uint8) if rows > 1 else
+            a.reshape(-1).view(np.uint8), shape=(span,), strides=(1,),
+            writeable=bool(a.flags.writeable))
+        ws = row_bytes if win_stride is None else int(win_stride)
+        name = name or ("put" if op == ext.PYPTO_PUT else "get")
+        rc = self._g.add_xfer(name, op, flat, rows, row_bytes, lstride,
+                              int(offset), ws, affinity)
+        if rc < 0:
+            raise pypto_error(rc)
+        t = Tile(rc, name)
+        for d in deps:
+            self.dep(d, t)
+        return t
+
+    def put(self, array, offset, name=None, deps=(), affinity=ANY_DEVICE,
+            win_stride=None):
+        """A transfer tile: array (C-contiguous, or a 2-D block of rows)
+        into the device memory at byte offset (rows win_stride apart,
+        default packed).  The run's device= is the device memory."""
+        return self._xfer(ext.PYPTO_PUT, array, offset, name, deps,
+                          affinity, win_stride)
+
+    def get(self, array, offset, name=None, deps=(), affinity=ANY_DEVICE,
+            win_stride=None):
+        """A transfer tile: device memory at offset into array."""
+        return self._xfer(ext.PYPTO_GET, array, offset, name, deps,
+                          affinity, win_stride)
+
     def dep(self, before, after):
         """after runs only once before has finished."""
         rc = self._g.add_dep(int(before), int(after))
@@ -211,11 +260,18 @@ class Graph:
         if rc:
             raise pypto_error(rc)
 
-    def run(self, config=None):
+    def run(self, config=None, device=None):
         """Run to completion on the work-stealing workers (the GIL is
-        released while the C scheduler runs).  Returns a Run; a failure
-        raises, with the Run as the exception's .run."""
-        rc, rec = ext.run(self._g, config)
+        released while the C scheduler runs).  device: the memory the
+        transfer tiles address (a writable C-contiguous numpy array; in
+        one process libpypto's memcpy test transport moves the bytes).
+        Returns a Run; a failure raises, with the Run as .run."""
+        if device is not None:
+            import numpy as np
+            if not (isinstance(device, np.ndarray) and
+                    device.flags.c_contiguous and device.flags.writeable):
+                raise ValueError("device: a writable C-contiguous array")
+        rc, rec = ext.run(self._g, config, device)
         run = _record(Run(rec)) if rec is not None else None
         if rc:
             msg = ext.errmsg()

@@ -282,6 +282,52 @@ static PyObject *graph_add_fn(GraphObject *self, PyObject *a)
 	return PyLong_FromLong(rc);
 }
 
+/*
+ * add_xfer(name, op, buffer, rows, row_bytes, local_stride, win_off,
+ * win_stride, affinity) -> id or -code: one transfer of rows x row_bytes
+ * between the buffer (from its first byte, rows local_stride apart) and
+ * the device window.  The graph keeps the buffer alive.
+ */
+static PyObject *graph_add_xfer(GraphObject *self, PyObject *a)
+{
+	unsigned long long row_bytes, lstride, woff, wstride;
+	unsigned int op, rows;
+	struct pypto_xfer x;
+	const char *name;
+	PyObject *obj;
+	Py_buffer b;
+	int aff, rc;
+
+	if (!PyArg_ParseTuple(a, "sIOIKKKKi", &name, &op, &obj, &rows,
+			      &row_bytes, &lstride, &woff, &wstride, &aff))
+		return NULL;
+	/* any layout: the Python layer checked the rows fit the buffer */
+	if (PyObject_GetBuffer(obj, &b, op == PYPTO_GET ? PyBUF_WRITABLE :
+			       PyBUF_SIMPLE))
+		return NULL;
+	if (rows == 0 || row_bytes == 0 ||
+	    (rows > 1 && lstride < row_bytes) ||
+	    (uint64_t)(rows - 1) * lstride + row_bytes > (uint64_t)b.len) {
+		PyBuffer_Release(&b);
+		PyErr_SetString(PyExc_ValueError, "transfer: the rows do not "
+				"fit the buffer");
+		return NULL;
+	}
+	memset(&x, 0, sizeof(x));
+	x.op = op;
+	x.rows = rows;
+	x.row_bytes = row_bytes;
+	x.local = b.buf;
+	x.local_stride = lstride;
+	x.win_off = woff;
+	x.win_stride = wstride;
+	PyBuffer_Release(&b);	/* kept alive by self->keep below */
+	if (PyList_Append(self->keep, obj))
+		return NULL;
+	rc = pypto_add_transfer(self->g, name, &x, 1, aff);
+	return PyLong_FromLong(rc);
+}
+
 /* add_dep(from, to) -> 0 or -code */
 static PyObject *graph_add_dep(GraphObject *self, PyObject *a)
 {
@@ -392,6 +438,7 @@ static PyObject *graph_take_exception(GraphObject *self, PyObject *unused)
 
 static PyMethodDef graph_methods[] = {
 	{ "add_fn", (PyCFunction)graph_add_fn, METH_VARARGS, NULL },
+	{ "add_xfer", (PyCFunction)graph_add_xfer, METH_VARARGS, NULL },
 	{ "add_dep", (PyCFunction)graph_add_dep, METH_VARARGS, NULL },
 	{ "set_cost", (PyCFunction)graph_set_cost, METH_VARARGS, NULL },
 	{ "validate", (PyCFunction)graph_validate, METH_NOARGS, NULL },
@@ -596,24 +643,44 @@ static PyObject *wrap_run(struct pypto_run *r, PyObject *graph)
 	return (PyObject *)ro;
 }
 
-/* run(graph, config) -> (rc, Run or None): no transfer tiles */
+/*
+ * run(graph, config, device) -> (rc, Run or None).  device: None (no
+ * transfer tiles) or a writable buffer that the memcpy test transport
+ * serves as the window.
+ */
 static PyObject *py_run(PyObject *self, PyObject *a)
 {
+	struct pypto_xport *x = NULL;
 	struct pypto_run *r = NULL;
 	struct pypto_config cfg;
+	PyObject *conf, *ro, *dev = Py_None;
 	GraphObject *g;
-	PyObject *conf, *ro;
+	Py_buffer b;
 	int rc;
 
 	(void)self;
-	if (!PyArg_ParseTuple(a, "O!O", &GraphType, &g, &conf))
+	if (!PyArg_ParseTuple(a, "O!O|O", &GraphType, &g, &conf, &dev))
 		return NULL;
 	if (config_from_dict(conf, &cfg))
 		return NULL;
+	if (dev != Py_None) {
+		if (PyObject_GetBuffer(dev, &b, PyBUF_WRITABLE |
+				       PyBUF_C_CONTIGUOUS))
+			return NULL;
+		rc = pypto_xport_memcpy(&x, b.buf, (size_t)b.len);
+		if (rc) {
+			PyBuffer_Release(&b);
+			return Py_BuildValue("(iO)", rc, Py_None);
+		}
+	}
 	Py_CLEAR(g->exc);
 	Py_BEGIN_ALLOW_THREADS
-	rc = pypto_run(g->g, &cfg, NULL, &r);
+	rc = pypto_run(g->g, &cfg, x, &r);
+	if (x)
+		pypto_xport_destroy(x);
 	Py_END_ALLOW_THREADS
+	if (dev != Py_None)
+		PyBuffer_Release(&b);
 	ro = wrap_run(r, (PyObject *)g);
 	if (!ro)
 		return NULL;
@@ -1127,7 +1194,7 @@ PyMODINIT_FUNC PyInit__pypto(void)
 	C(PYPTO_ANY_DEVICE); C(PYPTO_DUMP_DOT); C(PYPTO_DUMP_JSON);
 	C(PYPTO_ERR_INVAL); C(PYPTO_ERR_NOMEM); C(PYPTO_DEADLOCK);
 	C(PYPTO_ERR_IO); C(PYPTO_ERR_TASK); C(PYPTO_ERR_SYS);
-	C(PYPTO_ERR_LIMIT);
+	C(PYPTO_ERR_LIMIT); C(PYPTO_PUT); C(PYPTO_GET);
 	C(PYPTO_DIAG_COMM_BOUND); C(PYPTO_DIAG_UNDERUSED);
 	C(PYPTO_DIAG_IMBALANCE);
 	C(PYPTO_STAGE_PREFETCH); C(PYPTO_STAGE_TRANSFER);

@@ -162,3 +162,54 @@ def test_profile_function_form():
     g, _t = diamond([])
     res, run = pypto.profile(g.run)
     assert res is run and run.stats["tiles"] == 4
+
+
+def test_declared_transfers_pipeline():
+    """Blocks of a matrix staged into device memory (double-buffered by
+    the graph's edges), scaled there by compute tiles, staged back."""
+    rng = np.random.default_rng(5)
+    m = rng.standard_normal((96, 80)).astype(np.float32)
+    out = np.zeros_like(m)
+    b = 16                                   # 6 x 5 blocks of 16 x 16
+    blk = b * b * 4
+    dev = np.zeros(2 * blk, dtype=np.uint8)  # two block slots
+    g = pypto.Graph()
+    last = [None, None]                      # last tile using each slot
+    n = 0
+    for i in range(0, 96, b):
+        for j in range(0, 80, b):
+            slot = n % 2
+            off = slot * blk
+            deps = [last[slot]] if last[slot] is not None else []
+            ld = g.put(m[i:i + b, j:j + b], off, name="ld%d" % n, deps=deps)
+
+            def scale(t, off=off):
+                v = dev[off:off + blk].view(np.float32)
+                v *= 2.0
+            c = g.compute(scale, name="x2_%d" % n, deps=[ld])
+            last[slot] = g.get(out[i:i + b, j:j + b], off, name="st%d" % n,
+                               deps=[c])
+            n += 1
+    run = g.run({"workers": 2, "prefetch_depth": 1}, device=dev)
+    assert np.array_equal(out, 2 * m)
+    st = run.stats
+    assert st["tiles_transfer"] == 2 * n and st["tiles_compute"] == n
+    assert st["xfer_bytes"] == 2 * n * blk
+
+
+def test_transfer_errors():
+    g = pypto.Graph()
+    a = np.zeros((4, 4), np.float32)
+    with pytest.raises(ValueError, match="block of rows"):
+        g.put(a[:, ::2], 0)
+    ro = np.zeros(8, np.float32)
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        g.get(ro, 0)
+    with pytest.raises(ValueError, match="negative"):
+        g.put(a, -1)
+    g.put(a, 1 << 20)            # beyond the device: the run fails
+    with pytest.raises(pypto.PyptoError):
+        g.run(device=np.zeros(64, np.uint8))
+    with pytest.raises(ValueError, match="device"):
+        g.run(device=np.zeros(64, np.uint8)[::2])

@@ -75,6 +75,7 @@ mix-fence-4|2|HCOMM_VMTEST_TRANSPORT=kernel+rdma+tcp|fence
 mix-coll-4|2|HCOMM_VMTEST_TRANSPORT=kernel+rdma+tcp HCOMM_COLL_TEST_QUICK=1|coll
 mix-colltails-4|2|HCOMM_VMTEST_TRANSPORT=kernel+rdma+tcp|colltails
 pypto-dist-4|2|NETSH_PROG=pypto/pypto_dist OPENBLAS_CORETYPE=Prescott|--size 256 --tile 64 --out /tmp
+py-allreduce-4|2|NETSH_PROG=python/rank_allreduce.py PYPTO_TEST_TRANSPORT=kernel+rdma+tcp|
 table-hosts-4|2|HCOMM_RANK_TABLE=@TABLE@ HCOMM_VMTEST_TRANSPORT=kernel+rdma+tcp|basic --expect table
 auto-measured-2|1||route --expect measured
 auto-rdma-tcpslow-2|1|NETSH_TC=tcp-slow|route --expect rdma
@@ -102,6 +103,9 @@ pypto-lost-2|1|NETSH_PROG=pypto/pypto_net_test OPENBLAS_CORETYPE=Prescott NETSH_
 
 # NETSH_PROG=NAME: the ranks run build/lib/vm/hcomm_vm_NAME ARGS instead
 # of hcomm_vm_test (tcp-garbage-2: hcomm_vm_garbage, its own attacker);
+# NETSH_PROG=python/NAME: /usr/bin/python3 python/tests/NAME with the
+# packages of the build tree (py-allreduce-4: hcomm.Communicator and
+# pypto.allreduce from Python, 4 ranks over both transports).
 # NETSH_PROG=pypto/NAME: build/pypto/NAME (libpypto across the VMs;
 # pypto-dist-4 is make demo's distributed SGEMM, small: 4 ranks, 2 per VM,
 # the kernel transport inside each VM, rdma or tcp across, the partial
@@ -189,7 +193,7 @@ while IFS='|' read -r name ppn env args; do
 	i=$((i + 1))
 	size=$((NVM * ppn))
 	ranks=$(seq -s, $(((VM_ID - 1) * ppn)) $((VM_ID * ppn - 1)))
-	eargs=() tcslow=0 cprog=$prog nics_need=1 vms_need=
+	eargs=() tcslow=0 cprog=$prog nics_need=1 vms_need= pyscript=
 	for e in $env HCOMM_ROOT_ADDR=$root:$((24000 + i)) \
 		 HCOMM_JOB_ID=net-$name; do
 		case $e in
@@ -197,6 +201,11 @@ while IFS='|' read -r name ppn env args; do
 		NETSH_TC=udp-slow) tcslow=17 ;;
 		NETSH_KILL=*) eargs+=(-k "${e#NETSH_KILL=}") ;;
 		NETSH_PROG=pypto/*) cprog=$repo/build/pypto/${e#NETSH_PROG=pypto/} ;;
+		NETSH_PROG=python/*)
+			cprog=/usr/bin/python3
+			pyscript=$repo/python/tests/${e#NETSH_PROG=python/}
+			eargs+=(-e "PYTHONPATH=$repo/python:$repo/build/python"
+				-e PYTHONDONTWRITEBYTECODE=1) ;;
 		NETSH_PROG=*) cprog=$dir/hcomm_vm_${e#NETSH_PROG=} ;;
 		*=@TABLE_NORDMA@) eargs+=(-e "${e%@TABLE_NORDMA@}$table_nordma") ;;
 		*=@TABLE_NIC1@) eargs+=(-e "${e%@TABLE_NIC1@}$table_nic1") ;;
@@ -230,7 +239,7 @@ while IFS='|' read -r name ppn env args; do
 	# shellcheck disable=SC2086
 	# the launcher's own limit (-t, its default 110 s) inside ours
 	{ timeout -k 5 "$case_timeout" "$launch" -n "$size" -s "$ranks" \
-		-t $((case_timeout - 20)) "${eargs[@]}" -- "$cprog" $args \
+		-t $((case_timeout - 20)) "${eargs[@]}" -- "$cprog" $pyscript $args \
 		2>&1 < /dev/null
 	  echo $? > "$tmp/rc"; } | sed -u 's/^/# /'
 	rc=$(cat "$tmp/rc" 2>/dev/null || echo 255)
