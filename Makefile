@@ -9,6 +9,10 @@
 #   make install    install libhcomm, libpypto, the Python packages and the
 #                   man pages (PREFIX, DESTDIR as in
 #                   lib/Makefile)
+#   make modules_install [KVER=...]  on a node: hcomm.ko for KVER (default
+#                   the running kernel) into /lib/modules/KVER/updates,
+#                   depmod, the udev rule (dist/60-hcomm.rules)
+#   make dkms_install  the module's sources as /usr/src/hcomm-1.0 for dkms
 #   make clean
 # `make` never needs the debug kernel; `make check` builds it (cached).
 
@@ -17,7 +21,8 @@ BUILD := $(CURDIR)/build
 KVERS ?= $(shell for d in /lib/modules/*/build; do \
 	[ -d "$$d" ] && basename "$$(dirname "$$d")"; done | sort -V)
 
-.PHONY: all lib pypto python selftests bench libvm man modules check demo lint install clean
+.PHONY: all lib pypto python selftests bench libvm man modules check demo lint install \
+	modules_install dkms_install clean
 
 all: lib pypto python selftests bench libvm modules
 
@@ -56,11 +61,35 @@ demo:
 lint:
 	scripts/lint.sh
 
+PREFIX ?= /usr/local
+DESTDIR ?=
+KVER ?= $(shell uname -r)
+DKMS_VERSION := 1.0
+
 install:
 	$(MAKE) -C lib install
 	$(MAKE) -C pypto install
 	$(MAKE) -C python install
 	$(MAKE) -C man install
+	install -D -m 644 dist/hcomm.modprobe.conf \
+		$(DESTDIR)$(PREFIX)/share/doc/hcomm/examples/modprobe.d-hcomm.conf
+	install -D -m 644 dist/60-hcomm.rules \
+		$(DESTDIR)$(PREFIX)/share/doc/hcomm/examples/60-hcomm.rules
+
+modules_install:
+	$(MAKE) -C kernel KDIR=/lib/modules/$(KVER)/build O=$(BUILD)/kmod/$(KVER)
+	$(MAKE) -C kernel install KVER=$(KVER) O=$(BUILD)/kmod/$(KVER)
+	install -D -m 644 dist/60-hcomm.rules $(DESTDIR)/lib/udev/rules.d/60-hcomm.rules
+
+dkms_install:
+	rm -rf $(DESTDIR)/usr/src/hcomm-$(DKMS_VERSION)
+	install -d $(DESTDIR)/usr/src/hcomm-$(DKMS_VERSION)/kernel/tests \
+		$(DESTDIR)/usr/src/hcomm-$(DKMS_VERSION)/uapi/linux
+	install -m 644 dkms.conf $(DESTDIR)/usr/src/hcomm-$(DKMS_VERSION)/
+	install -m 644 kernel/Makefile kernel/Kbuild kernel/*.c kernel/*.h \
+		$(DESTDIR)/usr/src/hcomm-$(DKMS_VERSION)/kernel/
+	install -m 644 kernel/tests/*.c $(DESTDIR)/usr/src/hcomm-$(DKMS_VERSION)/kernel/tests/
+	install -m 644 uapi/linux/hcomm.h $(DESTDIR)/usr/src/hcomm-$(DKMS_VERSION)/uapi/linux/
 
 clean:
 	-$(MAKE) -C lib clean

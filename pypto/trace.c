@@ -78,7 +78,7 @@ static __thread struct {
 	struct pypto_evbuf *buf;
 } t_ev;
 
-PYPTO_EXPORT struct pypto_evbuf *pypto__ev_thread_buf(struct pypto_run *r)
+struct pypto_evbuf *pypto__ev_thread_buf(struct pypto_run *r)
 {
 	const void *self = &t_ev;
 	struct pypto_evbuf *head, *b;
@@ -124,7 +124,7 @@ static inline uint64_t rel_ns(uint64_t t, uint64_t t0)
  * event that finds its chunk full when no new chunk can be allocated is
  * dropped (b->oom says so) and the difference shows in the statistics.
  */
-PYPTO_EXPORT void pypto__ev_record(struct pypto_run *r, struct pypto_evbuf *b,
+void pypto__ev_record(struct pypto_run *r, struct pypto_evbuf *b,
 				   const struct pypto_event *e)
 {
 	struct pypto_ev_chunk *c;
@@ -579,7 +579,7 @@ static struct pypto_evbuf *take_bufs(struct pypto_run *r)
  * After the workers (and any thread that records) stopped and were joined,
  * which orders their writes before these reads.
  */
-PYPTO_EXPORT int pypto__run_finish_events(struct pypto_run *r)
+int pypto__run_finish_events(struct pypto_run *r)
 {
 	struct pypto_evbuf *bufs, *b;
 	uint64_t kept = 0, offered = 0;
@@ -632,7 +632,7 @@ out:
 	return derive_stats(r);
 }
 
-PYPTO_EXPORT void pypto__run_free_events(struct pypto_run *r)
+void pypto__run_free_events(struct pypto_run *r)
 {
 	if (!r)
 		return;

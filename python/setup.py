@@ -16,7 +16,8 @@ prefix = os.environ.get("HCOMM_PREFIX")
 inc, libdirs, rpath = [], [], []
 if prefix and not top:
     stage = os.environ.get("HCOMM_DESTDIR", "") + prefix
-    inc = [os.path.join(stage, "include")]
+    inc = [os.path.join(stage, "include"),
+           os.path.join(stage, "include", "hcomm")]
     libdirs = [os.path.join(stage, "lib")]
     rpath = [os.path.join(prefix, "lib")]
 elif top:
@@ -29,6 +30,7 @@ else:
                                check=True, capture_output=True,
                                text=True).stdout.split()
         inc = [f[2:] for f in flags if f.startswith("-I")]
+        # hcomm.pc's -I.../include/hcomm, for <linux/hcomm.h>
     except (OSError, subprocess.CalledProcessError):
         pass
 

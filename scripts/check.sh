@@ -219,9 +219,30 @@ echo "rc=$rc $p passed, $f failed, $s skipped ($(since "$t")s)" >&2
 [ $rc -ne 0 ] && tail -n 25 "$logs/check-host-python-tests.log" | sed 's/^/    /' >&2
 row test "host/python" "$p" "$f" "$s" "$(since "$t")"
 
+# Installation (scripts/test-install.sh): make install into a staging
+# DESTDIR, the module staged and built by dkms in private trees; TAP, then
+# "install: N passed, N failed".  Its dkms-built module is loaded by the
+# stock 6.12 VM (part dkms).
+t=$(now)
+printf '[check] %-28s ' "host-install-tests" >&2
+scripts/test-install.sh > "$logs/check-host-install-tests.log" 2>&1
+rc=$?
+sum=$(grep -E '^install: [0-9]+ passed, [0-9]+ failed' "$logs/check-host-install-tests.log" | tail -n1)
+if [ -n "$sum" ]; then
+	set -- $sum
+	p=$2 f=$4
+else
+	p=0 f=1
+fi
+[ $rc -ne 0 ] && [ "$f" -eq 0 ] && f=1
+echo "rc=$rc $p passed, $f failed ($(since "$t")s)" >&2
+[ $rc -ne 0 ] && tail -n 25 "$logs/check-host-install-tests.log" | sed 's/^/    /' >&2
+row test "host/install" "$p" "$f" 0 "$(since "$t")"
+
 # ------------------------------------------------------------- VMs
 expected_parts() {
 	if [ "$1" = debug ]; then echo load selftests libvm pypto kunit unload compat61 kmemleak
+	elif [ "$1" = stock612 ]; then echo load selftests libvm pypto python unload dkms
 	else echo load selftests libvm pypto python unload; fi
 }
 # tcg_crash CONSOLE...: 0 when a guest died in a trap whose call trace

@@ -21,6 +21,8 @@
 #              the module: registration, QoS, a 2-rank allreduce)
 #   kunit      debug only: insmod hcomm_kunit.ko, KTAP in debugfs kunit/*/results
 #   unload     stats gauges back to 0, rmmod hcomm, module gone
+#   dkms       stock 6.12: the dkms-built hcomm.ko of scripts/test-install.sh
+#              loads, passes hcomm_uapi_test, unloads
 #   compat61   debug only: hcomm.ko built with HCOMM_COMPAT_61=1 ($HCOMM_KO_COMPAT61),
 #              the code paths of kernels without IO_URING_F_CANCEL (exit
 #              notifier, orphan sweep), under lockdep and KASAN: the race
@@ -303,6 +305,36 @@ else
 	f=1
 fi
 emit unload $p $f 0 "$t"
+
+# ------------------------------------------------------------------ dkms
+# Stock 6.12: the hcomm.ko that dkms built from make dkms_install's
+# sources (scripts/test-install.sh, on the host) loads, serves the uapi
+# selftest and unloads.
+if [ "$role" = stock612 ]; then
+	t=$(now); p=0; f=0
+	dko=${HCOMM_DKMS_KO:-$repo/build/install-test/dkms/hcomm.ko}
+	if [ ! -f "$dko" ]; then
+		say "FAIL: $dko missing (scripts/test-install.sh builds it)"; f=1
+	elif [ -e /sys/module/hcomm ]; then
+		say "FAIL: hcomm still loaded"; f=1
+	elif ! insmod "$dko"; then
+		say "FAIL: insmod $dko"; f=1
+	else
+		i=0
+		while [ ! -c /dev/hcomm ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+		if [ ! -c /dev/hcomm ]; then
+			say "FAIL: no /dev/hcomm from the dkms module"; f=1
+		elif ! "$repo/build/selftests/hcomm_uapi_test" > /tmp/dkms.out 2>&1; then
+			sed 's/^/dkms: /' /tmp/dkms.out | tail -n 20
+			say "FAIL: hcomm_uapi_test against the dkms module"; f=1
+		else
+			say "dkms module: $(grep -E '^# Totals' /tmp/dkms.out)"
+		fi
+		rmmod hcomm || { say "FAIL: rmmod of the dkms module"; f=$((f + 1)); }
+	fi
+	[ $f -eq 0 ] && p=1
+	emit dkms $p $f 0 "$t"
+fi
 
 # ------------------------------------------------------------------ compat61
 # Count the top-level TAP lines of one selftest binary's output file.

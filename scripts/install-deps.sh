@@ -10,7 +10,7 @@
 # used on the host.
 set -eu
 
-PKGS="build-essential pkg-config cpio kmod xz-utils bc flex bison
+PKGS="build-essential pkg-config cpio kmod xz-utils bc flex bison dkms
 libelf-dev libssl-dev python3 sparse liburing-dev libdrm-dev libjson-c-dev
 python3-numpy python3-pytest python3-venv python3-pip python3-setuptools
 qemu-system-x86 busybox-static
