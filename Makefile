@@ -13,6 +13,7 @@
 #                   the running kernel) into /lib/modules/KVER/updates,
 #                   depmod, the udev rule (dist/60-hcomm.rules)
 #   make dkms_install  the module's sources as /usr/src/hcomm-1.0 for dkms
+#   make uninstall, make modules_uninstall  take back what those installed
 #   make clean
 # `make` never needs the debug kernel; `make check` builds it (cached).
 
@@ -22,7 +23,7 @@ KVERS ?= $(shell for d in /lib/modules/*/build; do \
 	[ -d "$$d" ] && basename "$$(dirname "$$d")"; done | sort -V)
 
 .PHONY: all lib pypto python selftests bench libvm man modules check demo lint install \
-	modules_install dkms_install clean
+	uninstall modules_install modules_uninstall dkms_install clean
 
 all: lib pypto python selftests bench libvm modules
 
@@ -75,6 +76,20 @@ install:
 		$(DESTDIR)$(PREFIX)/share/doc/hcomm/examples/modprobe.d-hcomm.conf
 	install -D -m 644 dist/60-hcomm.rules \
 		$(DESTDIR)$(PREFIX)/share/doc/hcomm/examples/60-hcomm.rules
+
+uninstall:
+	$(MAKE) -C lib uninstall
+	$(MAKE) -C pypto uninstall
+	$(MAKE) -C python uninstall
+	$(MAKE) -C man uninstall
+	rm -f $(DESTDIR)$(PREFIX)/share/doc/hcomm/examples/modprobe.d-hcomm.conf \
+		$(DESTDIR)$(PREFIX)/share/doc/hcomm/examples/60-hcomm.rules
+	-rmdir $(DESTDIR)$(PREFIX)/share/doc/hcomm/examples \
+		$(DESTDIR)$(PREFIX)/share/doc/hcomm 2>/dev/null
+
+modules_uninstall:
+	$(MAKE) -C kernel uninstall KVER=$(KVER)
+	rm -f $(DESTDIR)/lib/udev/rules.d/60-hcomm.rules
 
 modules_install:
 	$(MAKE) -C kernel KDIR=/lib/modules/$(KVER)/build O=$(BUILD)/kmod/$(KVER)

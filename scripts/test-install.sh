@@ -179,6 +179,11 @@ else
 		n=$((n + 1)) pass=$((pass + 1))
 	fi
 fi
+check "make uninstall from the stage" \
+	make -s -C "$repo" uninstall DESTDIR="$st" PREFIX="$pfx"
+left=$(find "$st$pfx" -type f -o -type l | head -5)
+[ -z "$left" ] || echo "# left behind: $left"
+ok "$([ -z "$left" ]; echo $?)" "nothing of make install is left after make uninstall"
 echo "1..$n"
 echo "install: $pass passed, $fail failed"
 [ "$fail" = 0 ]
