@@ -194,8 +194,9 @@ static int tile_trampoline(void *arg, const struct pypto_exec *ex)
 		Py_XDECREF(tb);
 		ret = -1;
 	} else {
-		if (r != Py_None && !(PyLong_Check(r) && PyLong_AsLong(r) == 0))
-			ret = -1;	/* a non-zero return fails the tile */
+		/* None or 0 succeed; any other value fails the tile */
+		if (r != Py_None && !(PyLong_Check(r) && !PyObject_IsTrue(r)))
+			ret = -1;
 		Py_DECREF(r);
 	}
 	PyGILState_Release(st);

@@ -99,10 +99,14 @@ def test_tile_exception_propagates():
 
 
 def test_nonzero_return_fails():
+    for bad in (3, 1 << 80, "x"):
+        g = pypto.Graph()
+        g.compute(lambda t, v=bad: v, name="bad")
+        with pytest.raises(pypto.TaskError):
+            g.run()
     g = pypto.Graph()
-    g.compute(lambda t: 3, name="bad")
-    with pytest.raises(pypto.TaskError):
-        g.run()
+    g.compute(lambda t: 0, name="zero")
+    g.run()
 
 
 def test_bad_dependency():
