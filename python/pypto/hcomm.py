@@ -146,10 +146,12 @@ class Context:
         ok = isinstance(a, np.ndarray) and a.flags.c_contiguous and (
             a.flags.writeable or not access & ACCESS_LOCAL_WRITE)
         if isinstance(a, np.ndarray) and not ok:
-            warnings.warn("hcomm: the array is not C-contiguous%s: "
-                          "registering a copy" %
-                          ("" if a.flags.writeable else " and writable"),
-                          stacklevel=2)
+            why = [w for w, bad in (
+                ("C-contiguous", not a.flags.c_contiguous),
+                ("writable", access & ACCESS_LOCAL_WRITE and
+                 not a.flags.writeable)) if bad]
+            warnings.warn("hcomm: the array is not %s: registering a copy"
+                          % " and ".join(why), stacklevel=2)
             a = np.array(a, order="C", copy=True)
         mr, key = self._reg(a, access)
         r = Registration(self, a, mr, key)
