@@ -9,6 +9,7 @@ import warnings
 
 import numpy as np
 import pytest
+from conftest import run_rank_job
 
 import hcomm
 import pypto
@@ -86,26 +87,8 @@ def test_memlock_error_names_ulimit():
 
 @pytest.mark.parametrize("n", [2])
 def test_allreduce_kernel_transport(n):
-    env = dict(os.environ)
-    env.update(HCOMM_WORLD_SIZE=str(n),
-               HCOMM_ROOT_ADDR="pypto-vm-test-%d" % os.getpid(),
-               HCOMM_TIMEOUT_MS="20000", PYPTO_TEST_TRANSPORT="kernel",
-               PYTHONPATH=os.pathsep.join(sys.path))
-    env.pop("HCOMM_TRANSPORT", None)
-    procs = []
-    for r in range(n):
-        env["HCOMM_RANK"] = str(r)
-        procs.append(subprocess.Popen(
-            [sys.executable, os.path.join(here, "rank_allreduce.py")],
-            env=dict(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            text=True))
-    for r, p in enumerate(procs):
-        try:
-            out, _ = p.communicate(timeout=120)
-        except subprocess.TimeoutExpired:
-            for q in procs:
-                q.kill()
-            pytest.fail("allreduce job hung")
-        assert p.returncode == 0 and "FAIL" not in out, \
-            "rank %d:\n%s" % (r, out)
+    outs = run_rank_job(n, "pypto-vm-test-%d" % os.getpid(),
+                        PYPTO_TEST_TRANSPORT="kernel", HCOMM_TRANSPORT=None)
+    for r, (rc, out) in enumerate(outs):
+        assert rc == 0 and "FAIL" not in out, "rank %d:\n%s" % (r, out)
     assert pypto.hcomm is hcomm or pypto.hcomm.Context is hcomm.Context

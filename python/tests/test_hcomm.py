@@ -2,15 +2,13 @@
 """hcomm from Python on the host: errors without a module, and a real
 allreduce job of 2 and 3 processes over the TCP transport (loopback)."""
 import os
-import subprocess
-import sys
 
 import pytest
+from conftest import run_rank_job
 
 import hcomm
 import pypto
 
-here = os.path.dirname(os.path.abspath(__file__))
 
 
 @pytest.mark.skipif(os.path.exists("/dev/hcomm"), reason="module loaded")
@@ -38,28 +36,9 @@ def test_error_classes():
 
 
 @pytest.mark.parametrize("n", [2, 3])
-def test_allreduce_job(n, tmp_path):
-    env = dict(os.environ)
-    env.update(HCOMM_WORLD_SIZE=str(n), HCOMM_TRANSPORT="tcp",
-               HCOMM_ROOT_ADDR="pypto-test-%d-%d" % (os.getpid(), n),
-               HCOMM_TIMEOUT_MS="20000",
-               PYTHONPATH=os.pathsep.join(sys.path))
-    procs = []
-    for r in range(n):
-        env["HCOMM_RANK"] = str(r)
-        procs.append(subprocess.Popen(
-            [sys.executable, os.path.join(here, "rank_allreduce.py")],
-            env=dict(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            text=True))
-    outs = []
-    for p in procs:
-        try:
-            out, _ = p.communicate(timeout=120)
-        except subprocess.TimeoutExpired:
-            for q in procs:
-                q.kill()
-            pytest.fail("allreduce job of %d ranks hung" % n)
-        outs.append((p.returncode, out))
+def test_allreduce_job(n):
+    outs = run_rank_job(n, "pypto-test-%d-%d" % (os.getpid(), n),
+                        HCOMM_TRANSPORT="tcp")
     for r, (rc, out) in enumerate(outs):
         assert rc == 0 and "FAIL" not in out, "rank %d:\n%s" % (r, out)
         assert out.count("ok ") >= 30, out
