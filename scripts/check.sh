@@ -354,7 +354,7 @@ done
 # net_run ROLE LABEL WHAT COMMAND...: two VMs of ROLE's kernel run COMMAND;
 # each prints "WHAT: N passed, N failed, N skipped" (net_env: more --env).
 net_run() {
-	local r=$1 label=$2 what=$3 t rc p f s lines nv=${net_vms:-2} try keep
+	local r=$1 label=$2 what=$3 t rc p f s lines nv=${net_vms:-2} try keep note
 	shift 3
 	t=$(now)
 	echo "[check] net-$label: $nv VMs of ${kimage[$r]}" >&2
@@ -388,9 +388,17 @@ net_run() {
 		p=$((p + np)) f=$((f + nf)) s=$((s + ns)) lines=$((lines + 1))
 	done < <(grep -aE "^$what: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped" "$logs/check-net-$label.log")
 	[ "$lines" -lt "$nv" ] && f=$((f + nv - lines))	# a VM that said nothing
-	[ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
+	note=
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		f=1
+		case $rc in
+		126) note="a kernel problem on a console (KERNEL PROBLEM in check-net-$label.log)" ;;
+		125) note="a guest died or timed out" ;;
+		*) note="netvm.sh rc $rc" ;;
+		esac
+	fi
 	echo "[check] net-$label: rc=$rc, $p passed, $f failed ($(since "$t")s)" >&2
-	row test "net/$label-x$nv" "$p" "$f" "$s" "$(since "$t")"
+	row test "net/$label-x$nv" "$p" "$f" "$s" "$(since "$t")" "$note"
 }
 net_one() {	# role label cases...: lib/tests/vm/net.sh
 	local r=$1 label=$2
