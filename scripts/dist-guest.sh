@@ -3,7 +3,8 @@
 # -- bash scripts/dist-guest.sh [pypto_dist args]): load hcomm.ko, start
 # this VM's 2 of the 4 ranks of build/pypto/pypto_dist through
 # hcomm_vm_launch, all meeting at rank 0 in vm1.  Rank 0 writes
-# timeline.html and trace.json under $NETVM_RUN/out (kept in the log dir).
+# timeline.html, trace.json and its C (C.f32, for pypto_dist --verify on
+# the host) under $NETVM_RUN/out (kept in the log dir).
 set -u
 repo=$(cd "$(dirname "$0")/.." && pwd)
 . "$NETVM_RUN/lib.sh"
@@ -21,7 +22,8 @@ barrier dist-start 120 || { echo "dist-guest: the other VM never came"; exit 1; 
 "$repo/build/lib/vm/hcomm_vm_launch" -n "$size" -s "$ranks" -t 1500 \
 	-e HCOMM_ROOT_ADDR="$(ip_of 1):23999" -e HCOMM_JOB_ID=demo-dist \
 	-e OPENBLAS_CORETYPE=Prescott -- \
-	"$repo/build/pypto/pypto_dist" --out "$out" "$@" < /dev/null
+	"$repo/build/pypto/pypto_dist" --out "$out" --save "$out/C.f32" "$@" \
+	< /dev/null
 rc=$?
 barrier dist-end 300
 exit $rc

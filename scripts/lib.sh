@@ -3,7 +3,7 @@
 HCOMM_CACHE=${HCOMM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hcomm}
 mkdir -p "$HCOMM_CACHE"
 
-log() { echo "[hcomm] $*" >&2; }
+log() { printf "[hcomm %d:%02d] %s\n" $((SECONDS / 60)) $((SECONDS % 60)) "$*" >&2; }
 
 # A console line that says the guest hangs (hung task, lockup, RCU stall):
 # vm-run.sh and netvm.sh stop such a guest HCOMM_VM_HANG_GRACE s (60) later.

@@ -4,7 +4,8 @@
  *
  *   pypto_dist [--size N] [--tile T] [--prefetch D] [--no-double-buffering]
  *              [--no-compress] [--threshold BYTES] [--out DIR] [--seed S]
- *              [--no-check]
+ *              [--no-check | --ref-rows R] [--save FILE]
+ *   pypto_dist --verify FILE --ranks NP [--size N] [--seed S]
  *
  * Every rank of a libhcomm communicator (any launcher: hcomm_vm_launch,
  * mpirun, a rank table) computes C = A B for N x N float32 matrices split
@@ -26,6 +27,12 @@
  * 1e-6 K max(1, |C_ref|) element by element, where S is the sum over the
  * ranks of |partial C| (an uncompressed allreduce after the run): the
  * compression's bound (Documentation/collectives.rst) plus the GEMM's.
+ * --ref-rows R makes that call (and the check in the job) cover the first
+ * R rows of C only: under emulation the whole product takes rank 0 twice
+ * as long as the distributed run.  --save FILE writes rank 0's C (n * n
+ * native floats) to FILE, and --verify FILE --ranks NP, with the job's
+ * --size and --seed and no communicator, checks all of it the same way
+ * on another machine (make demo: on the host, natively).
  *
  * Exit status 0 when the run and the check passed on this rank.
  */
@@ -49,10 +56,10 @@
 #define PEERS_TEXT	4096
 
 struct opts {
-	uint32_t size, tile, prefetch, seed;
+	uint32_t size, tile, prefetch, seed, ref_rows, ranks;
 	int double_buffering, compress, check;
 	uint64_t threshold;
-	const char *out;
+	const char *out, *save, *verify;
 };
 
 static int me, np;
@@ -82,7 +89,10 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: pypto_dist [--size N] [--tile T] "
 		"[--prefetch D] [--no-double-buffering] [--no-compress] "
-		"[--threshold BYTES] [--out DIR] [--seed S] [--no-check]\n");
+		"[--threshold BYTES] [--out DIR] [--seed S] "
+		"[--no-check | --ref-rows R] [--save FILE]\n"
+		"       pypto_dist --verify FILE --ranks NP [--size N] "
+		"[--seed S]\n");
 	exit(2);
 }
 
@@ -111,6 +121,103 @@ static void fill(float *p, size_t n, uint64_t seed)
 		x ^= x << 17;
 		p[i] = (float)((double)(x >> 11) / (double)(1ULL << 53) * 2 - 1);
 	}
+}
+
+struct verdict {
+	uint64_t bad;
+	double err_max, rel_max;
+};
+
+/*
+ * The first @rows rows of C (n x n) against ref, with S the sum over the
+ * np ranks of |partial C|: |C - ref| <= (np + 1) 2^-11 S + 1e-6 n
+ * max(1, |ref|) element by element.
+ */
+static void check_rows(const float *c, const float *ref, const float *s,
+		       uint32_t n, uint32_t rows, int nranks, struct verdict *v)
+{
+	size_t e, ne = (size_t)rows * n;
+
+	for (e = 0; e < ne; e++) {
+		double d = fabs((double)c[e] - ref[e]);
+		double tol = (nranks + 1) * ldexp(1, -11) * s[e] +
+			     1e-6 * n * fmax(1, fabs(ref[e]));
+
+		if (!(d <= tol))
+			v->bad++;
+		if (d > v->err_max)
+			v->err_max = d;
+		if (s[e] > 0 && d / s[e] > v->rel_max)
+			v->rel_max = d / s[e];
+	}
+}
+
+/*
+ * --verify: no communicator.  The saved C of an np-rank job against one
+ * OpenBLAS call of the whole product, S from the np partial products.
+ */
+static int verify_saved(const struct opts *o)
+{
+	uint32_t n = o->size, r;
+	size_t e, nn = (size_t)n * n;
+	float *a = malloc(nn * sizeof(float)), *b = malloc(nn * sizeof(float));
+	float *c = malloc(nn * sizeof(float)), *ref = malloc(nn * sizeof(float));
+	float *s = calloc(nn, sizeof(float)), *p = malloc(nn * sizeof(float));
+	struct verdict v = { 0 };
+	int ret = 1;
+	double t;
+	FILE *f;
+
+	if (!a || !b || !c || !ref || !s || !p) {
+		fprintf(stderr, "pypto_dist: out of memory\n");
+		goto out;
+	}
+	f = fopen(o->verify, "rb");
+	if (!f) {
+		fprintf(stderr, "pypto_dist: %s: %m\n", o->verify);
+		goto out;
+	}
+	e = fread(c, sizeof(float), nn, f);
+	if (e != nn || fgetc(f) != EOF) {
+		fprintf(stderr, "pypto_dist: %s: not the C of a %u x %u run "
+			"(%zu floats read, expected %zu and no more)\n",
+			o->verify, n, n, e, nn);
+		fclose(f);
+		goto out;
+	}
+	fclose(f);
+	fill(a, nn, o->seed);
+	fill(b, nn, o->seed + 1);
+	t = now_s();
+	for (r = 0; r < o->ranks; r++) {
+		uint32_t k0 = (uint32_t)((uint64_t)n * r / o->ranks);
+		uint32_t k1 = (uint32_t)((uint64_t)n * (r + 1) / o->ranks);
+
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n,
+			    (int)n, (int)(k1 - k0), 1.0f, a + k0, (int)n,
+			    b + (size_t)k0 * n, (int)n, 0.0f, p, (int)n);
+		for (e = 0; e < nn; e++)
+			s[e] += fabsf(p[e]);
+	}
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n,
+		    (int)n, 1.0f, a, (int)n, b, (int)n, 0.0f, ref, (int)n);
+	t = now_s() - t;
+	check_rows(c, ref, s, n, n, (int)o->ranks, &v);
+	printf("pypto_dist --verify %s: all %u x %u elements of C against one "
+	       "OpenBLAS call (%.2f s with the %u partial products): max |C - "
+	       "C_ref| %.3g, max %.3g of sum |partial C| (bound %.3g from the "
+	       "compression), %" PRIu64 " out of bounds: %s\n", o->verify, n,
+	       n, t, o->ranks, v.err_max, v.rel_max,
+	       (o->ranks + 1) * ldexp(1, -11), v.bad, v.bad ? "FAIL" : "ok");
+	ret = v.bad ? 1 : 0;
+out:
+	free(a);
+	free(b);
+	free(c);
+	free(ref);
+	free(s);
+	free(p);
+	return ret;
 }
 
 /* Progress: one tile after each block row's allreduce counts it done. */
@@ -223,7 +330,8 @@ int main(int argc, char **argv)
 {
 	struct opts o = { .size = 2048, .tile = 256, .prefetch = 2,
 			  .seed = 1, .double_buffering = 1, .compress = 1,
-			  .check = 1, .threshold = 64 * 1024, .out = "." };
+			  .check = 1, .threshold = 64 * 1024, .out = ".",
+			  .ref_rows = UINT32_MAX };
 	struct pypto_gemm_args ga;
 	struct pypto_config cfg;
 	struct pypto_graph *g = NULL;
@@ -234,9 +342,10 @@ int main(int argc, char **argv)
 	struct hcomm_comm *comm = NULL;
 	const struct pypto_stats *st;
 	float *a = NULL, *b = NULL, *c = NULL, *ref = NULL, *s = NULL;
-	double t_run, t_ref = 0, gflop, err_max = 0, rel_max = 0;
-	uint64_t dev_bytes = 0, bad = 0;
-	uint32_t n, k0, k1;
+	double t_run, t_ref = 0, gflop, ref_gflop = 0;
+	struct verdict v = { 0 };
+	uint64_t dev_bytes = 0;
+	uint32_t n, k0, k1, rows = 0;
 	unsigned int bands = 0;
 	void *dev = NULL;
 	int i, rc, ret = 1;
@@ -255,6 +364,14 @@ int main(int argc, char **argv)
 			o.threshold = num(argv[++i], 0, 1U << 30, "--threshold");
 		else if (!strcmp(argv[i], "--out") && i + 1 < argc)
 			o.out = argv[++i];
+		else if (!strcmp(argv[i], "--ref-rows") && i + 1 < argc)
+			o.ref_rows = num(argv[++i], 1, 16384, "--ref-rows");
+		else if (!strcmp(argv[i], "--save") && i + 1 < argc)
+			o.save = argv[++i];
+		else if (!strcmp(argv[i], "--verify") && i + 1 < argc)
+			o.verify = argv[++i];
+		else if (!strcmp(argv[i], "--ranks") && i + 1 < argc)
+			o.ranks = num(argv[++i], 1, 4096, "--ranks");
 		else if (!strcmp(argv[i], "--no-double-buffering"))
 			o.double_buffering = 0;
 		else if (!strcmp(argv[i], "--no-compress"))
@@ -266,6 +383,14 @@ int main(int argc, char **argv)
 	}
 	n = o.size;
 	nn = (size_t)n * n;
+	if (o.verify) {
+		if (!o.ranks || o.ranks > n)
+			usage();
+		return verify_saved(&o);
+	}
+	if (o.ranks)
+		usage();
+	rows = o.ref_rows < n ? o.ref_rows : n;
 
 	rc = hcomm_comm_init(&comm, NULL);
 	if (rc) {
@@ -388,22 +513,33 @@ int main(int argc, char **argv)
 	st = pypto_run_stats(run);
 	gflop = 2.0 * n * n * n / 1e9;
 
+	if (!me && o.save) {
+		FILE *f = fopen(o.save, "wb");
+
+		if (!f || fwrite(c, sizeof(float), nn, f) != nn ||
+		    fclose(f)) {
+			fprintf(stderr, "r0: --save %s: %m\n", o.save);
+			goto out;
+		}
+	}
 	if (o.check) {
-		ref = me ? NULL : malloc(nn * sizeof(float));
-		s = malloc(nn * sizeof(float));
+		size_t ne = (size_t)rows * n;
+
+		ref = me ? NULL : malloc(ne * sizeof(float));
+		s = malloc(ne * sizeof(float));
 		if ((!me && !ref) || !s) {
 			fprintf(stderr, "r%d: out of memory\n", me);
 			goto out;
 		}
 		/* S = sum over the ranks of |partial C|, exactly (fp32) */
 		openblas_set_num_threads(1);
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n,
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows,
 			    (int)n, (int)(k1 - k0), 1.0f, a + k0, (int)n,
 			    b + (size_t)k0 * n, (int)n, 0.0f, s, (int)n);
-		for (e = 0; e < nn; e++)
+		for (e = 0; e < ne; e++)
 			s[e] = fabsf(s[e]);
 		if (hcomm_comm_set_fp16_compress(comm, 0, 0) ||
-		    hcomm_allreduce(comm, s, s, nn, HCOMM_FP32, HCOMM_SUM)) {
+		    hcomm_allreduce(comm, s, s, ne, HCOMM_FP32, HCOMM_SUM)) {
 			fprintf(stderr, "r%d: allreduce of |C|: %s\n", me,
 				hcomm_errmsg());
 			goto out;
@@ -421,24 +557,14 @@ int main(int argc, char **argv)
 			openblas_set_num_threads(cfg.workers);
 			t_ref = now_s();
 			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
-				    (int)n, (int)n, (int)n, 1.0f, a, (int)n, b,
-				    (int)n, 0.0f, ref, (int)n);
+				    (int)rows, (int)n, (int)n, 1.0f, a, (int)n,
+				    b, (int)n, 0.0f, ref, (int)n);
 			t_ref = now_s() - t_ref;
-			for (e = 0; e < nn; e++) {
-				double d = fabs((double)c[e] - ref[e]);
-				double tol = (np + 1) * ldexp(1, -11) * s[e] +
-					     1e-6 * n * fmax(1, fabs(ref[e]));
-
-				if (!(d <= tol))
-					bad++;
-				if (d > err_max)
-					err_max = d;
-				if (s[e] > 0 && d / s[e] > rel_max)
-					rel_max = d / s[e];
-			}
+			ref_gflop = 2.0 * rows * n * n / 1e9;
+			check_rows(c, ref, s, n, rows, np, &v);
 		}
 		/* every rank learns the verdict */
-		if (hcomm_allreduce(comm, &bad, &bad, 1, HCOMM_UINT64,
+		if (hcomm_allreduce(comm, &v.bad, &v.bad, 1, HCOMM_UINT64,
 				    HCOMM_SUM)) {
 			fprintf(stderr, "r%d: allreduce of the verdict: %s\n",
 				me, hcomm_errmsg());
@@ -459,15 +585,23 @@ int main(int argc, char **argv)
 	    st->worker_util, st->coll_flight_ns / 1e9,
 	    st->coll_overlap_ns / 1e9);
 	if (o.check) {
-		say("  one OpenBLAS call of the whole product on rank 0 (%u "
-		    "threads): %.2f s, %.2f GFLOP/s; ratio %.2f (the job's "
-		    "GFLOP/s over it)\n", cfg.workers, t_ref, gflop / t_ref,
-		    t_ref / t_run);
-		say("  check against it: max |C - C_ref| %.3g, max %.3g of "
-		    "sum |partial C| (bound %.3g from the compression), %" PRIu64
-		    " elements out of bounds\n", err_max, rel_max,
-		    (np + 1) * ldexp(1, -11), bad);
+		char what[64] = "the whole product";
+
+		if (rows < n)
+			snprintf(what, sizeof(what), "rows 0..%u of C", rows - 1);
+		say("  one OpenBLAS call of %s on rank 0 (%u threads): %.2f s, "
+		    "%.2f GFLOP/s; ratio %.2f (the job's GFLOP/s over it)\n",
+		    what, cfg.workers, t_ref, ref_gflop / t_ref,
+		    (gflop / t_run) / (ref_gflop / t_ref));
+		say("  check of %s against it: max |C - C_ref| %.3g, max %.3g "
+		    "of sum |partial C| (bound %.3g from the compression), %"
+		    PRIu64 " elements out of bounds\n", what, v.err_max,
+		    v.rel_max, (np + 1) * ldexp(1, -11), v.bad);
 	}
+	if (!me && o.save)
+		say("  C saved to %s (pypto_dist --verify %s --ranks %d "
+		    "--size %u --seed %u checks all of it)\n", o.save, o.save,
+		    np, n, o.seed);
 	if (!me) {
 		char path[4096];
 
@@ -484,10 +618,13 @@ int main(int argc, char **argv)
 		else
 			printf("trace: %s\n", path);
 	}
-	ret = bad ? 1 : 0;
-	if (bad)
+	ret = v.bad ? 1 : 0;
+	if (v.bad)
 		fprintf(stderr, "r%d: FAIL: %" PRIu64 " elements of C out of "
-			"bounds (rank 0 checked)\n", me, bad);
+			"bounds (rank 0 checked)\n", me, v.bad);
+	else if (o.check && rows < n)
+		printf("r%d: pypto_dist: rows 0..%u of C verified against "
+		       "OpenBLAS\n", me, rows - 1);
 	else
 		printf("r%d: pypto_dist: %s\n", me,
 		       o.check ? "C verified against OpenBLAS" : "done");

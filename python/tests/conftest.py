@@ -11,10 +11,11 @@ for p in (os.path.join(top, "build", "python"), os.path.join(top, "python")):
         sys.path.insert(0, p)
 
 
-def run_rank_job(n, root, **env_extra):
-    """Start n ranks of rank_allreduce.py (HCOMM_RANK 0..n-1, rendezvous
-    name root, env_extra on top; None removes a variable) and return
-    [(exit status, output)] per rank; pytest.fail if the job hangs."""
+def run_rank_job(n, root, argv=None, **env_extra):
+    """Start n ranks of rank_allreduce.py, or of python3 argv (HCOMM_RANK
+    0..n-1, rendezvous name root, env_extra on top; None removes a
+    variable) and return [(exit status, output)] per rank; pytest.fail if
+    the job hangs."""
     import subprocess
     import pytest
     env = dict(os.environ, HCOMM_WORLD_SIZE=str(n), HCOMM_ROOT_ADDR=root,
@@ -25,7 +26,8 @@ def run_rank_job(n, root, **env_extra):
         else:
             env[k] = v
     procs = [subprocess.Popen(
-        [sys.executable, os.path.join(here, "rank_allreduce.py")],
+        [sys.executable] + (list(argv) if argv else
+                            [os.path.join(here, "rank_allreduce.py")]),
         env=dict(env, HCOMM_RANK=str(r)), stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True) for r in range(n)]
     outs = []
@@ -35,6 +37,6 @@ def run_rank_job(n, root, **env_extra):
         except subprocess.TimeoutExpired:
             for q in procs:
                 q.kill()
-            pytest.fail("allreduce job of %d ranks hung" % n)
+            pytest.fail("job of %d ranks hung: %s" % (n, argv or "allreduce"))
         outs.append((p.returncode, out))
     return outs

@@ -92,3 +92,14 @@ def test_allreduce_kernel_transport(n):
     for r, (rc, out) in enumerate(outs):
         assert rc == 0 and "FAIL" not in out, "rank %d:\n%s" % (r, out)
     assert pypto.hcomm is hcomm or pypto.hcomm.Context is hcomm.Context
+
+
+def test_demo_kernel_transport():
+    # python3 -m pypto.demo, 2 ranks over /dev/hcomm (the kernel transport)
+    outs = run_rank_job(2, "pypto-vm-demo-%d" % os.getpid(),
+                        argv=["-m", "pypto.demo", "--size", "256", "--tile",
+                              "64"], HCOMM_TRANSPORT=None)
+    for r, (rc, out) in enumerate(outs):
+        assert rc == 0 and "r%d: pypto.demo: C verified" % r in out, \
+            "rank %d:\n%s" % (r, out)
+    assert "over 2 ranks (transport kernel)" in outs[0][1], outs[0][1]

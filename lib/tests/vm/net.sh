@@ -74,8 +74,9 @@ mix-cb-thread-4|2|HCOMM_VMTEST_TRANSPORT=kernel+rdma+tcp|cb --mode thread
 mix-fence-4|2|HCOMM_VMTEST_TRANSPORT=kernel+rdma+tcp|fence
 mix-coll-4|2|HCOMM_VMTEST_TRANSPORT=kernel+rdma+tcp HCOMM_COLL_TEST_QUICK=1|coll
 mix-colltails-4|2|HCOMM_VMTEST_TRANSPORT=kernel+rdma+tcp|colltails
-pypto-dist-4|2|NETSH_PROG=pypto/pypto_dist OPENBLAS_CORETYPE=Prescott|--size 256 --tile 64 --out /tmp
+pypto-dist-4|2|NETSH_PROG=pypto/pypto_dist HCOMM_RANK_TABLE=@TABLE@ OPENBLAS_CORETYPE=Prescott|--size 256 --tile 64 --out /tmp
 py-allreduce-4|2|NETSH_PROG=python/rank_allreduce.py PYPTO_TEST_TRANSPORT=kernel+rdma+tcp|
+py-demo-4|2|NETSH_PROG=pymod/pypto.demo HCOMM_RANK_TABLE=@TABLE@ OPENBLAS_CORETYPE=Prescott|--size 256 --tile 64
 table-hosts-4|2|HCOMM_RANK_TABLE=@TABLE@ HCOMM_VMTEST_TRANSPORT=kernel+rdma+tcp|basic --expect table
 auto-measured-2|1||route --expect measured
 auto-rdma-tcpslow-2|1|NETSH_TC=tcp-slow|route --expect rdma
@@ -105,12 +106,14 @@ pypto-lost-2|1|NETSH_PROG=pypto/pypto_net_test OPENBLAS_CORETYPE=Prescott NETSH_
 # of hcomm_vm_test (tcp-garbage-2: hcomm_vm_garbage, its own attacker);
 # NETSH_PROG=python/NAME: /usr/bin/python3 python/tests/NAME with the
 # packages of the build tree (py-allreduce-4: hcomm.Communicator and
-# pypto.allreduce from Python, 4 ranks over both transports).
+# pypto.allreduce from Python, 4 ranks over both transports);
+# NETSH_PROG=pymod/MOD: /usr/bin/python3 -m MOD (py-demo-4: python3 -m
+# pypto.demo, the SGEMM below from Python, ranks from the rank table).
 # NETSH_PROG=pypto/NAME: build/pypto/NAME (libpypto across the VMs;
 # pypto-dist-4 is make demo's distributed SGEMM, small: 4 ranks, 2 per VM,
-# the kernel transport inside each VM, rdma or tcp across, the partial
-# products summed by FP16-compressed allreduce tiles, checked by rank 0
-# against OpenBLAS).
+# who is where from the rank table as on real nodes, the kernel transport
+# inside each VM, rdma or tcp across, the partial products summed by
+# FP16-compressed allreduce tiles, checked by rank 0 against OpenBLAS).
 # NETSH_KILL=V: rank V is meant to die of SIGKILL (hcomm_vm_launch -k V:
 # that death is the test, not a failure; every other rank is checked).
 # @TABLE_NORDMA@: the rank table below with "dev none" for every rank, so
@@ -201,9 +204,12 @@ while IFS='|' read -r name ppn env args; do
 		NETSH_TC=udp-slow) tcslow=17 ;;
 		NETSH_KILL=*) eargs+=(-k "${e#NETSH_KILL=}") ;;
 		NETSH_PROG=pypto/*) cprog=$repo/build/pypto/${e#NETSH_PROG=pypto/} ;;
-		NETSH_PROG=python/*)
+		NETSH_PROG=python/*|NETSH_PROG=pymod/*)
 			cprog=/usr/bin/python3
-			pyscript=$repo/python/tests/${e#NETSH_PROG=python/}
+			case $e in
+			*=python/*) pyscript=$repo/python/tests/${e#NETSH_PROG=python/} ;;
+			*) pyscript="-m ${e#NETSH_PROG=pymod/}" ;;
+			esac
 			eargs+=(-e "PYTHONPATH=$repo/python:$repo/build/python"
 				-e PYTHONDONTWRITEBYTECODE=1) ;;
 		NETSH_PROG=*) cprog=$dir/hcomm_vm_${e#NETSH_PROG=} ;;
