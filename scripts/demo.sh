@@ -221,7 +221,8 @@ fi
 if [ -s "$logs/dist.txt" ]; then
 	echo
 	echo "=== the main workload: pypto_dist across 2 VMs x 2 ranks (also in $logs/dist.txt) ==="
-	grep -vE '^\[|^\r' "$logs/dist.txt"
+	# without the kernel's console lines and the progress bar's updates
+	grep -avE '^\[ *[0-9]+\.[0-9]+\] |block rows summed' "$logs/dist.txt"
 	[ -s "$logs/dist_verify.txt" ] && cat "$logs/dist_verify.txt"
 	log "timeline of the distributed run: $logs/dist_timeline.html, trace: $logs/dist_trace.json"
 fi

@@ -319,8 +319,8 @@ static void print_peers(struct hcomm_comm *comm)
 	    !hcomm_boot_allgather(comm, mine, all, PEERS_TEXT) && !me) {
 		printf("transports (hcomm_comm_print_peers of every rank):\n");
 		for (r = 0; r < np; r++)
-			printf("  rank %d (%s):\n%s", r,
-			       r ? "" : "this one", all + (size_t)r * PEERS_TEXT);
+			printf("  rank %d%s:\n%s", r, r ? "" : " (this one)",
+			       all + (size_t)r * PEERS_TEXT);
 	}
 	free(mine);
 	free(all);
