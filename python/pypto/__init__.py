@@ -260,19 +260,26 @@ class Graph:
         if rc:
             raise pypto_error(rc)
 
-    def run(self, config=None, device=None):
+    def run(self, config=None, device=None, comm=None):
         """Run to completion on the work-stealing workers (the GIL is
         released while the C scheduler runs).  device: the memory the
-        transfer tiles address (a writable C-contiguous numpy array; in
-        one process libpypto's memcpy test transport moves the bytes).
-        Returns a Run; a failure raises, with the Run as .run."""
+        transfer tiles address (a writable C-contiguous numpy array).
+        comm (an hcomm.Communicator): device becomes this rank's window
+        and the transfers go through libhcomm (/dev/hcomm where the
+        module is loaded); creating and freeing the window are collective,
+        so every rank of comm makes the same run() calls.  Without comm,
+        libpypto's memcpy test transport moves the bytes (one process, no
+        module).  Returns a Run; a failure raises, with the Run as .run."""
         if device is not None:
             import numpy as np
             if not (isinstance(device, np.ndarray) and
                     device.flags.c_contiguous and device.flags.writeable):
                 raise ValueError("device: a writable C-contiguous array")
-        rc, rec = ext.run(self._g, config, device)
+        elif comm is not None:
+            raise ValueError("comm: the transfers need a device= array")
+        rc, rec, hc = ext.run(self._g, config, device, _comm_cap(comm))
         run = _record(Run(rec)) if rec is not None else None
+        _hcomm_failure(hc, run)
         if rc:
             msg = ext.errmsg()
             cause = self._g.take_exception()
@@ -287,6 +294,24 @@ class Graph:
         return run
 
 
+def _comm_cap(comm):
+    if comm is None:
+        return None
+    cap = getattr(comm, "_comm", None)
+    if cap is None:
+        raise ValueError("comm: an open hcomm.Communicator")
+    return cap
+
+
+def _hcomm_failure(hc, run):
+    """A libhcomm call around the run (the window) failed: its exception,
+    with the Run (if any) as .run."""
+    if hc is not None:
+        err = hcomm.hcomm_error(*hc)
+        err.run = run
+        raise err
+
+
 def _f32(x, what):
     import numpy as np
     a = np.asarray(x)
@@ -297,11 +322,14 @@ def _f32(x, what):
     return a
 
 
-def matmul(a, b, config=None, out=None):
+def matmul(a, b, config=None, out=None, comm=None):
     """C = A @ B in float32 through libpypto's tiled SGEMM: host tiles
     pack the blocks (prefetch), transfer tiles move them to the device
-    buffer (here a host test double of the transport: one process, no
-    module), compute tiles call OpenBLAS.  config as resolve_config()."""
+    buffer, compute tiles call OpenBLAS.  config as resolve_config().
+    comm (an hcomm.Communicator): the device buffer is this rank's window
+    and the transfers go through libhcomm (/dev/hcomm where the module is
+    loaded; collective: every rank of comm calls matmul alike); without,
+    libpypto's memcpy test transport stands in (no module needed)."""
     import numpy as np
     A = _f32(a, "a")
     B = _f32(b, "b")
@@ -318,8 +346,10 @@ def matmul(a, b, config=None, out=None):
                 not C.flags.c_contiguous or not C.flags.writeable):
             raise ValueError("out: a writable C-contiguous float32 "
                              "array of shape (%d, %d)" % (m, n))
-    rc, rec = ext.gemm(A, B, C, m, n, k, 1.0, 0.0, config)
+    rc, rec, hc = ext.gemm(A, B, C, m, n, k, 1.0, 0.0, config,
+                           _comm_cap(comm))
     run = _record(Run(rec)) if rec is not None else None
+    _hcomm_failure(hc, run)
     if rc:
         err = pypto_error(rc)
         err.run = run

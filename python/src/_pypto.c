@@ -645,47 +645,102 @@ static PyObject *wrap_run(struct pypto_run *r, PyObject *graph)
 }
 
 /*
- * run(graph, config, device) -> (rc, Run or None).  device: None (no
- * transfer tiles) or a writable buffer that the memcpy test transport
- * serves as the window.
+ * The transport of a run over the device memory [dev, dev + len).  With a
+ * communicator that memory becomes this rank's window (hcomm_win_create,
+ * collective: every rank makes the same calls) and the transfer tiles
+ * target this rank through libhcomm (/dev/hcomm, or the communicator's
+ * transport to itself); without one, libpypto's memcpy test double.
+ * Runs without the GIL.  A libhcomm failure sets *hc_rc (its code; the
+ * message is hcomm_errmsg()) and returns -PYPTO_ERR_IO.
+ */
+static int make_xport(struct hcomm_comm *comm, void *dev, size_t len,
+		      struct pypto_xport **x, struct hcomm_win **win,
+		      int *hc_rc)
+{
+	int rc;
+
+	*win = NULL;
+	if (!comm)
+		return pypto_xport_memcpy(x, dev, len);
+	rc = hcomm_win_create(comm, dev, len, win);
+	if (rc) {
+		*hc_rc = rc;
+		*win = NULL;
+		return -PYPTO_ERR_IO;
+	}
+	rc = pypto_xport_hcomm(x, comm, *win, hcomm_comm_rank(comm), dev);
+	if (rc) {
+		hcomm_win_free(*win);
+		*win = NULL;
+	}
+	return rc;
+}
+
+/* after make_xport (without the GIL): 0, or the libhcomm code */
+static int drop_xport(struct pypto_xport *x, struct hcomm_win *win)
+{
+	if (x)
+		pypto_xport_destroy(x);
+	return win ? hcomm_win_free(win) : 0;
+}
+
+static struct hcomm_comm *comm_of(PyObject *cap);
+
+/* the (rc, errno, msg) of a libhcomm failure, or None */
+static PyObject *hc_failure(int hc_rc)
+{
+	if (!hc_rc)
+		Py_RETURN_NONE;
+	return Py_BuildValue("(iis)", hc_rc, hcomm_errno(), hcomm_errmsg());
+}
+
+/*
+ * run(graph, config, device, comm) -> (rc, Run or None, hcomm failure or
+ * None).  device: None (no transfer tiles) or a writable buffer, the
+ * memory the transfer tiles address (make_xport: comm None or a
+ * communicator capsule).
  */
 static PyObject *py_run(PyObject *self, PyObject *a)
 {
 	struct pypto_xport *x = NULL;
+	struct hcomm_comm *comm = NULL;
+	struct hcomm_win *win = NULL;
 	struct pypto_run *r = NULL;
 	struct pypto_config cfg;
-	PyObject *conf, *ro, *dev = Py_None;
+	PyObject *conf, *ro, *dev = Py_None, *ocomm = Py_None;
 	GraphObject *g;
+	int rc = 0, hc_rc = 0, frc;
 	Py_buffer b;
-	int rc;
 
 	(void)self;
-	if (!PyArg_ParseTuple(a, "O!O|O", &GraphType, &g, &conf, &dev))
+	if (!PyArg_ParseTuple(a, "O!O|OO", &GraphType, &g, &conf, &dev, &ocomm))
 		return NULL;
 	if (config_from_dict(conf, &cfg))
 		return NULL;
-	if (dev != Py_None) {
-		if (PyObject_GetBuffer(dev, &b, PyBUF_WRITABLE |
-				       PyBUF_C_CONTIGUOUS))
+	if (ocomm != Py_None) {
+		comm = comm_of(ocomm);
+		if (!comm)
 			return NULL;
-		rc = pypto_xport_memcpy(&x, b.buf, (size_t)b.len);
-		if (rc) {
-			PyBuffer_Release(&b);
-			return Py_BuildValue("(iO)", rc, Py_None);
-		}
 	}
+	if (dev != Py_None &&
+	    PyObject_GetBuffer(dev, &b, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS))
+		return NULL;
 	Py_CLEAR(g->exc);
 	Py_BEGIN_ALLOW_THREADS
-	rc = pypto_run(g->g, &cfg, x, &r);
-	if (x)
-		pypto_xport_destroy(x);
+	if (dev != Py_None)
+		rc = make_xport(comm, b.buf, (size_t)b.len, &x, &win, &hc_rc);
+	if (!rc)
+		rc = pypto_run(g->g, &cfg, x, &r);
+	frc = drop_xport(x, win);
+	if (frc && !hc_rc)
+		hc_rc = frc;
 	Py_END_ALLOW_THREADS
 	if (dev != Py_None)
 		PyBuffer_Release(&b);
 	ro = wrap_run(r, (PyObject *)g);
 	if (!ro)
 		return NULL;
-	return Py_BuildValue("(iN)", rc, ro);
+	return Py_BuildValue("(iNN)", rc, ro, hc_failure(hc_rc));
 }
 
 static void graph_capsule_free(PyObject *cap)
@@ -711,13 +766,17 @@ static int get_f32(PyObject *o, Py_buffer *b, Py_ssize_t n, int writable,
 }
 
 /*
- * gemm(a, b, c, m, n, k, alpha, beta, config) -> (rc, Run or None):
- * the tiled SGEMM of libpypto into c, with the memcpy test transport
- * standing in for the device (no module needed).
+ * gemm(a, b, c, m, n, k, alpha, beta, config, comm) -> (rc, Run or None,
+ * hcomm failure or None): the tiled SGEMM of libpypto into c; its device
+ * buffer is this rank's window of comm, or (comm None) served by the
+ * memcpy test transport (no module needed): make_xport.
  */
 static PyObject *py_gemm(PyObject *self, PyObject *a)
 {
-	PyObject *oa, *ob, *oc, *conf, *ro;
+	PyObject *oa, *ob, *oc, *conf, *ro, *ocomm = Py_None;
+	struct hcomm_comm *comm = NULL;
+	struct hcomm_win *win = NULL;
+	int hc_rc = 0, frc;
 	struct pypto_gemm_args ga;
 	struct pypto_gemm *gm = NULL;
 	struct pypto_xport *x = NULL;
@@ -732,11 +791,16 @@ static PyObject *py_gemm(PyObject *self, PyObject *a)
 	int rc;
 
 	(void)self;
-	if (!PyArg_ParseTuple(a, "OOOIIIffO", &oa, &ob, &oc, &m, &n, &k,
-			      &alpha, &beta, &conf))
+	if (!PyArg_ParseTuple(a, "OOOIIIffO|O", &oa, &ob, &oc, &m, &n, &k,
+			      &alpha, &beta, &conf, &ocomm))
 		return NULL;
 	if (config_from_dict(conf, &cfg))
 		return NULL;
+	if (ocomm != Py_None) {
+		comm = comm_of(ocomm);
+		if (!comm)
+			return NULL;
+	}
 	if (get_f32(oa, &ba, (Py_ssize_t)m * k, 0, "a"))
 		return NULL;
 	if (get_f32(ob, &bb, (Py_ssize_t)k * n, 0, "b")) {
@@ -766,7 +830,7 @@ static PyObject *py_gemm(PyObject *self, PyObject *a)
 		rc = -PYPTO_ERR_NOMEM, dev = NULL;
 	if (!rc) {
 		memset(dev, 0, bytes);
-		rc = pypto_xport_memcpy(&x, dev, bytes);
+		rc = make_xport(comm, dev, bytes, &x, &win, &hc_rc);
 	}
 	if (!rc)
 		rc = pypto_graph_create(&g);
@@ -776,8 +840,9 @@ static PyObject *py_gemm(PyObject *self, PyObject *a)
 		rc = pypto_run(g, &cfg, x, &r);
 	if (gm)
 		pypto_gemm_free(gm);
-	if (x)
-		pypto_xport_destroy(x);
+	frc = drop_xport(x, win);
+	if (frc && !hc_rc)
+		hc_rc = frc;
 	Py_END_ALLOW_THREADS
 	PyBuffer_Release(&ba);
 	PyBuffer_Release(&bb);
@@ -803,7 +868,7 @@ static PyObject *py_gemm(PyObject *self, PyObject *a)
 	free(dev);
 	if (!ro)
 		return NULL;
-	return Py_BuildValue("(iN)", rc, ro);
+	return Py_BuildValue("(iNN)", rc, ro, hc_failure(hc_rc));
 }
 
 static PyObject *py_errmsg(PyObject *self, PyObject *unused)

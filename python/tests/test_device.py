@@ -103,3 +103,21 @@ def test_demo_kernel_transport():
         assert rc == 0 and "r%d: pypto.demo: C verified" % r in out, \
             "rank %d:\n%s" % (r, out)
     assert "over 2 ranks (transport kernel)" in outs[0][1], outs[0][1]
+
+
+def test_transfers_and_matmul_through_dev_hcomm(monkeypatch):
+    # the device buffers are windows of a one-rank communicator over
+    # /dev/hcomm: the transfer tiles are the module's transfers
+    from test_graph import one_rank_comm, staged_pipeline
+    with one_rank_comm(monkeypatch, None) as comm:
+        assert comm.transport == "kernel", comm.transport
+        run = staged_pipeline(comm)
+        assert "transport hcomm" in run.diagnosis["text"]
+        rng = np.random.default_rng(3)
+        a = rng.standard_normal((200, 150)).astype(np.float32)
+        b = rng.standard_normal((150, 120)).astype(np.float32)
+        c, run = pypto.profile(pypto.matmul, a, b, comm=comm,
+                               config={"tile_size": 64})
+        ref = a.astype(np.float64) @ b
+        assert np.max(np.abs(c - ref)) <= 1e-4 * np.max(np.abs(ref))
+        assert run.stats["tiles_transfer"] > 0

@@ -168,9 +168,10 @@ def test_profile_function_form():
     assert res is run and run.stats["tiles"] == 4
 
 
-def test_declared_transfers_pipeline():
+def staged_pipeline(comm=None):
     """Blocks of a matrix staged into device memory (double-buffered by
-    the graph's edges), scaled there by compute tiles, staged back."""
+    the graph's edges), scaled there by compute tiles, staged back; over
+    comm's window when given.  Returns the Run."""
     rng = np.random.default_rng(5)
     m = rng.standard_normal((96, 80)).astype(np.float32)
     out = np.zeros_like(m)
@@ -194,11 +195,42 @@ def test_declared_transfers_pipeline():
             last[slot] = g.get(out[i:i + b, j:j + b], off, name="st%d" % n,
                                deps=[c])
             n += 1
-    run = g.run({"workers": 2, "prefetch_depth": 1}, device=dev)
+    run = g.run({"workers": 2, "prefetch_depth": 1}, device=dev, comm=comm)
     assert np.array_equal(out, 2 * m)
     st = run.stats
     assert st["tiles_transfer"] == 2 * n and st["tiles_compute"] == n
     assert st["xfer_bytes"] == 2 * n * blk
+    return run
+
+
+def one_rank_comm(monkeypatch, transport):
+    """A communicator of this process alone (no launcher variables)."""
+    for k in ("HCOMM_RANK", "HCOMM_WORLD_SIZE", "HCOMM_ROOT_ADDR",
+              "HCOMM_RANK_TABLE", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID",
+              "PMI_RANK"):
+        monkeypatch.delenv(k, raising=False)
+    if transport:
+        monkeypatch.setenv("HCOMM_TRANSPORT", transport)
+    else:
+        monkeypatch.delenv("HCOMM_TRANSPORT", raising=False)
+    return pypto.hcomm.Communicator()
+
+
+def test_declared_transfers_pipeline():
+    run = staged_pipeline()
+    assert "memcpy" in run.diagnosis["text"]
+
+
+def test_declared_transfers_through_hcomm(monkeypatch):
+    # the device array is the rank's window: puts and gets through
+    # libhcomm (its tcp transport here; /dev/hcomm in test_device.py)
+    with one_rank_comm(monkeypatch, "tcp") as comm:
+        run = staged_pipeline(comm)
+        assert "transport hcomm" in run.diagnosis["text"]
+        with pytest.raises(ValueError, match="device="):
+            pypto.Graph().run(comm=comm)
+    with pytest.raises(ValueError, match="open hcomm.Communicator"):
+        staged_pipeline(comm)            # destroyed
 
 
 def test_transfer_errors():
