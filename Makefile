@@ -22,7 +22,7 @@ BUILD := $(CURDIR)/build
 KVERS ?= $(shell for d in /lib/modules/*/build; do \
 	[ -d "$$d" ] && basename "$$(dirname "$$d")"; done | sort -V)
 
-.PHONY: all lib pypto python selftests bench libvm man modules check demo lint install \
+.PHONY: all lib pypto python selftests bench libvm man modules check demo fuzz lint install \
 	uninstall modules_install modules_uninstall dkms_install clean
 
 all: lib pypto python selftests bench libvm modules
@@ -58,6 +58,11 @@ check:
 
 demo:
 	scripts/demo.sh
+
+# The uapi fuzzer with a long budget on the debug kernel (FUZZ_OPS,
+# FUZZ_SEED, FUZZ_THREADS; Documentation/reliability.rst).
+fuzz:
+	scripts/fuzz.sh
 
 lint:
 	scripts/lint.sh
