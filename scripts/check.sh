@@ -193,8 +193,8 @@ rc=$?
 p=0 f=0 lines=0
 while read -r _ np _ nf _; do
 	p=$((p + np)) f=$((f + nf)) lines=$((lines + 1))
-done < <(grep -E '^pypto-[a-z]+: [0-9]+ passed, [0-9]+ failed' "$logs/check-host-pypto-tests.log")
-want=6	# deque graph trace sched allreduce html
+done < <(grep -E '^pypto-[a-z-]+: [0-9]+ passed, [0-9]+ failed' "$logs/check-host-pypto-tests.log")
+want=13	# deque graph trace sched allreduce html dist, tsan: sched deque, asan: sched graph trace deque
 [ "$lines" -lt "$want" ] && f=$((f + want - lines))
 [ $rc -ne 0 ] && [ "$f" -eq 0 ] && f=1
 echo "rc=$rc $p passed, $f failed in $lines programs ($(since "$t")s)" >&2

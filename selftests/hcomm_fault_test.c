@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Fault injection: registrations that fail inside the kernel (failslab and
+ * Fault injection: commands that fail inside the kernel (failslab and
  * fail_page_alloc, limited to this task) must fail cleanly, with every
- * gauge exactly accounting for the regions that did succeed, and nothing
- * left behind once the context closes.  The debug kernel's kmemleak scan
- * after the run catches anything leaked on those error paths.
+ * gauge exactly accounting for what did succeed, and nothing left behind
+ * once the context closes.  Sites: REG_MEM, REG_DMABUF, the registration
+ * cache, XFER (inline and engine, with doorbell signals), and QUERY,
+ * GRANT, SET_QOS, SET_CTX, CANCEL, FENCE, DB_WAIT, the doorbell mmap and
+ * io_uring rings (other_commands_under_injection).  The debug kernel's
+ * kmemleak scan after the run catches anything leaked on those error
+ * paths.  fail_usercopy is not in the debug kernel's configuration.
  *
  * Needs CONFIG_FAILSLAB, CONFIG_FAIL_PAGE_ALLOC and
  * CONFIG_FAULT_INJECTION_DEBUG_FS (the debug kernel); run_tests.sh runs it
@@ -360,6 +364,128 @@ TEST_F_TIMEOUT(fault, xfer_under_injection, 600)
 	ASSERT_EQ(0, hc_dereg(self->fd, NULL, rd.region));
 	munmap(src, len);
 	munmap(dst, len);
+}
+
+/*
+ * The other commands under injection, through ioctl and io_uring: QUERY,
+ * GRANT, SET_QOS, SET_CTX, CANCEL, FENCE, DB_WAIT (the first parks the
+ * wait machinery) and the doorbell mmap (the first allocates the
+ * doorbell pages).  Each either works or fails with ENOMEM (DB_WAIT also
+ * with ETIME, its timeout; a ring whose own allocation failed is
+ * skipped), and afterwards the context works normally and every gauge is
+ * back.
+ */
+TEST_F_TIMEOUT(fault, other_commands_under_injection, 600)
+{
+	const size_t len = 64 * KiB;
+	char *buf = map_anon(len);
+	unsigned int ok[9] = { 0 }, failed[9] = { 0 }, xport = 0, i, k;
+	struct hcomm_reg_mem r;
+	struct hcomm_info info;
+	struct io_uring ring;
+	bool have_ring = false;
+	static const char *const what[9] = {
+		"QUERY", "GRANT", "SET_QOS", "SET_CTX", "CANCEL", "FENCE",
+		"DB_WAIT", "mmap", "io_uring setup",
+	};
+
+	ASSERT_NE(NULL, buf);
+	touch(buf, len);
+	ASSERT_EQ(0, hc_reg_mem(self->fd, NULL, buf, len, ACC_RW, &r));
+	for (i = 0; i < ROUNDS / 2; i++) {
+		struct hcomm_extent ext[4];
+		struct hcomm_query q = { .region = r.region,
+					 .extents = (uintptr_t)ext,
+					 .max_extents = 4 };
+		struct hcomm_grant g = { .region = r.region,
+					 .scope = 1 + i % 3,
+					 .access = HCOMM_ACCESS_REMOTE_READ };
+		struct hcomm_qos qos = { .min_rate = i % 20,
+					 .max_rate = 50 + i % 51,
+					 .priority = i % 8 };
+		struct hcomm_ctx_opts co = { .mask = HCOMM_CTX_CACHE_LIMIT |
+						     HCOMM_CTX_MAX_INLINE,
+					     .max_inline = 4096 + i,
+					     .cache_limit = (i % 4) * MiB };
+		struct hcomm_cancel c = { .tag = i, .flags = i % 2 };
+		struct hcomm_fence f = { .tag = i };
+		struct hcomm_db_wait w = { .index = i % 8, .value = ~0ULL,
+					   .timeout_ns = 100000 };
+		void *args[7] = { &q, &g, &qos, &co, &c, &f, &w };
+		static const unsigned int cmds[7] = {
+			HCOMM_CMD_QUERY, HCOMM_CMD_GRANT, HCOMM_CMD_SET_QOS,
+			HCOMM_CMD_SET_CTX, HCOMM_CMD_CANCEL, HCOMM_CMD_FENCE,
+			HCOMM_CMD_DB_WAIT,
+		};
+		void *db;
+		int ret;
+
+		/* a fresh ring every 8 rounds: its setup is injected too */
+		if (i % 8 == 0) {
+			if (have_ring)
+				io_uring_queue_exit(&ring);
+			inject(true);
+			have_ring = !io_uring_queue_init(8, &ring, 0);
+			inject(false);
+			(have_ring ? ok : failed)[8]++;
+		}
+		for (k = 0; k < 7; k++) {
+			bool uring = have_ring && (i / 2) % 2;
+
+			inject(true);
+			ret = submit(self->fd, uring ? &ring : NULL, cmds[k],
+				     args[k]);
+			inject(false);
+			if (!ret) {
+				ok[k]++;
+				continue;
+			}
+			if (uring && ret <= HC_XPORT_ERR) {
+				/*
+				 * io_uring's own allocation failed (submit
+				 * or the request): not hcomm's; the ring is
+				 * dropped until the next fresh one.
+				 */
+				xport++;
+				io_uring_queue_exit(&ring);
+				have_ring = false;
+				continue;
+			}
+			failed[k]++;
+			ASSERT_TRUE(ret == -ENOMEM ||
+				    (uring && ret == -EAGAIN) ||
+				    (k == 6 && ret == -ETIME) ||
+				    (k == 2 && ret == -ENOSPC))
+				TH_LOG("round %u: %s through %s: %d (%s)", i,
+				       what[k], uring ? "io_uring" : "ioctl",
+				       ret, strerror(-ret));
+		}
+		inject(true);
+		db = mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_SHARED,
+			  self->fd, HCOMM_MMAP_DOORBELLS);
+		ret = db == MAP_FAILED ? -errno : 0;
+		inject(false);
+		if (!ret) {
+			ok[7]++;
+			*(volatile uint64_t *)db += 1;
+			munmap(db, PG);
+		} else {
+			failed[7]++;
+			ASSERT_EQ(-ENOMEM, ret) TH_LOG("round %u: mmap: %s", i,
+						       strerror(-ret));
+		}
+	}
+	if (have_ring)
+		io_uring_queue_exit(&ring);
+	for (k = 0; k < 9; k++)
+		TH_LOG("%-14s %3u worked, %3u failed by injection", what[k],
+		       ok[k], failed[k]);
+	TH_LOG("io_uring submissions failed by injection: %u", xport);
+	/* everything works again, and nothing was left behind */
+	memset(&info, 0, sizeof(info));
+	ASSERT_EQ(0, submit(self->fd, NULL, HCOMM_CMD_GET_INFO, &info));
+	ASSERT_EQ(0, hc_dereg(self->fd, NULL, r.region));
+	munmap(buf, len);
 }
 
 TEST_HARNESS_MAIN

@@ -79,6 +79,93 @@ static uint64_t rnd(void)
 }
 
 /* Random DAG: edges only from lower to higher ids. */
+
+/*
+ * Random DAGs in which random tiles fail, many times: the run ends with
+ * PYPTO_ERR_TASK, no tile runs twice, no tile downstream of a failed one
+ * (transitively) runs, every consumer that ran started after its
+ * producers finished, and the graph runs again cleanly once nothing
+ * fails.  Under ThreadSanitizer too (make -C pypto sanitize-check).
+ */
+static void test_random_failures(unsigned int iters)
+{
+	unsigned int it, bad_rc = 0, twice = 0, downstream = 0, order = 0;
+	unsigned int rerun = 0;
+
+	for (it = 0; it < iters; it++) {
+		uint32_t n = 200 + (uint32_t)(rnd() % 1800), i, e, k, ne = 0;
+		uint32_t workers = 1 + (uint32_t)(rnd() % 6);
+		struct pypto_config c = cfg_of(workers, 1);
+		struct node *nodes = calloc(n, sizeof(*nodes));
+		uint32_t (*edges)[2] = calloc((size_t)n * 3, sizeof(*edges));
+		unsigned char *tainted = calloc(n, 1);
+		struct pypto_graph *g;
+		int rc;
+
+		pypto_graph_create(&g);
+		for (i = 0; i < n; i++) {
+			nodes[i].nap_us = (rnd() % 50 == 0) ? 100 : 0;
+			pypto_add_compute(g, NULL, node_fn, &nodes[i],
+					  PYPTO_ANY_DEVICE);
+		}
+		for (i = 1; i < n; i++) {
+			uint32_t deg = (uint32_t)(rnd() % 4);
+
+			for (e = 0; e < deg; e++) {
+				uint32_t from = (uint32_t)(rnd() % i);
+
+				pypto_add_dep(g, from, i);
+				edges[ne][0] = from;
+				edges[ne][1] = i;
+				ne++;
+			}
+		}
+		for (k = 1 + (uint32_t)(rnd() % 3); k; k--) {
+			i = (uint32_t)(rnd() % n);
+			nodes[i].fail = 1 + (int)(rnd() % 5);
+			tainted[i] = 2;		/* failed itself */
+		}
+		/* edges go from lower to higher ids: one pass taints */
+		for (e = 0; e < ne; e++)
+			if (tainted[edges[e][0]] && !tainted[edges[e][1]])
+				tainted[edges[e][1]] = 1;
+		/* edges are in increasing consumer order, so repeat once */
+		for (e = 0; e < ne; e++)
+			if (tainted[edges[e][0]] && !tainted[edges[e][1]])
+				tainted[edges[e][1]] = 1;
+		rc = pypto_run(g, &c, NULL, NULL);
+		bad_rc += rc != -PYPTO_ERR_TASK;
+		for (i = 0; i < n; i++) {
+			twice += atomic_load(&nodes[i].runs) > 1;
+			downstream += tainted[i] == 1 &&
+				      atomic_load(&nodes[i].runs) > 0;
+		}
+		for (e = 0; e < ne; e++)
+			if (atomic_load(&nodes[edges[e][1]].runs) &&
+			    !after(&nodes[edges[e][0]], &nodes[edges[e][1]]))
+				order++;
+		/* nothing fails now: every tile exactly once more */
+		for (i = 0; i < n; i++) {
+			nodes[i].fail = 0;
+			atomic_store(&nodes[i].runs, 0);
+		}
+		rc = pypto_run(g, &c, NULL, NULL);
+		for (i = 0; i < n && !rc; i++)
+			if (atomic_load(&nodes[i].runs) != 1)
+				rc = -1;
+		rerun += rc != 0;
+		pypto_graph_destroy(g);
+		free(nodes);
+		free(edges);
+		free(tainted);
+	}
+	ok(!bad_rc && !twice && !downstream && !order && !rerun,
+	   "%u random DAGs with failing tiles: %u runs not PYPTO_ERR_TASK, "
+	   "%u tiles ran twice, %u downstream of a failure ran, %u started "
+	   "before a producer finished, %u clean re-runs wrong", iters,
+	   bad_rc, twice, downstream, order, rerun);
+}
+
 static void test_random_dag(uint32_t n, uint32_t workers, uint32_t devices)
 {
 	struct pypto_config c = cfg_of(workers, devices);
@@ -798,10 +885,20 @@ static void test_refused(void)
 	refuse_destroy(x);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	uint32_t d;
 
+	/* --sched: the scheduler alone (the sanitizer builds: no OpenBLAS) */
+	if (argc > 1 && !strcmp(argv[1], "--sched")) {
+		test_random_dag(5000, 1, 1);
+		test_random_dag(5000, 4, 2);
+		test_wide_and_chain(4);
+		test_errors();
+		test_transfers(5);
+		test_random_failures(40);
+		return tap_done("pypto-sched");
+	}
 	test_random_dag(5000, 1, 1);
 	test_random_dag(20000, 2, 1);
 	test_random_dag(20000, 4, 2);
@@ -809,6 +906,7 @@ int main(void)
 	test_wide_and_chain(2);
 	test_wide_and_chain(4);
 	test_errors();
+	test_random_failures(200);
 	test_refused();
 	test_transfers(0);
 	test_transfers(5);
