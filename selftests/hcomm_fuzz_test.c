@@ -34,6 +34,11 @@
  * Thread t draws from seed + t, so a thread's command stream is the same
  * for the same seed (their interleaving is not).  On a failure the last
  * commands of the failing thread are printed.
+ *
+ * kill_at_random_points and kill_owner_or_peer: 100 times each, processes
+ * busy registering, transferring (alone, or through a region one grants
+ * the other) and waiting are SIGKILLed at random points; every command
+ * before the kill ends with a documented errno and the gauges come back.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -1286,6 +1291,228 @@ TEST(fuzz)
 		hcomm_gauges_dump(stderr, "after the fuzz", &before, &now);
 	free(t);
 	munmap(sh, sizeof(*sh));
+}
+
+/* ------------------------------------------------------ kill -9 */
+
+/*
+ * A process that registers, transfers (inline and on the engine, through
+ * ioctl and io_uring), signals and waits in a loop until it is killed.
+ * With a shared key (peer != 0) it transfers from and into that region
+ * too; key_out (when not NULL) receives the key of a region it granted
+ * to anyone.  Exits 1 when a command ends with an errno outside the
+ * documented set, 2 when setup fails.
+ */
+static int busy_main(uint64_t seed, _Atomic uint64_t *key_out,
+		     _Atomic uint64_t *peer)
+{
+	struct thr t = { .rng = seed };
+	const size_t len = 256 * KiB;
+	char *a = map_anon(len), *b = map_anon(len);
+	int fd = open(HCOMM_DEV, O_RDWR | O_CLOEXEC);
+	struct hcomm_reg_mem ra = { 0 }, rb = { 0 };
+	struct io_uring ring;
+	bool have_ring = !io_uring_queue_init(16, &ring, 0);
+	unsigned int inflight = 0;
+
+	if (!a || !b || fd < 0)
+		return 2;
+	memset(a, 0x5a, len);
+	ra.addr = (uintptr_t)a;
+	ra.len = len;
+	ra.access = HCOMM_ACCESS_ALL;
+	if (ioctl(fd, HCOMM_CMD_REG_MEM, &ra))
+		return 2;
+	if (key_out) {
+		struct hcomm_grant g = { .region = ra.region,
+					 .scope = HCOMM_GRANT_ANY,
+					 .access = HCOMM_ACCESS_REMOTE_READ |
+						   HCOMM_ACCESS_REMOTE_WRITE };
+
+		if (ioctl(fd, HCOMM_CMD_GRANT, &g))
+			return 2;
+		atomic_store(key_out, ra.key);
+	}
+	for (;;) {
+		struct hcomm_xfer x = { 0 };
+		struct hcomm_db_wait w = { 0 };
+		struct hcomm_dereg d = { 0 };
+		uint64_t other = peer ? atomic_load(peer) : 0;
+		int ret = 0;
+
+		switch (below(&t, 5)) {
+		case 0:		/* register, maybe deregister */
+			memset(&rb, 0, sizeof(rb));
+			rb.addr = (uintptr_t)b + below(&t, len / 2);
+			rb.len = 1 + below(&t, len / 2);
+			rb.access = HCOMM_ACCESS_LOCAL_WRITE;
+			rb.flags = (uint32_t)below(&t, 2);
+			ret = ioctl(fd, HCOMM_CMD_REG_MEM, &rb) ? -errno : 0;
+			if (!ret && chance(&t, 50)) {
+				d.region = rb.region;
+				ret = ioctl(fd, HCOMM_CMD_DEREG, &d) ? -errno : 0;
+			}
+			break;
+		case 1: case 2:	/* a transfer, maybe with the peer */
+			x.src_key = ra.key;
+			x.dst_key = ra.key;
+			if (other && chance(&t, 60)) {
+				if (chance(&t, 50))
+					x.src_key = other;
+				else
+					x.dst_key = other;
+			}
+			x.src_off = below(&t, len / 2);
+			x.dst_off = below(&t, len / 2);
+			x.len = below(&t, len / 2);
+			x.flags = HCOMM_XFER_DB_ADD |
+				  (chance(&t, 50) ? HCOMM_XFER_NO_INLINE : 0);
+			x.db_index = (uint32_t)below(&t, 4);
+			x.db_value = 1;
+			if (have_ring && chance(&t, 50)) {
+				struct io_uring_sqe *sqe;
+				struct hcomm_uring_cmd pl;
+				struct io_uring_cqe *cqe;
+
+				while (inflight &&
+				       !io_uring_peek_cqe(&ring, &cqe)) {
+					if (cqe->res < 0 && !errno_ok(-cqe->res))
+						return 1;
+					io_uring_cqe_seen(&ring, cqe);
+					inflight--;
+				}
+				sqe = io_uring_get_sqe(&ring);
+				if (!sqe)
+					break;
+				memset(sqe, 0, sizeof(*sqe));
+				sqe->opcode = IORING_OP_URING_CMD;
+				sqe->fd = fd;
+				sqe->cmd_op = HCOMM_CMD_XFER;
+				pl = (struct hcomm_uring_cmd){
+					.addr = (uintptr_t)&x,
+					.size = sizeof(x) };
+				memcpy((char *)sqe + offsetof(struct io_uring_sqe,
+							      cmd),
+				       &pl, sizeof(pl));
+				/* the argument is read at submission */
+				if (io_uring_submit(&ring) == 1)
+					inflight++;
+			} else {
+				ret = ioctl(fd, HCOMM_CMD_XFER, &x) ? -errno : 0;
+			}
+			break;
+		case 3:		/* a short wait */
+			w.index = (uint32_t)below(&t, 4);
+			w.value = below(&t, 1000);
+			w.timeout_ns = 1 + below(&t, 1000000);
+			ret = ioctl(fd, HCOMM_CMD_DB_WAIT, &w) ? -errno : 0;
+			break;
+		default:	/* wait for everything in flight */
+			if (have_ring && inflight >= 8) {
+				struct io_uring_cqe *cqe;
+
+				while (inflight &&
+				       !io_uring_wait_cqe(&ring, &cqe)) {
+					if (cqe->res < 0 && !errno_ok(-cqe->res))
+						return 1;
+					io_uring_cqe_seen(&ring, cqe);
+					inflight--;
+				}
+			}
+			break;
+		}
+		if (ret < 0 && !errno_ok(-ret)) {
+			fprintf(stderr, "# busy %d: errno %d (%s)\n", getpid(),
+				-ret, strerror(-ret));
+			return 1;
+		}
+	}
+}
+
+/*
+ * kill -9 at random points: 100 times, a process registering,
+ * transferring and waiting is killed after 0 to 30 ms; the gauges must
+ * come back each time (exit of a context with everything in flight).
+ */
+TEST(kill_at_random_points)
+{
+	uint64_t seed = env_u64("HCOMM_FUZZ_SEED", 1);
+	struct thr r = { .rng = seed };
+	struct hcomm_stats before, now;
+	unsigned int i, early = 0;
+
+	ASSERT_EQ(0, hcomm_stats_read(&before));
+	for (i = 0; i < 100; i++) {
+		pid_t pid = fork();
+		int st;
+
+		ASSERT_LE(0, pid);
+		if (!pid)
+			_exit(busy_main(seed + i, NULL, NULL));
+		hc_sleep_ms((unsigned int)below(&r, 31));
+		kill(pid, SIGKILL);
+		ASSERT_EQ(pid, waitpid(pid, &st, 0));
+		/* it must not have ended on its own (an error) */
+		if (!WIFSIGNALED(st)) {
+			early++;
+			TH_LOG("iteration %u: exit status %d before the kill",
+			       i, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+		}
+		ASSERT_EQ(0, hcomm_gauges_wait(&before, &now, 10000))
+			hcomm_gauges_dump(stderr, "after a kill", &before, &now);
+	}
+	EXPECT_EQ(0, early);
+}
+
+/*
+ * The same with two processes sharing a region: the owner grants it to
+ * anyone and both transfer through it; one of them (owner or peer, in
+ * turn) is killed at a random point, the other 0 to 20 ms later.  The
+ * survivor's commands in between end with a documented errno (never a
+ * hang: both are killed in the end), and the gauges come back.
+ */
+TEST(kill_owner_or_peer)
+{
+	uint64_t seed = env_u64("HCOMM_FUZZ_SEED", 1);
+	struct thr r = { .rng = seed ^ 0xabcdef };
+	struct hcomm_stats before, now;
+	_Atomic uint64_t *key;
+	unsigned int i, early = 0;
+
+	key = mmap(NULL, PG, PROT_READ | PROT_WRITE,
+		   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, key);
+	ASSERT_EQ(0, hcomm_stats_read(&before));
+	for (i = 0; i < 100; i++) {
+		pid_t owner, peer, first, second;
+		int st;
+
+		atomic_store(key, 0);
+		owner = fork();
+		ASSERT_LE(0, owner);
+		if (!owner)
+			_exit(busy_main(seed + 2 * i, key, NULL));
+		peer = fork();
+		ASSERT_LE(0, peer);
+		if (!peer)
+			_exit(busy_main(seed + 2 * i + 1, NULL, key));
+		hc_sleep_ms(5 + (unsigned int)below(&r, 26));
+		first = i % 2 ? peer : owner;
+		second = i % 2 ? owner : peer;
+		kill(first, SIGKILL);
+		ASSERT_EQ(first, waitpid(first, &st, 0));
+		early += !WIFSIGNALED(st);
+		hc_sleep_ms((unsigned int)below(&r, 21));
+		kill(second, SIGKILL);
+		ASSERT_EQ(second, waitpid(second, &st, 0));
+		early += !WIFSIGNALED(st);
+		ASSERT_EQ(0, hcomm_gauges_wait(&before, &now, 10000))
+			hcomm_gauges_dump(stderr, "after the kills", &before,
+					  &now);
+	}
+	EXPECT_EQ(0, early) TH_LOG("processes that ended before their kill "
+				   "(an unexpected errno, or setup)");
+	munmap((void *)key, PG);
 }
 
 TEST_HARNESS_MAIN
