@@ -34,7 +34,13 @@ static int hcomm_vat_grow(struct hcomm_vat *vat)
 	/* kvmalloc() warns above INT_MAX bytes: refuse quietly instead. */
 	if (cap > INT_MAX / sizeof(*ext))
 		return -ENOMEM;
-	ext = kvmalloc_array(cap, sizeof(*ext), GFP_KERNEL_ACCOUNT);
+	/*
+	 * The size follows the caller's region: a failure is the caller's
+	 * -ENOMEM, not a kernel warning (a vmalloc fallback that fails
+	 * would print one, with a call trace).
+	 */
+	ext = kvmalloc_array(cap, sizeof(*ext),
+			     GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
 	if (!ext)
 		return -ENOMEM;
 	if (vat->nr)

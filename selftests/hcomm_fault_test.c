@@ -386,12 +386,14 @@ TEST_F_TIMEOUT(fault, other_commands_under_injection, 600)
 	bool have_ring = false;
 	static const char *const what[9] = {
 		"QUERY", "GRANT", "SET_QOS", "SET_CTX", "CANCEL", "FENCE",
-		"DB_WAIT", "mmap", "io_uring setup",
+		"DB_WAIT", "mmap", "io_uring ring",
 	};
 
 	ASSERT_NE(NULL, buf);
 	touch(buf, len);
 	ASSERT_EQ(0, hc_reg_mem(self->fd, NULL, buf, len, ACC_RW, &r));
+	memset(&info, 0, sizeof(info));
+	ASSERT_EQ(0, submit(self->fd, NULL, HCOMM_CMD_GET_INFO, &info));
 	for (i = 0; i < ROUNDS / 2; i++) {
 		struct hcomm_extent ext[4];
 		struct hcomm_query q = { .region = r.region,
@@ -405,7 +407,8 @@ TEST_F_TIMEOUT(fault, other_commands_under_injection, 600)
 					 .priority = i % 8 };
 		struct hcomm_ctx_opts co = { .mask = HCOMM_CTX_CACHE_LIMIT |
 						     HCOMM_CTX_MAX_INLINE,
-					     .max_inline = 4096 + i,
+					     .max_inline = info.max_inline >>
+							   (i % 3),
 					     .cache_limit = (i % 4) * MiB };
 		struct hcomm_cancel c = { .tag = i, .flags = i % 2 };
 		struct hcomm_fence f = { .tag = i };
@@ -420,13 +423,15 @@ TEST_F_TIMEOUT(fault, other_commands_under_injection, 600)
 		void *db;
 		int ret;
 
-		/* a fresh ring every 8 rounds: its setup is injected too */
+		/*
+		 * A fresh ring every 8 rounds, set up without injection
+		 * (io_uring's own allocations fail it nearly always, and
+		 * then no command would take the io_uring path).
+		 */
 		if (i % 8 == 0) {
 			if (have_ring)
 				io_uring_queue_exit(&ring);
-			inject(true);
 			have_ring = !io_uring_queue_init(8, &ring, 0);
-			inject(false);
 			(have_ring ? ok : failed)[8]++;
 		}
 		for (k = 0; k < 7; k++) {
@@ -436,8 +441,8 @@ TEST_F_TIMEOUT(fault, other_commands_under_injection, 600)
 			ret = submit(self->fd, uring ? &ring : NULL, cmds[k],
 				     args[k]);
 			inject(false);
-			if (!ret) {
-				ok[k]++;
+			if (!ret || (k == 6 && ret == -ETIME)) {
+				ok[k]++;	/* a wait may end by its timeout */
 				continue;
 			}
 			if (uring && ret <= HC_XPORT_ERR) {
@@ -454,7 +459,6 @@ TEST_F_TIMEOUT(fault, other_commands_under_injection, 600)
 			failed[k]++;
 			ASSERT_TRUE(ret == -ENOMEM ||
 				    (uring && ret == -EAGAIN) ||
-				    (k == 6 && ret == -ETIME) ||
 				    (k == 2 && ret == -ENOSPC))
 				TH_LOG("round %u: %s through %s: %d (%s)", i,
 				       what[k], uring ? "io_uring" : "ioctl",

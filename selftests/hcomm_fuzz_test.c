@@ -39,6 +39,9 @@
  * busy registering, transferring (alone, or through a region one grants
  * the other) and waiting are SIGKILLed at random points; every command
  * before the kill ends with a documented errno and the gauges come back.
+ *
+ * load: 64 contexts x 16 engine transfers in flight with registrations
+ * and waits for HCOMM_LOAD_SECS; memory and pins flat, gauges back.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -1513,6 +1516,240 @@ TEST(kill_owner_or_peer)
 	EXPECT_EQ(0, early) TH_LOG("processes that ended before their kill "
 				   "(an unexpected errno, or setup)");
 	munmap((void *)key, PG);
+}
+
+/* ----------------------------------------------------------- load */
+
+#define LOAD_CTX	64
+#define LOAD_DEPTH	16
+#define LOAD_THREADS	4
+
+struct load_thr {
+	unsigned int first;		/* its contexts: first .. first + 15 */
+	volatile int *stop;
+	uint64_t seed, done, failed, regs, waits;
+	int bad;			/* an errno outside the set */
+};
+
+static long meminfo_kb(const char *key)
+{
+	char line[256];
+	long v = -1;
+	FILE *f = fopen("/proc/meminfo", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, strlen(key)) &&
+		    line[strlen(key)] == ':')
+			v = strtol(line + strlen(key) + 1, NULL, 10);
+	fclose(f);
+	return v;
+}
+
+/*
+ * 16 contexts, each with its own ring holding LOAD_DEPTH engine transfers
+ * in flight (re-submitted as they complete), plus registrations and
+ * waits between, until *stop.
+ */
+static void *load_main(void *arg)
+{
+	struct load_thr *lt = arg;
+	const unsigned int n = LOAD_CTX / LOAD_THREADS;
+	const size_t len = 256 * KiB;
+	struct thr r = { .rng = lt->seed };
+	struct hcomm_xfer *x = calloc((size_t)n * LOAD_DEPTH, sizeof(*x));
+	struct io_uring *ring = calloc(n, sizeof(*ring));
+	int *fd = calloc(n, sizeof(int));
+	char *buf = map_anon(2 * len);
+	uint64_t key[LOAD_CTX];
+	unsigned int c, k;
+
+	if (!x || !ring || !fd || !buf) {
+		lt->bad = ENOMEM;
+		return NULL;
+	}
+	memset(buf, 1, 2 * len);
+	for (c = 0; c < n; c++) {
+		struct hcomm_reg_mem a = { .addr = (uintptr_t)buf,
+					   .len = 2 * len,
+					   .access = HCOMM_ACCESS_LOCAL_WRITE };
+
+		fd[c] = open(HCOMM_DEV, O_RDWR | O_CLOEXEC);
+		if (fd[c] < 0 || io_uring_queue_init(2 * LOAD_DEPTH, &ring[c], 0) ||
+		    ioctl(fd[c], HCOMM_CMD_REG_MEM, &a)) {
+			lt->bad = errno ? errno : EIO;
+			return NULL;
+		}
+		key[c] = a.key;
+	}
+	/* fill every ring, then keep it full */
+	for (c = 0; c < n; c++)
+		for (k = 0; k < LOAD_DEPTH; k++) {
+			struct hcomm_xfer *xf = &x[c * LOAD_DEPTH + k];
+			struct hcomm_uring_cmd pl;
+			struct io_uring_sqe *sqe = io_uring_get_sqe(&ring[c]);
+
+			if (!sqe) {
+				lt->bad = EBUSY;
+				return NULL;
+			}
+			xf->src_key = key[c];
+			xf->dst_key = key[c];
+			xf->src_off = 0;
+			xf->dst_off = len;
+			xf->len = 16 * KiB + below(&r, 48 * KiB);
+			xf->flags = HCOMM_XFER_NO_INLINE | HCOMM_XFER_DB_ADD;
+			xf->db_index = k;
+			xf->db_value = 1;
+			memset(sqe, 0, sizeof(*sqe));
+			sqe->opcode = IORING_OP_URING_CMD;
+			sqe->fd = fd[c];
+			sqe->cmd_op = HCOMM_CMD_XFER;
+			sqe->user_data = k;
+			pl = (struct hcomm_uring_cmd){ .addr = (uintptr_t)xf,
+						       .size = sizeof(*xf) };
+			memcpy((char *)sqe + offsetof(struct io_uring_sqe, cmd),
+			       &pl, sizeof(pl));
+		}
+	for (c = 0; c < n; c++)
+		io_uring_submit(&ring[c]);
+	while (!*lt->stop && !lt->bad) {
+		for (c = 0; c < n && !lt->bad; c++) {
+			struct io_uring_cqe *cqe;
+			unsigned int got = 0;
+
+			while (!io_uring_peek_cqe(&ring[c], &cqe)) {
+				struct io_uring_sqe *sqe;
+				struct hcomm_uring_cmd pl;
+
+				k = (unsigned int)cqe->user_data;
+				if (cqe->res)
+					lt->failed++;
+				else
+					lt->done++;
+				if (cqe->res < 0 && !errno_ok(-cqe->res))
+					lt->bad = -cqe->res;
+				io_uring_cqe_seen(&ring[c], cqe);
+				sqe = io_uring_get_sqe(&ring[c]);
+				if (!sqe) {
+					lt->bad = EBUSY;
+					break;
+				}
+				memset(sqe, 0, sizeof(*sqe));
+				sqe->opcode = IORING_OP_URING_CMD;
+				sqe->fd = fd[c];
+				sqe->cmd_op = HCOMM_CMD_XFER;
+				sqe->user_data = k;
+				pl = (struct hcomm_uring_cmd){
+					.addr = (uintptr_t)&x[c * LOAD_DEPTH + k],
+					.size = sizeof(struct hcomm_xfer) };
+				memcpy((char *)sqe +
+				       offsetof(struct io_uring_sqe, cmd),
+				       &pl, sizeof(pl));
+				got++;
+			}
+			if (got)
+				io_uring_submit(&ring[c]);
+			if (chance(&r, 5)) {	/* a registration, and back */
+				struct hcomm_reg_mem a = {
+					.addr = (uintptr_t)buf + below(&r, len),
+					.len = 1 + below(&r, len),
+					.access = HCOMM_ACCESS_LOCAL_WRITE,
+					.flags = (uint32_t)below(&r, 2) };
+				struct hcomm_dereg d = { 0 };
+
+				if (!ioctl(fd[c], HCOMM_CMD_REG_MEM, &a)) {
+					d.region = a.region;
+					ioctl(fd[c], HCOMM_CMD_DEREG, &d);
+					lt->regs++;
+				}
+			}
+			if (chance(&r, 5)) {	/* a short wait */
+				struct hcomm_db_wait w = {
+					.index = (uint32_t)below(&r, LOAD_DEPTH),
+					.value = ~0ULL, .timeout_ns = 100000 };
+
+				if (ioctl(fd[c], HCOMM_CMD_DB_WAIT, &w) &&
+				    errno != ETIME)
+					lt->bad = errno;
+				lt->waits++;
+			}
+		}
+	}
+	/* the rings go with everything in flight */
+	for (c = 0; c < n; c++) {
+		io_uring_queue_exit(&ring[c]);
+		close(fd[c]);
+	}
+	munmap(buf, 2 * len);
+	free(x);
+	free(ring);
+	free(fd);
+	return NULL;
+}
+
+/*
+ * Load: 64 contexts x 16 engine transfers in flight, with registrations
+ * and waits, for HCOMM_LOAD_SECS (default 20; make fuzz: 300).  Slab
+ * memory and the pinned pages are sampled after a warm-up and at the end:
+ * they must not grow (beyond 10 % of the slab: caches settle), and every
+ * gauge is back after the teardown.
+ */
+TEST(load)
+{
+	unsigned int secs = (unsigned int)env_u64("HCOMM_LOAD_SECS", 20), i;
+	struct load_thr lt[LOAD_THREADS] = { 0 };
+	pthread_t th[LOAD_THREADS];
+	struct hcomm_stats before, mid, end, now;
+	volatile int stop = 0;
+	uint64_t done = 0, failed = 0, regs = 0, waits = 0;
+	long slab0, slab1;
+
+	ASSERT_EQ(0, hcomm_stats_read(&before));
+	for (i = 0; i < LOAD_THREADS; i++) {
+		lt[i].first = i * (LOAD_CTX / LOAD_THREADS);
+		lt[i].stop = &stop;
+		lt[i].seed = env_u64("HCOMM_FUZZ_SEED", 7) + i;
+		ASSERT_EQ(0, pthread_create(&th[i], NULL, load_main, &lt[i]));
+	}
+	hc_sleep_ms(secs * 200);	/* a fifth: warm-up */
+	ASSERT_EQ(0, hcomm_stats_read(&mid));
+	slab0 = meminfo_kb("Slab");
+	hc_sleep_ms(secs * 800);
+	ASSERT_EQ(0, hcomm_stats_read(&end));
+	slab1 = meminfo_kb("Slab");
+	stop = 1;
+	for (i = 0; i < LOAD_THREADS; i++) {
+		pthread_join(th[i], NULL);
+		done += lt[i].done;
+		failed += lt[i].failed;
+		regs += lt[i].regs;
+		waits += lt[i].waits;
+		EXPECT_EQ(0, lt[i].bad) TH_LOG("load thread %u: errno %d (%s)",
+					       i, lt[i].bad,
+					       strerror(lt[i].bad));
+	}
+	TH_LOG("%u s: %llu transfers completed (%llu failed), %llu "
+	       "registrations, %llu waits; contexts %llu, xfers_active "
+	       "%llu -> %llu, pinned pages %llu -> %llu, slab %ld -> %ld kB",
+	       secs, (unsigned long long)done, (unsigned long long)failed,
+	       (unsigned long long)regs, (unsigned long long)waits,
+	       (unsigned long long)end.contexts,
+	       (unsigned long long)mid.xfers_active,
+	       (unsigned long long)end.xfers_active,
+	       (unsigned long long)mid.pinned_pages,
+	       (unsigned long long)end.pinned_pages, slab0, slab1);
+	EXPECT_EQ(LOAD_CTX + before.contexts, end.contexts);
+	EXPECT_GT(done, 0);
+	EXPECT_EQ(0, failed);
+	/* bounded: the same work in flight, the same pins, no slab growth */
+	/* each thread may hold one 256 KiB NOCACHE registration */
+	EXPECT_LE(end.pinned_pages, mid.pinned_pages + LOAD_THREADS * 65);
+	EXPECT_LE(end.xfers_active, (uint64_t)LOAD_CTX * LOAD_DEPTH);
+	EXPECT_LE(slab1, slab0 + slab0 / 10);
+	EXPECT_EQ(0, hcomm_gauges_wait(&before, &now, 20000))
+		hcomm_gauges_dump(stderr, "after the load", &before, &now);
 }
 
 TEST_HARNESS_MAIN
