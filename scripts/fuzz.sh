@@ -1,12 +1,13 @@
 #!/bin/bash
-# `make fuzz`: the uapi fuzzer (selftests/hcomm_fuzz_test) with a long
-# budget in a VM of the debug kernel (KASAN, lockdep, kmemleak, fault
-# injection built in), then rmmod and a kmemleak scan.  Passes only when
+# `make fuzz`: selftests/hcomm_fuzz_test with long budgets in a VM of the
+# debug kernel (KASAN, lockdep, kmemleak, fault injection built in): the
+# uapi fuzzer (FUZZ_OPS commands), the kill -9 tests, and the load test
+# for LOAD_SECS (default 300); then rmmod and a kmemleak scan.  Passes only when
 # the fuzzer passed (no unexpected errno, no lost completion, no access to
 # the victim's memory, gauges back to zero), hcomm.ko unloads, kmemleak
 # reports nothing and the console shows no kernel problem (vm-run.sh: 126).
 #
-#   make fuzz [FUZZ_OPS=1000000] [FUZZ_SEED=N] [FUZZ_THREADS=4]
+#   make fuzz [FUZZ_OPS=1000000] [FUZZ_SEED=N] [FUZZ_THREADS=4] [LOAD_SECS=300]
 #
 # The debug kernel is built on first use (about 15 minutes, cached like
 # make check's).  The console is build/logs/fuzz.log.
@@ -32,7 +33,7 @@ dbg=/sys/kernel/debug
 insmod $repo/build/kmod/debug/hcomm.ko || exit 1
 rc=0
 HCOMM_FUZZ_OPS=${FUZZ_OPS:-1000000} HCOMM_FUZZ_THREADS=${FUZZ_THREADS:-4} \\
-	${FUZZ_SEED:+HCOMM_FUZZ_SEED=$FUZZ_SEED} \\
+	HCOMM_LOAD_SECS=${LOAD_SECS:-300} ${FUZZ_SEED:+HCOMM_FUZZ_SEED=$FUZZ_SEED} \\
 	$repo/build/selftests/hcomm_fuzz_test || rc=1
 rmmod hcomm || { echo "fuzz: rmmod hcomm failed"; rc=1; }
 if [ -w \$dbg/kmemleak ]; then

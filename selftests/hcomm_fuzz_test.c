@@ -510,6 +510,20 @@ static void drop_region(struct thr *t, unsigned int i)
 	t->reg[i] = t->reg[--t->nreg];
 }
 
+/* a new region of ours (the oldest goes when the list is full) */
+static void add_region(struct thr *t, int fd, uint32_t id, uint64_t key,
+		       uint64_t len)
+{
+	if (t->nreg == NREG) {
+		struct hcomm_dereg d = { .region = t->reg[0].id };
+
+		ioctl(t->reg[0].fd, HCOMM_CMD_DEREG, &d);
+		drop_region(t, 0);
+	}
+	t->reg[t->nreg++] = (struct region){ id, key, len, fd };
+	keep_key(t, key);
+}
+
 /* -------------------------------------------------------- commands */
 
 static int do_reg(struct thr *t, int fd)
@@ -530,17 +544,8 @@ static int do_reg(struct thr *t, int fd)
 	     fd, (unsigned long long)a.addr, (unsigned long long)a.len,
 	     a.access, a.flags);
 	ret = issue(t, fd, HCOMM_CMD_REG_MEM, &a, false);
-	if (!ret) {
-		if (t->nreg == NREG) {
-			struct hcomm_dereg d = { .region = t->reg[0].id };
-
-			ioctl(t->reg[0].fd, HCOMM_CMD_DEREG, &d);
-			drop_region(t, 0);
-		}
-		t->reg[t->nreg++] = (struct region){ a.region, a.key, a.len,
-						     fd };
-		keep_key(t, a.key);
-	}
+	if (!ret)
+		add_region(t, fd, a.region, a.key, a.len);
 	return ret;
 }
 
@@ -572,17 +577,8 @@ static int do_dmabuf(struct thr *t, int fd)
 	note(t, "REG_DMABUF fd %d dmabuf %d off %llu len %llu", fd, a.fd,
 	     (unsigned long long)a.offset, (unsigned long long)a.len);
 	ret = issue(t, fd, HCOMM_CMD_REG_DMABUF, &a, false);
-	if (!ret) {
-		if (t->nreg == NREG) {
-			struct hcomm_dereg d = { .region = t->reg[0].id };
-
-			ioctl(t->reg[0].fd, HCOMM_CMD_DEREG, &d);
-			drop_region(t, 0);
-		}
-		t->reg[t->nreg++] = (struct region){ a.region, a.key, a.len,
-						     fd };
-		keep_key(t, a.key);
-	}
+	if (!ret)
+		add_region(t, fd, a.region, a.key, a.len);
 	return ret;
 }
 
@@ -1044,6 +1040,11 @@ static void fuzz_loop(struct thr *t, uint64_t n)
 				  t->last[(t->nlast - 1) % NLAST]);
 		if (t->have_ring && !(i % 8))
 			ring_reap(t, false);
+		/* progress, from one thread: long runs (make fuzz) show it */
+		if (!t->victim && !t->id && n >= 100000 && !((i + 1) % (n / 10)))
+			fprintf(stderr, "# fuzz: thread 0 at %llu of %llu "
+				"commands\n", (unsigned long long)(i + 1),
+				(unsigned long long)n);
 	}
 	ring_reap(t, true);
 	ring_close(t);

@@ -78,6 +78,30 @@ static uint64_t rnd(void)
 	return rnd_state;
 }
 
+/*
+ * 0 to 3 random producers for every tile but the first, always of lower
+ * ids (so a DAG), recorded in edges (room for 3 n); returns their count.
+ */
+static uint32_t random_edges(struct pypto_graph *g, uint32_t n,
+			     uint32_t (*edges)[2])
+{
+	uint32_t i, e, ne = 0;
+
+	for (i = 1; i < n; i++) {
+		uint32_t deg = (uint32_t)(rnd() % 4);
+
+		for (e = 0; e < deg; e++) {
+			uint32_t from = (uint32_t)(rnd() % i);
+
+			pypto_add_dep(g, from, i);
+			edges[ne][0] = from;
+			edges[ne][1] = i;
+			ne++;
+		}
+	}
+	return ne;
+}
+
 /* Random DAG: edges only from lower to higher ids. */
 
 /*
@@ -108,18 +132,7 @@ static void test_random_failures(unsigned int iters)
 			pypto_add_compute(g, NULL, node_fn, &nodes[i],
 					  PYPTO_ANY_DEVICE);
 		}
-		for (i = 1; i < n; i++) {
-			uint32_t deg = (uint32_t)(rnd() % 4);
-
-			for (e = 0; e < deg; e++) {
-				uint32_t from = (uint32_t)(rnd() % i);
-
-				pypto_add_dep(g, from, i);
-				edges[ne][0] = from;
-				edges[ne][1] = i;
-				ne++;
-			}
-		}
+		ne = random_edges(g, n, edges);
 		for (k = 1 + (uint32_t)(rnd() % 3); k; k--) {
 			i = (uint32_t)(rnd() % n);
 			nodes[i].fail = 1 + (int)(rnd() % 5);
@@ -184,18 +197,7 @@ static void test_random_dag(uint32_t n, uint32_t workers, uint32_t devices)
 				  (rnd() & 3) ? PYPTO_ANY_DEVICE :
 				  (int)(rnd() % devices));
 	}
-	for (i = 1; i < n; i++) {
-		uint32_t e, deg = (uint32_t)(rnd() % 4);
-
-		for (e = 0; e < deg; e++) {
-			uint32_t from = (uint32_t)(rnd() % i);
-
-			pypto_add_dep(g, from, i);
-			edges[ne][0] = from;
-			edges[ne][1] = i;
-			ne++;
-		}
-	}
+	ne = random_edges(g, n, edges);
 	rc = pypto_run(g, &c, NULL, &r);
 	for (i = 0; i < n; i++) {
 		once += atomic_load(&nodes[i].runs) == 1;
