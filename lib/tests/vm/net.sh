@@ -57,6 +57,8 @@ tcp-cb-locked-2|1|HCOMM_TRANSPORT=tcp HCOMM_VMTEST_TRANSPORT=tcp|cb --mode locke
 tcp-fence-2|1|HCOMM_TRANSPORT=tcp HCOMM_VMTEST_TRANSPORT=tcp|fence
 tcp-errors-2|1|HCOMM_TRANSPORT=tcp HCOMM_VMTEST_TRANSPORT=tcp|errors
 tcp-qps4-2|1|HCOMM_TRANSPORT=tcp HCOMM_NUM_QPS=4 HCOMM_VMTEST_TRANSPORT=tcp|putget --max $big
+tcp-netem-putget-2|1|HCOMM_TRANSPORT=tcp HCOMM_VMTEST_TRANSPORT=tcp NETSH_TC=faults|putget --max 4M
+tcp-netem-coll-2|1|HCOMM_TRANSPORT=tcp HCOMM_VMTEST_TRANSPORT=tcp NETSH_TC=faults HCOMM_COLL_TEST_QUICK=1|coll
 rdma-basic-2|1|HCOMM_TRANSPORT=rdma HCOMM_VMTEST_TRANSPORT=rdma|basic --expect env
 rdma-putget-2|1|HCOMM_TRANSPORT=rdma HCOMM_VMTEST_TRANSPORT=rdma|putget --max 1M
 rdma-signal-2|1|HCOMM_TRANSPORT=rdma HCOMM_VMTEST_TRANSPORT=rdma|signal
@@ -132,6 +134,10 @@ pypto-lost-2|1|NETSH_PROG=pypto/pypto_net_test OPENBLAS_CORETYPE=Prescott NETSH_
 # NETSH_TC=tcp-slow: TCP (IP protocol 6) out of eth0 goes through netem
 # with 40 ms of delay and 2 Mbit/s, RoCE (UDP, protocol 17) does not: the
 # probe must then find rdma faster; udp-slow the other way round.
+# NETSH_TC=faults: netem on all of eth0 in both VMs (1 % loss, 1 %
+# duplicates, 10 % reordered, 0.5 % corrupted, 1 ms delay): tcp's
+# retransmission and the frames' CRC32C keep every byte, which the
+# case's data checks verify.
 # Installed before the case's barrier (no QP exists yet), removed after
 # the last one.
 tc_slow() {
@@ -140,6 +146,13 @@ tc_slow() {
 		rate 2mbit &&
 	tc filter add dev eth0 parent 1: protocol ip prio 1 u32 \
 		match ip protocol "$1" 0xff flowid 1:3
+}
+# Every packet of eth0 (both directions: each VM sets its own) may be
+# lost, duplicated, reordered or corrupted (tcp-netem-*: the data checks
+# must hold and nothing may hang).
+tc_faults() {
+	tc qdisc add dev eth0 root netem delay 1ms reorder 10% 50% \
+		loss 1% duplicate 1% corrupt 0.5%
 }
 tc_clear() { tc qdisc del dev eth0 root 2>/dev/null; true; }
 
@@ -202,6 +215,7 @@ while IFS='|' read -r name ppn env args; do
 		case $e in
 		NETSH_TC=tcp-slow) tcslow=6 ;;
 		NETSH_TC=udp-slow) tcslow=17 ;;
+		NETSH_TC=faults) tcslow=faults ;;
 		NETSH_KILL=*) eargs+=(-k "${e#NETSH_KILL=}") ;;
 		NETSH_PROG=pypto/*) cprog=$repo/build/pypto/${e#NETSH_PROG=pypto/} ;;
 		NETSH_PROG=python/*|NETSH_PROG=pymod/*)
@@ -231,7 +245,13 @@ while IFS='|' read -r name ppn env args; do
 		skipped=$((skipped + 1))
 		continue
 	fi
-	if [ "$tcslow" != 0 ] && ! tc_slow "$tcslow"; then
+	if [ "$tcslow" = faults ]; then
+		if ! tc_faults; then
+			echo "not ok $i $name # tc netem could not be set up"
+			failed=$((failed + 1))
+			continue
+		fi
+	elif [ "$tcslow" != 0 ] && ! tc_slow "$tcslow"; then
 		echo "# tc could not slow TCP down"
 		tc_clear
 	fi
@@ -259,6 +279,10 @@ while IFS='|' read -r name ppn env args; do
 	esac
 	barrier "end-$name" $((case_timeout + 60)) ||
 		echo "# warning: the other VMs did not finish $name"
+	if [ "$tcslow" = faults ]; then	# what netem did to this VM's packets
+		echo "# netem on eth0: $(tc -s qdisc show dev eth0 | tr '\n' ' ' |
+			grep -oE 'Sent [0-9]+ bytes [0-9]+ pkt \(dropped [0-9]+')"
+	fi
 	[ "$tcslow" != 0 ] && tc_clear
 done <<< "$CASES"
 
