@@ -273,8 +273,6 @@ static void ring_close(struct thr *t)
 static int ring_cmd(struct thr *t, int fd, unsigned int cmd, void *arg,
 		    uint32_t size, uint32_t pflags, bool async)
 {
-	struct hcomm_uring_cmd pl = { .addr = (uintptr_t)arg, .size = size,
-				      .flags = pflags };
 	struct __kernel_timespec ts = { .tv_sec = CQE_WAIT_S };
 	struct io_uring_sqe *sqe;
 	struct io_uring_cqe *cqe;
@@ -296,13 +294,7 @@ static int ring_cmd(struct thr *t, int fd, unsigned int cmd, void *arg,
 	sqe = io_uring_get_sqe(&t->ring);
 	if (!sqe)
 		return -EBUSY;
-	memset(sqe, 0, (t->ring.flags & IORING_SETUP_SQE128) ?
-			2 * sizeof(*sqe) : sizeof(*sqe));
-	sqe->opcode = IORING_OP_URING_CMD;
-	sqe->fd = fd;
-	sqe->cmd_op = cmd;
-	memcpy((char *)sqe + offsetof(struct io_uring_sqe, cmd), &pl,
-	       sizeof(pl));
+	hc_sqe_cmd(&t->ring, sqe, fd, cmd, (uintptr_t)arg, size, pflags);
 	sqe->user_data = ++t->ops;
 	ret = io_uring_submit(&t->ring);
 	if (ret != 1)
@@ -1375,7 +1367,6 @@ static int busy_main(uint64_t seed, _Atomic uint64_t *key_out,
 			x.db_value = 1;
 			if (have_ring && chance(&t, 50)) {
 				struct io_uring_sqe *sqe;
-				struct hcomm_uring_cmd pl;
 				struct io_uring_cqe *cqe;
 
 				while (inflight &&
@@ -1388,16 +1379,8 @@ static int busy_main(uint64_t seed, _Atomic uint64_t *key_out,
 				sqe = io_uring_get_sqe(&ring);
 				if (!sqe)
 					break;
-				memset(sqe, 0, sizeof(*sqe));
-				sqe->opcode = IORING_OP_URING_CMD;
-				sqe->fd = fd;
-				sqe->cmd_op = HCOMM_CMD_XFER;
-				pl = (struct hcomm_uring_cmd){
-					.addr = (uintptr_t)&x,
-					.size = sizeof(x) };
-				memcpy((char *)sqe + offsetof(struct io_uring_sqe,
-							      cmd),
-				       &pl, sizeof(pl));
+				hc_sqe_cmd(&ring, sqe, fd, HCOMM_CMD_XFER,
+					   (uintptr_t)&x, sizeof(x), 0);
 				/* the argument is read at submission */
 				if (io_uring_submit(&ring) == 1)
 					inflight++;
@@ -1588,7 +1571,6 @@ static void *load_main(void *arg)
 	for (c = 0; c < n; c++)
 		for (k = 0; k < LOAD_DEPTH; k++) {
 			struct hcomm_xfer *xf = &x[c * LOAD_DEPTH + k];
-			struct hcomm_uring_cmd pl;
 			struct io_uring_sqe *sqe = io_uring_get_sqe(&ring[c]);
 
 			if (!sqe) {
@@ -1603,15 +1585,9 @@ static void *load_main(void *arg)
 			xf->flags = HCOMM_XFER_NO_INLINE | HCOMM_XFER_DB_ADD;
 			xf->db_index = k;
 			xf->db_value = 1;
-			memset(sqe, 0, sizeof(*sqe));
-			sqe->opcode = IORING_OP_URING_CMD;
-			sqe->fd = fd[c];
-			sqe->cmd_op = HCOMM_CMD_XFER;
+			hc_sqe_cmd(&ring[c], sqe, fd[c], HCOMM_CMD_XFER,
+				   (uintptr_t)xf, sizeof(*xf), 0);
 			sqe->user_data = k;
-			pl = (struct hcomm_uring_cmd){ .addr = (uintptr_t)xf,
-						       .size = sizeof(*xf) };
-			memcpy((char *)sqe + offsetof(struct io_uring_sqe, cmd),
-			       &pl, sizeof(pl));
 		}
 	for (c = 0; c < n; c++)
 		io_uring_submit(&ring[c]);
@@ -1622,7 +1598,6 @@ static void *load_main(void *arg)
 
 			while (!io_uring_peek_cqe(&ring[c], &cqe)) {
 				struct io_uring_sqe *sqe;
-				struct hcomm_uring_cmd pl;
 
 				k = (unsigned int)cqe->user_data;
 				if (cqe->res)
@@ -1637,17 +1612,10 @@ static void *load_main(void *arg)
 					lt->bad = EBUSY;
 					break;
 				}
-				memset(sqe, 0, sizeof(*sqe));
-				sqe->opcode = IORING_OP_URING_CMD;
-				sqe->fd = fd[c];
-				sqe->cmd_op = HCOMM_CMD_XFER;
+				hc_sqe_cmd(&ring[c], sqe, fd[c], HCOMM_CMD_XFER,
+					   (uintptr_t)&x[c * LOAD_DEPTH + k],
+					   sizeof(struct hcomm_xfer), 0);
 				sqe->user_data = k;
-				pl = (struct hcomm_uring_cmd){
-					.addr = (uintptr_t)&x[c * LOAD_DEPTH + k],
-					.size = sizeof(struct hcomm_xfer) };
-				memcpy((char *)sqe +
-				       offsetof(struct io_uring_sqe, cmd),
-				       &pl, sizeof(pl));
 				got++;
 			}
 			if (got)

@@ -388,13 +388,33 @@ static HC_UNUSED int hcomm_param_set(const char *name, uint64_t v)
  */
 #define HC_XPORT_ERR	(-100000)
 
+/*
+ * Fill sqe (from ring) as an IORING_OP_URING_CMD of cmd_op on fd whose
+ * payload names size bytes at addr with flags: the whole SQE is cleared
+ * first (both halves on an SQE128 ring).
+ */
+static HC_UNUSED void hc_sqe_cmd(struct io_uring *ring,
+				 struct io_uring_sqe *sqe, int fd,
+				 uint32_t cmd_op, uint64_t addr, uint32_t size,
+				 uint32_t flags)
+{
+	struct hcomm_uring_cmd pl = { .addr = addr, .size = size,
+				      .flags = flags };
+
+	memset(sqe, 0, (ring->flags & IORING_SETUP_SQE128) ?
+			2 * sizeof(*sqe) : sizeof(*sqe));
+	sqe->opcode = IORING_OP_URING_CMD;
+	sqe->fd = fd;
+	sqe->cmd_op = cmd_op;
+	memcpy((char *)sqe + offsetof(struct io_uring_sqe, cmd), &pl,
+	       sizeof(pl));
+}
+
 static HC_UNUSED int hcomm_uring_raw(struct io_uring *ring, int fd,
 				     uint32_t cmd_op, uint64_t addr,
 				     uint32_t size, uint32_t flags)
 {
 	static uint64_t seq;
-	struct hcomm_uring_cmd pl = { .addr = addr, .size = size,
-				      .flags = flags };
 	struct io_uring_sqe *sqe;
 	struct io_uring_cqe *cqe;
 	int ret;
@@ -404,13 +424,7 @@ static HC_UNUSED int hcomm_uring_raw(struct io_uring *ring, int fd,
 		fprintf(stderr, "# io_uring: no free SQE\n");
 		return HC_XPORT_ERR - 1;
 	}
-	memset(sqe, 0, (ring->flags & IORING_SETUP_SQE128) ?
-			2 * sizeof(*sqe) : sizeof(*sqe));
-	sqe->opcode = IORING_OP_URING_CMD;
-	sqe->fd = fd;
-	sqe->cmd_op = cmd_op;
-	memcpy((char *)sqe + offsetof(struct io_uring_sqe, cmd), &pl,
-	       sizeof(pl));
+	hc_sqe_cmd(ring, sqe, fd, cmd_op, addr, size, flags);
 	sqe->user_data = ++seq;
 
 	ret = io_uring_submit_and_wait(ring, 1);
