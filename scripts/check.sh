@@ -167,9 +167,12 @@ fi
 # (make stops at the first that fails: the later ones count one failure):
 # units (the module-free pieces), tcp (forked ranks over 127.0.0.1),
 # reduce (the collectives' kernels), coll (the collectives), tools,
-# coll-tsan (the collectives' threads under ThreadSanitizer).
+# coll-tsan (the collectives' threads under ThreadSanitizer), then
+# asan-lib, asan-units, asan-tcp, asan-reduce, asan-coll (AddressSanitizer
+# + UBSan).
 prev=$sum lines=""
-for what in units tcp reduce coll tools coll-tsan; do
+for what in units tcp reduce coll tools coll-tsan asan-lib asan-units asan-tcp \
+	    asan-reduce asan-coll; do
 	wsum=$(grep -E "^$what: [0-9]+ passed, [0-9]+ failed" "$logs/check-host-lib-tests.log" | tail -n1)
 	if [ -n "$wsum" ]; then
 		set -- $wsum
@@ -482,9 +485,26 @@ if [ "$tf" -gt 0 ]; then
 	for x in "$logs"/check-*.log "$logs"/vm-*.log "$logs"/vm-*.log.out; do
 		[ -f "$x" ] || continue
 		grep -aE 'FAIL|timed out|alarm|Call Trace|BUG:|WARNING:' "$x" |
-			grep -avE '^[[:space:]#]*(ok|not ok) ' | cut -c1-300 |
-			sed "s|^|  $(basename "$x"): |"
+			grep -avE '^[[:space:]#]*(ok|not ok) |rtc_cmos' |
+			cut -c1-300 | sed "s|^|  $(basename "$x"): |"
 	done | head -n 30
+	# and, for each failed kselftest harness case, what it printed
+	# between its RUN and FAIL lines (the seed, the counts, the
+	# assertion), the last 12 lines of each
+	echo "output of failed harness cases (first 5):"
+	for x in "$logs"/vm-*.log; do
+		[ -f "$x" ] || continue
+		awk -v f="$(basename "$x")" '
+			/#  RUN / { n = 0; next }
+			/#  +OK / { n = 0; next }
+			/#  +FAIL / {
+				print "  " f ": " $0
+				for (i = (n > 12 ? n - 12 : 0); i < n; i++)
+					print "  " f ":   " substr(b[i % 12], 1, 300)
+				n = 0; next
+			}
+			{ b[n % 12] = $0; n++ }' "$x"
+	done | awk '/#  +FAIL / { c++ } c <= 5' | head -n 80
 	# and the rows that counted them, last: a CI log keeps only its
 	# tail, and a VM that timed out or crashed has no "not ok" line
 	echo "rows with failures:"

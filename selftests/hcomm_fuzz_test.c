@@ -1111,6 +1111,26 @@ static int recv_fd(int sock)
 }
 
 /*
+ * @len bytes of anonymous memory between two PROT_NONE pages.  The
+ * victim's own fuzzing registers ranges that start in its buffers and may
+ * run past their end into whatever the kernel mapped next: a canary right
+ * after a buffer would be registered, and written, by its own process (as
+ * seen once on 6.1, whose layout put them side by side).  A range that
+ * reaches a canary from outside now crosses a guard page: EFAULT.
+ */
+static void *map_guarded(size_t len)
+{
+	char *p = mmap(NULL, len + 2 * PG, PROT_NONE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	if (mprotect(p + PG, len, PROT_READ | PROT_WRITE))
+		return NULL;
+	return p + PG;
+}
+
+/*
  * The victim: canary regions it never grants, published keys, its fd
  * sent to the attacker; then it fuzzes too (never granting), and at the
  * end checks its canaries.  Exit 0, or 1 with the reason on stderr.
@@ -1131,7 +1151,7 @@ static int victim_main(struct shared *sh, int sock, uint64_t seed,
 	for (i = 0; i < NCANARY; i++) {
 		struct hcomm_reg_mem a = { 0 };
 
-		canary[i] = map_anon(CANARY_LEN);
+		canary[i] = map_guarded(CANARY_LEN);
 		if (!canary[i])
 			return 1;
 		memset(canary[i], (int)(0xa0 + i), CANARY_LEN);

@@ -278,22 +278,27 @@ static int write_param(const char *name, unsigned int val);
  * @slow_ms: slot_slow_ms as found; the split tests turn the slow rule off
  * (they check the scheduler's shares: on a loaded machine the rule rightly
  * takes slots from a tenant whose threads wait for a CPU, see
- * Documentation/qos.rst) and the teardown puts it back.
+ * Documentation/qos.rst) and the teardown puts it back, with the
+ * allowances @umin and @uprio that some tests raise.
  */
 FIXTURE(qos) {
 	struct hcomm_stats base;
-	unsigned int slow_ms;
+	unsigned int slow_ms, umin, uprio;
 };
 
 FIXTURE_SETUP(qos)
 {
 	ASSERT_STATS(self->base);
 	ASSERT_EQ(0, read_param("slot_slow_ms", &self->slow_ms));
+	ASSERT_EQ(0, read_param("qos_user_min_rate", &self->umin));
+	ASSERT_EQ(0, read_param("qos_user_priority", &self->uprio));
 }
 
 FIXTURE_TEARDOWN(qos)
 {
 	EXPECT_EQ(0, write_param("slot_slow_ms", self->slow_ms));
+	EXPECT_EQ(0, write_param("qos_user_min_rate", self->umin));
+	EXPECT_EQ(0, write_param("qos_user_priority", self->uprio));
 	EXPECT_GAUGES(&self->base);
 }
 
@@ -799,6 +804,38 @@ TEST_F_TIMEOUT(qos, split_per_user, 120)
 	sp[1].probe_eperm = !umin && !uprio;
 	qos_split_n(_metadata, sp, 4, 2, want,
 		    "root 1 context vs nobody 3 contexts");
+}
+
+/*
+ * A flooding tenant cannot hold another below its min_rate.  Root's one
+ * context asks for exactly 30 % (min_rate 30, max_rate 30); nobody floods
+ * the engine from three contexts at priority 7 (qos_user_priority raised
+ * to 7 for the test), one of them with min_rate 20 (qos_user_min_rate
+ * raised to 20), each 48 transfers of 4 MiB deep.  Root's user must get
+ * 30 % +-10 and nobody the remaining 70 %: neither the priority, nor the
+ * guarantee, nor the number of files and the depth of the queues buy the
+ * flooder root's share.
+ */
+TEST_F_TIMEOUT(qos, flood_holds_min_rate, 120)
+{
+	struct qos_spec sp[4] = {
+		{ .q = { .min_rate = 30, .max_rate = 30 }, .tenant = 0,
+		  .uid = -1 },
+		{ .q = { .min_rate = 20, .max_rate = 100, .priority = 7 },
+		  .tenant = 1, .uid = QOS_NOBODY },
+		{ .q = { .max_rate = 100, .priority = 7 }, .tenant = 1,
+		  .uid = QOS_NOBODY },
+		{ .q = { .max_rate = 100, .priority = 7 }, .tenant = 1,
+		  .uid = QOS_NOBODY },
+	};
+	double want[2] = { 30.0, 70.0 };
+
+	ASSERT_EQ(0, geteuid()) TH_LOG("needs root (setresuid)");
+	/* the teardown restores both */
+	ASSERT_EQ(0, write_param("qos_user_min_rate", 20));
+	ASSERT_EQ(0, write_param("qos_user_priority", 7));
+	qos_split_n(_metadata, sp, 4, 2, want,
+		    "root min 30 max 30 vs nobody flooding 3 contexts prio 7");
 }
 
 /*

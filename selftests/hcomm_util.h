@@ -414,7 +414,7 @@ static HC_UNUSED int hcomm_uring_raw(struct io_uring *ring, int fd,
 				     uint32_t cmd_op, uint64_t addr,
 				     uint32_t size, uint32_t flags)
 {
-	static uint64_t seq;
+	static __thread uint64_t seq;	/* a ring is one thread's */
 	struct io_uring_sqe *sqe;
 	struct io_uring_cqe *cqe;
 	int ret;

@@ -32,14 +32,15 @@ set -u
 
 ALL="hcomm_uapi_test hcomm_reg_test hcomm_errors_test hcomm_dmabuf_test
 hcomm_proc_test hcomm_xfer_test hcomm_xproc_test hcomm_cache_test
-hcomm_qos_test hcomm_race_test hcomm_fuzz_test hcomm_rmmod_test"
+hcomm_qos_test hcomm_race_test hcomm_fuzz_test hcomm_isol_test
+hcomm_rmmod_test"
 not_run=
 # Fault injection exists only in the debug kernel; elsewhere the test is
 # not run at all (rather than counted as skipped).
 if [ -d /sys/kernel/debug/failslab ]; then
 	ALL="hcomm_uapi_test hcomm_reg_test hcomm_errors_test hcomm_fault_test
 hcomm_dmabuf_test hcomm_proc_test hcomm_xfer_test hcomm_xproc_test
-hcomm_cache_test hcomm_qos_test hcomm_race_test hcomm_fuzz_test
+hcomm_cache_test hcomm_qos_test hcomm_race_test hcomm_fuzz_test hcomm_isol_test
 hcomm_rmmod_test"
 else
 	not_run="# hcomm_fault_test: not run (no failslab: debug kernel only)"
