@@ -110,8 +110,10 @@
  * its QPs are moved
  * to the error state, which flushes every other WR of the peer, and each
  * flushed request fails exactly once (its ring slot is consumed once).
- * An rdma_cm DISCONNECTED (the peer's process exited: the kernel sent a
- * DREQ) or a QP async error does the same at once.  A dead peer fails new
+ * An rdma_cm DISCONNECTED (the peer's process exited, or its device went
+ * away: its kernel sent a DREQ) or a QP async error does the same at
+ * once; with failover on, a DISCONNECTED fails the link over instead and
+ * tcp decides whether the peer lives.  A dead peer fails new
  * operations at issue, naming it.  How fast a silent peer is noticed is
  * decided by the QP's ack timeout and retry count (set explicitly:
  * RDMA_OPTION_ID_ACK_TIMEOUT, retry_count 1..6 since rxe retries forever
@@ -3171,10 +3173,24 @@ static void rx_on_disconnect(struct rx *rx, struct rx_conn *k)
 	/*
 	 * Before rdma_disconnect(), which flushes the QP: a flushed WR reaped
 	 * first would report a link failure instead of the peer's exit.
+	 *
+	 * A DREQ comes from the peer's kernel when its process exits, and
+	 * also when its RDMA device goes away (rdma link delete, a driver
+	 * unbind: its kernel destroys the connection for it).  With tcp up,
+	 * the link is failed over and tcp judges the peer's life: a process
+	 * that is gone resets its sockets too, and the failover then ends
+	 * in PEER_LOST; a peer whose device went away goes on over tcp.
+	 * Without tcp to ask, the peer is lost.
 	 */
-	rx_peer_fail(rx, k->peer, HCOMM_EVENT_PEER_LOST, ECONNRESET, 0,
-		     "lane %u disconnected (rdma_cm DISCONNECTED: the peer "
-		     "closed the connection or exited)", k->lane);
+	if (rx_fo_can(rx))
+		rx_peer_fail(rx, k->peer, HCOMM_EVENT_LINK_DOWN, ECONNRESET, 0,
+			     "lane %u disconnected (rdma_cm DISCONNECTED: the "
+			     "peer's device went away or its process exited)",
+			     k->lane);
+	else
+		rx_peer_fail(rx, k->peer, HCOMM_EVENT_PEER_LOST, ECONNRESET, 0,
+			     "lane %u disconnected (rdma_cm DISCONNECTED: the "
+			     "peer closed the connection or exited)", k->lane);
 	(void)rdma_disconnect(k->id);	/* answer the DREQ */
 }
 

@@ -3236,11 +3236,25 @@ static int lc_sh(const char *fmt, ...)
 	return rc;
 }
 
-/* Cut (on 0) or restore (on 1) this VM's second NIC, the RoCE one. */
+#define LC_RXE_RC	"/tmp/hcomm-rxe-delete.rc"
+
+/*
+ * Cut (on 0) or restore (on 1) this VM's second NIC, the RoCE one.
+ * --how rxe removes the RoCE device itself (rdma link delete rxe1), in
+ * the background: rxe cannot disassociate a process from the device, so
+ * the removal waits until every process has closed it (librdmacm keeps
+ * its device context until the process exits).  net.sh checks that the
+ * removal ended once the ranks had exited, and creates rxe1 again.
+ */
 static int lc_link(const char *how, int on)
 {
 	const char *vm = getenv("VM_ID") ? getenv("VM_ID") : "1";
 
+	if (!strcmp(how, "rxe"))
+		return on ? 0 : lc_sh("rm -f " LC_RXE_RC "; : > " LC_RXE_RC
+				      ".pending; (timeout 300 rdma "
+				      "link delete rxe1; echo $? > " LC_RXE_RC
+				      ") > /dev/null 2>&1 &");
 	if (!strcmp(how, "netem"))
 		return lc_sh("tc qdisc change dev eth1 root netem loss %s",
 			     on ? "0%" : "100%");
@@ -3250,7 +3264,7 @@ static int lc_link(const char *how, int on)
 	if (!strcmp(how, "tap"))
 		return lc_sh("bash -c '. \"$NETVM_RUN/lib.sh\" && hostctl "
 			     "tap %s 1 %s'", vm, on ? "up" : "down");
-	FAIL("linkcut: --how %s (netem, link or tap)", how);
+	FAIL("linkcut: --how %s (netem, link, tap or rxe)", how);
 	return -1;
 }
 
@@ -3291,6 +3305,12 @@ static void lc_port_active(void)
 		usleep(50000);
 	}
 	out("rxe1's port is not ACTIVE 10 s after the restore: %s", st);
+}
+
+/* A restore that takes rxe1's port down and up (not netem, not rxe). */
+static bool lc_port_waits(const char *how)
+{
+	return strcmp(how, "netem") && strcmp(how, "rxe");
 }
 
 /*
@@ -3486,7 +3506,7 @@ static int case_linkcut(const char *how)
 	phase = "restore";
 	if (me == 0 && cutting) {
 		CHECK(!lc_link(how, 1), "restoring the link");
-		if (strcmp(how, "netem"))
+		if (lc_port_waits(how))
 			lc_port_active();
 	}
 	barrier();
@@ -3678,7 +3698,7 @@ static void *fo_cut_main(void *arg)
 		k->rc = k->rc ? k->rc : lc_link(k->how, 1);
 		k->down = 0;
 		k->t_restore[i] = now_ns();
-		if (strcmp(k->how, "netem"))
+		if (lc_port_waits(k->how))
 			lc_port_active();
 		out("restore %d: the command took %.1f s, the port %.1f s more",
 		    i + 1, (k->t_restore[i] - t) / 1e9,
@@ -3695,7 +3715,7 @@ static void *fo_cut_main(void *arg)
 	/* never leave the link cut (a failure above, or no failback) */
 	if (k->down && lc_link(k->how, 1) && !k->rc)
 		k->rc = -1;
-	if (k->down && strcmp(k->how, "netem"))
+	if (k->down && lc_port_waits(k->how))
 		lc_port_active();
 	__atomic_store_n(&k->done, 1, __ATOMIC_RELEASE);
 	return NULL;
@@ -3726,8 +3746,8 @@ static int fo_cuts_done(struct hcomm_win *w, int peer, struct fo_cutter *k,
  * first) both up, every size routed to rdma (HCOMM_PROBE=off).  Both
  * stream put_nb / put_signal_nb of mixed sizes to FO_SLOTS slots of the
  * other (FO_QD in flight, so a slot is written again while earlier puts
- * to it may be out).  Rank 0 cuts its RoCE NIC (--how netem|link|tap)
- * after LC_RUN_NS, --cuts times: after each failover it streams a second
+ * to it may be out).  Rank 0 cuts its RoCE NIC (--how netem|link|tap,
+ * or removes its RoCE device: rxe) after LC_RUN_NS, --cuts times: after each failover it streams a second
  * over tcp, restores the link and waits until the endpoint is back on
  * rdma (HCOMM_FAILBACK=0: one cut, restored at the end).  Both go on
  * until FO_AFTER_NS after the last switch.  Checked: no operation fails;
@@ -4923,7 +4943,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: hcomm_vm_test CASE [--max SIZE] "
 			"[--mode inline|thread|locked] [--expect LAUNCHER] "
 			"[--allow-io] [--iters N] [--victim RANK] "
-			"[--how netem|link|tap] [--cuts N] "
+			"[--how netem|link|tap|rxe] [--cuts N] "
 			"[--load batch|get|fence]\n");
 		return 2;
 	}

@@ -59,6 +59,8 @@ tcp-errors-2|1|HCOMM_TRANSPORT=tcp HCOMM_VMTEST_TRANSPORT=tcp|errors
 tcp-qps4-2|1|HCOMM_TRANSPORT=tcp HCOMM_NUM_QPS=4 HCOMM_VMTEST_TRANSPORT=tcp|putget --max $big
 tcp-netem-putget-2|1|HCOMM_TRANSPORT=tcp HCOMM_VMTEST_TRANSPORT=tcp NETSH_TC=faults|putget --max 4M
 tcp-netem-coll-2|1|HCOMM_TRANSPORT=tcp HCOMM_VMTEST_TRANSPORT=tcp NETSH_TC=faults HCOMM_COLL_TEST_QUICK=1|coll
+rdma-netem-putget-2|1|HCOMM_PROBE=off HCOMM_VMTEST_TRANSPORT=rdma+tcp NETSH_TC=faults|putget --max 1M
+rdma-netem-coll-2|1|HCOMM_PROBE=off HCOMM_VMTEST_TRANSPORT=rdma+tcp NETSH_TC=faults HCOMM_COLL_TEST_QUICK=1|coll
 rdma-basic-2|1|HCOMM_TRANSPORT=rdma HCOMM_VMTEST_TRANSPORT=rdma|basic --expect env
 rdma-putget-2|1|HCOMM_TRANSPORT=rdma HCOMM_VMTEST_TRANSPORT=rdma|putget --max 1M
 rdma-signal-2|1|HCOMM_TRANSPORT=rdma HCOMM_VMTEST_TRANSPORT=rdma|signal
@@ -98,6 +100,7 @@ fo-batch-2|1|HCOMM_PROBE=off HCOMM_RANK_TABLE=@TABLE_NIC1@ NETSH_NICS=2 HCOMM_KE
 fo-get-2|1|HCOMM_PROBE=off HCOMM_RANK_TABLE=@TABLE_NIC1@ NETSH_NICS=2 HCOMM_KEEPALIVE_TIMEOUT=$cut_ka|foload --how netem --load get
 fo-fence-2|1|HCOMM_PROBE=off HCOMM_RANK_TABLE=@TABLE_NIC1@ NETSH_NICS=2 HCOMM_KEEPALIVE_TIMEOUT=$cut_ka|foload --how tap --load fence
 fo-pair-4|1|HCOMM_PROBE=off HCOMM_RANK_TABLE=@TABLE_NIC1@ NETSH_NICS=2 NETSH_VMS=4 HCOMM_KEEPALIVE_TIMEOUT=3000|fopair
+fo-rxe-2|1|HCOMM_FAILBACK=0 HCOMM_PROBE=off HCOMM_RANK_TABLE=@TABLE_NIC1@ NETSH_NICS=2 HCOMM_KEEPALIVE_TIMEOUT=$cut_ka|failover --how rxe
 fo-link-2|1|HCOMM_PROBE=off HCOMM_RANK_TABLE=@TABLE_NIC1@ NETSH_NICS=2 HCOMM_KEEPALIVE_TIMEOUT=$cut_ka|failover --how link
 fo-tap-2|1|HCOMM_PROBE=off HCOMM_RANK_TABLE=@TABLE_NIC1@ NETSH_NICS=2 HCOMM_KEEPALIVE_TIMEOUT=$cut_ka|failover --how tap
 pypto-fo-2|1|NETSH_PROG=pypto/pypto_net_test OPENBLAS_CORETYPE=Prescott HCOMM_PROBE=off HCOMM_RANK_TABLE=@TABLE_NIC1@ NETSH_NICS=2 HCOMM_KEEPALIVE_TIMEOUT=$cut_ka|--mode cut
@@ -141,6 +144,8 @@ pypto-lost-2|1|NETSH_PROG=pypto/pypto_net_test OPENBLAS_CORETYPE=Prescott NETSH_
 # Installed before the case's barrier (no QP exists yet), removed after
 # the last one.
 tc_slow() {
+	tc qdisc show dev eth0 | grep -q '^qdisc netem .* root' && tc_pre=1
+	tc qdisc del dev eth0 root 2>/dev/null
 	tc qdisc add dev eth0 root handle 1: prio bands 3 &&
 	tc qdisc add dev eth0 parent 1:3 handle 30: netem delay 40ms \
 		rate 2mbit &&
@@ -150,11 +155,50 @@ tc_slow() {
 # Every packet of eth0 (both directions: each VM sets its own) may be
 # lost, duplicated, reordered or corrupted (tcp-netem-*: the data checks
 # must hold and nothing may hang).
+# (netvm.sh --prenetem leaves a "netem loss 0%" root on eth0: replaced
+# here, put back by tc_clear.)
+tc_pre=0
 tc_faults() {
-	tc qdisc add dev eth0 root netem delay 1ms reorder 10% 50% \
+	tc qdisc show dev eth0 | grep -q '^qdisc netem .* root' && tc_pre=1
+	tc qdisc replace dev eth0 root netem delay 1ms reorder 10% 50% \
 		loss 1% duplicate 1% corrupt 0.5%
 }
-tc_clear() { tc qdisc del dev eth0 root 2>/dev/null; true; }
+tc_clear() {
+	tc qdisc del dev eth0 root 2>/dev/null
+	[ "$tc_pre" = 1 ] && tc qdisc add dev eth0 root netem loss 0%
+	tc_pre=0
+	true
+}
+
+# After "failover --how rxe" removed rxe1 (rdma link delete, in the
+# background: rxe cannot disassociate a process, so the removal waits
+# until the ranks have exited): it must have ended within 30 s of their
+# exit; rxe1 is created again for the next case.
+rxe_rc=/tmp/hcomm-rxe-delete.rc
+rxe_back() {
+	local k rc
+	[ -e "$rxe_rc.pending" ] || return 0
+	rm -f "$rxe_rc.pending"
+	for (( k = 0; k < 300; k++ )); do
+		[ -s "$rxe_rc" ] && break
+		sleep 0.1
+	done
+	rc=$(cat "$rxe_rc" 2>/dev/null)
+	rm -f "$rxe_rc"
+	if [ "$rc" != 0 ]; then
+		echo "# $1: FAIL: rdma link delete rxe1 ${rc:+exited $rc}${rc:-still waits 30 s after the ranks exited}"
+		return 1
+	fi
+	echo "# $1: rdma link delete rxe1 ended $((k / 10)).$((k % 10)) s after the ranks exited"
+	rdma link add rxe1 type rxe netdev eth1 || return 1
+	for (( k = 0; k < 100; k++ )); do
+		rdma link show rxe1/1 2>/dev/null | grep -q 'state ACTIVE' &&
+			return 0
+		sleep 0.1
+	done
+	echo "# $1: FAIL: rxe1 not ACTIVE 10 s after it was created again"
+	return 1
+}
 
 selected() {
 	[ -z "$want" ] && return 0
@@ -269,6 +313,7 @@ while IFS='|' read -r name ppn env args; do
 		2>&1 < /dev/null
 	  echo $? > "$tmp/rc"; } | sed -u 's/^/# /'
 	rc=$(cat "$tmp/rc" 2>/dev/null || echo 255)
+	[ "$rc" = 0 ] && ! rxe_back "$name" && rc=5
 	secs=$(since "$t")
 	case $rc in
 	0) echo "ok $i $name # ${secs}s"; passed=$((passed + 1)) ;;
@@ -282,8 +327,15 @@ while IFS='|' read -r name ppn env args; do
 	if [ "$tcslow" = faults ]; then	# what netem did to this VM's packets
 		echo "# netem on eth0: $(tc -s qdisc show dev eth0 | tr '\n' ' ' |
 			grep -oE 'Sent [0-9]+ bytes [0-9]+ pkt \(dropped [0-9]+')"
+		# netem corrupts after the checksums are made: the receiving
+		# kernel drops those frames (counted here, since boot) before
+		# hcomm's CRC32C could see them
+		echo "# checksum errors caught by this VM's kernel since boot:" \
+			"$(nstat -asz TcpInCsumErrors UdpInCsumErrors 2>/dev/null |
+			   awk '!/^#/ { printf "%s %s ", $1, $2 }')"
 	fi
 	[ "$tcslow" != 0 ] && tc_clear
+	[ "$rc" = 0 ] || rxe_back "$name"	# (never left removed)
 done <<< "$CASES"
 
 echo "# net: $(since "$t_all") s in all"
