@@ -701,22 +701,48 @@ TEST_F(hcomm, set_ctx_errors)
 /* invalidation                                                        */
 /* ------------------------------------------------------------------ */
 
-enum change { CH_MUNMAP, CH_MREMAP, CH_DONTNEED, CH_FORK };
+enum change { CH_MUNMAP, CH_MREMAP, CH_DONTNEED, CH_FORK, CH_TRUNCATE };
 
 static const char * const change_name[] = {
 	[CH_MUNMAP] = "munmap+mmap(MAP_FIXED)",
 	[CH_MREMAP] = "mremap away and back",
 	[CH_DONTNEED] = "madvise(MADV_DONTNEED)",
 	[CH_FORK] = "fork()",
+	[CH_TRUNCATE] = "ftruncate to 0 and back of a shared memfd mapping",
 };
 
+/*
+ * CH_TRUNCATE's buffer: SZ bytes of a memfd (shmem), MAP_SHARED, every
+ * page faulted in; the fd in *fd.
+ */
+static void *map_memfd(size_t len, int *fd)
+{
+	void *p;
+
+	*fd = memfd_create("hcomm-cache", MFD_CLOEXEC);
+	if (*fd < 0 || ftruncate(*fd, (off_t)len))
+		return NULL;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	memset(p, 0x5a, len);
+	return p;
+}
+
 static void do_change(struct __test_metadata *_metadata, uint8_t *buf,
-		      enum change ch)
+		      enum change ch, int mfd)
 {
 	void *p, *tmp;
 	pid_t pid;
 
 	switch (ch) {
+	case CH_TRUNCATE:
+		/* the file's pages go; the mapping then shows new zeroes */
+		ASSERT_EQ(0, ftruncate(mfd, 0));
+		ASSERT_EQ(0, ftruncate(mfd, SZ));
+		ASSERT_TRUE(all_zero(buf, SZ))
+			TH_LOG("the truncated file's pages are still mapped");
+		break;
 	case CH_MUNMAP:
 		ASSERT_EQ(0, munmap(buf, SZ));
 		p = mmap(buf, SZ, PROT_READ | PROT_WRITE,
@@ -765,7 +791,8 @@ static void do_change(struct __test_metadata *_metadata, uint8_t *buf,
 static void invalidation(struct __test_metadata *_metadata,
 			 FIXTURE_DATA(hcomm) *self, enum change ch, bool live)
 {
-	uint8_t *buf = map_buf(SZ);
+	int mfd = -1;
+	uint8_t *buf = ch == CH_TRUNCATE ? map_memfd(SZ, &mfd) : map_buf(SZ);
 	struct hcomm_stats s0, s1, s2;
 	struct hcomm_reg_mem r1, r2;
 	const uint64_t *gen = NULL;
@@ -797,7 +824,7 @@ static void invalidation(struct __test_metadata *_metadata,
 		ASSERT_DELTA(s0, s1, pinned_pages, NP);
 	}
 
-	do_change(_metadata, buf, ch);
+	do_change(_metadata, buf, ch, mfd);
 	ASSERT_STATS(s1);
 	ASSERT_LE(s0.cache_invalidations + 1, s1.cache_invalidations)
 		TH_LOG("%s: cache_invalidations did not move", what);
@@ -823,9 +850,28 @@ static void invalidation(struct __test_metadata *_metadata,
 
 	if (live) {
 		/* like an MR, the live region keeps what it pinned */
-		if (ch == CH_MUNMAP || ch == CH_DONTNEED) {
+		if (ch == CH_MUNMAP || ch == CH_DONTNEED ||
+		    ch == CH_TRUNCATE) {
+			uint8_t *b3 = map_buf(SZ);
+			struct hcomm_reg_mem r3;
+
 			ASSERT_REGION_HOLDS(self, &k, r1.key, 0, SZ, 1,
 					    "the live region's own pages");
+			/*
+			 * and a transfer into it writes those pages, never
+			 * the ones the process maps at that address now
+			 */
+			ASSERT_NE(NULL, b3);
+			fill(b3, SZ, 3);
+			ASSERT_EQ(0, reg_flags(self, b3, SZ, ACC_RW,
+					       HCOMM_REG_NOCACHE, &r3));
+			ASSERT_EQ(0, xfer(self, r3.key, 0, r1.key, 0, SZ));
+			ASSERT_REGION_HOLDS(self, &k, r1.key, 0, SZ, 3,
+					    "the live region after an XFER");
+			ASSERT_PATTERN(buf, SZ, 2, 0, "the process's view "
+				       "after an XFER into the live region");
+			ASSERT_EQ(0, hc_dereg(self->fd, self->r, r3.region));
+			munmap(b3, SZ);
 		}
 		ASSERT_EQ(0, hc_dereg(self->fd, self->r, r1.region));
 		ASSERT_STAT_BECOMES(pinned_pages, s0.pinned_pages + NP,
@@ -841,6 +887,8 @@ static void invalidation(struct __test_metadata *_metadata,
 	ASSERT_EQ(0, reg_flags(self, buf, SZ, ACC_RW, 0, &r1));
 	ASSERT_HIT(r1, "re-registration of the fresh range");
 	ASSERT_REGION_HOLDS(self, &k, r1.key, 0, SZ, 2, "fresh range, hit");
+	if (mfd >= 0)
+		close(mfd);
 }
 
 TEST_F(hcomm, inval_munmap)
@@ -861,6 +909,16 @@ TEST_F(hcomm, inval_madv_dontneed)
 TEST_F(hcomm, inval_fork)
 {
 	invalidation(_metadata, self, CH_FORK, false);
+}
+
+TEST_F(hcomm, inval_truncate)
+{
+	invalidation(_metadata, self, CH_TRUNCATE, false);
+}
+
+TEST_F(hcomm, inval_live_truncate)
+{
+	invalidation(_metadata, self, CH_TRUNCATE, true);
 }
 
 TEST_F(hcomm, inval_live_munmap)

@@ -8,7 +8,8 @@
  * GRANT, SET_QOS, SET_CTX, CANCEL, FENCE, DB_WAIT, the doorbell mmap and
  * io_uring rings (other_commands_under_injection).  The debug kernel's
  * kmemleak scan after the run catches anything leaked on those error
- * paths.  fail_usercopy is not in the debug kernel's configuration.
+ * paths.  usercopy_under_injection fails copies from and to userspace
+ * instead (fail_usercopy, where the kernel has it).
  *
  * Needs CONFIG_FAILSLAB, CONFIG_FAIL_PAGE_ALLOC and
  * CONFIG_FAULT_INJECTION_DEBUG_FS (the debug kernel); run_tests.sh runs it
@@ -25,6 +26,8 @@
 struct knob {
 	const char *path;
 	const char *val;
+	bool optional;		/* fail_usercopy: only where configured */
+	bool absent;
 	char old[32];
 };
 
@@ -52,6 +55,15 @@ static struct knob knobs[] = {
 	{ .path = DBG "fail_page_alloc/min-order", .val = "0" },
 	{ .path = DBG "fail_page_alloc/interval", .val = "1" },
 	{ .path = DBG "fail_page_alloc/probability", .val = "25" },
+	/* off but for usercopy_under_injection, which turns it on alone */
+	{ .path = DBG "fail_usercopy/task-filter", .val = "Y",
+	  .optional = true },
+	{ .path = DBG "fail_usercopy/verbose", .val = "0", .optional = true },
+	{ .path = DBG "fail_usercopy/space", .val = "0", .optional = true },
+	{ .path = DBG "fail_usercopy/times", .val = "-1", .optional = true },
+	{ .path = DBG "fail_usercopy/interval", .val = "1", .optional = true },
+	{ .path = DBG "fail_usercopy/probability", .val = "0",
+	  .optional = true },
 };
 
 static int put_str(const char *path, const char *val)
@@ -101,9 +113,13 @@ static int knobs_save(void)
 {
 	unsigned int i;
 
-	for (i = 0; i < ARRAY_SIZE(knobs); i++)
-		if (get_str(knobs[i].path, knobs[i].old, sizeof(knobs[i].old)))
+	for (i = 0; i < ARRAY_SIZE(knobs); i++) {
+		knobs[i].absent = knobs[i].optional &&
+				  access(knobs[i].path, F_OK);
+		if (!knobs[i].absent &&
+		    get_str(knobs[i].path, knobs[i].old, sizeof(knobs[i].old)))
 			return i;
+	}
 	return -1;
 }
 
@@ -117,7 +133,7 @@ static int knobs_set(bool restore)
 
 	for (k = 0; k < ARRAY_SIZE(knobs); k++) {
 		i = restore ? ARRAY_SIZE(knobs) - 1 - k : k;
-		if (put_str(knobs[i].path, restore ? knobs[i].old : knobs[i].val))
+		if (!knobs[i].absent && put_str(knobs[i].path, restore ? knobs[i].old : knobs[i].val))
 			return i;
 	}
 	return -1;
@@ -508,6 +524,131 @@ TEST_F_TIMEOUT(fault, other_commands_under_injection, 600)
 	ASSERT_EQ(0, submit(self->fd, NULL, HCOMM_CMD_GET_INFO, &info));
 	ASSERT_EQ(0, hc_dereg(self->fd, NULL, r.region));
 	munmap(buf, len);
+}
+
+/*
+ * fail_usercopy alone (failslab and fail_page_alloc off): every command's
+ * copy of its argument in, or of its answer out, may fail.  Each must end
+ * with 0 or EFAULT (ETIME for a wait's timeout), through ioctl and
+ * io_uring, and a registration whose answer could not be copied out is
+ * undone: the gauges count exactly the registrations that returned 0.
+ */
+TEST_F_TIMEOUT(fault, usercopy_under_injection, 600)
+{
+	const size_t len = 64 * KiB;
+	char *buf = map_anon(4 * len);
+	unsigned int ok[9] = { 0 }, failed[9] = { 0 }, xport = 0, i, k;
+	uint32_t ids[ROUNDS];
+	unsigned int live = 0;
+	struct hcomm_reg_mem src, dst;
+	struct hcomm_stats now;
+	struct io_uring ring;
+	bool have_ring;
+	static const char *const what[9] = {
+		"GET_INFO", "REG_MEM", "DEREG", "QUERY", "XFER", "GRANT",
+		"SET_QOS", "SET_CTX", "DB_WAIT",
+	};
+
+	if (access(DBG "fail_usercopy", F_OK))
+		SKIP(return, "no fail_usercopy in this kernel");
+	ASSERT_NE(NULL, buf);
+	touch(buf, 4 * len);
+	ASSERT_EQ(0, hc_reg_mem(self->fd, NULL, buf, len, ACC_RW |
+				HCOMM_ACCESS_REMOTE_WRITE, &src));
+	ASSERT_EQ(0, hc_reg_mem(self->fd, NULL, buf + len, len, ACC_RW |
+				HCOMM_ACCESS_REMOTE_WRITE, &dst));
+	ASSERT_EQ(0, io_uring_queue_init(8, &ring, 0));
+	have_ring = true;
+	/* the teardown puts all three back */
+	ASSERT_EQ(0, put_str(DBG "failslab/probability", "0"));
+	ASSERT_EQ(0, put_str(DBG "fail_page_alloc/probability", "0"));
+	ASSERT_EQ(0, put_str(DBG "fail_usercopy/probability", "25"));
+
+	for (i = 0; i < ROUNDS; i++) {
+		bool uring = have_ring && i % 2;
+		struct hcomm_info info;
+		struct hcomm_reg_mem r = {
+			.addr = (uintptr_t)buf + 2 * len + (i % 16) * PG,
+			.len = PG + i % 3000, .access = ACC_RW,
+			.flags = HCOMM_REG_NOCACHE };
+		struct hcomm_dereg d = { 0 };
+		struct hcomm_extent ext[4];
+		struct hcomm_query q = { .region = src.region,
+					 .extents = (uintptr_t)ext,
+					 .max_extents = 4 };
+		struct hcomm_xfer x = { .src_key = src.key, .src_off = i,
+					.dst_key = dst.key, .dst_off = i % 7,
+					.len = 1 + i * 13 % 4000 };
+		struct hcomm_grant g = { .region = src.region,
+					 .scope = 1 + i % 3,
+					 .access = HCOMM_ACCESS_REMOTE_READ };
+		struct hcomm_qos qos = { .min_rate = i % 20,
+					 .max_rate = 50 + i % 51 };
+		struct hcomm_ctx_opts co = { .mask = HCOMM_CTX_CACHE_LIMIT,
+					     .cache_limit = (i % 4) * MiB };
+		struct hcomm_db_wait w = { .index = i % 8, .value = ~0ULL,
+					   .timeout_ns = 100000 };
+		void *args[9] = { &info, &r, &d, &q, &x, &g, &qos, &co, &w };
+		static const unsigned int cmds[9] = {
+			HCOMM_CMD_GET_INFO, HCOMM_CMD_REG_MEM, HCOMM_CMD_DEREG,
+			HCOMM_CMD_QUERY, HCOMM_CMD_XFER, HCOMM_CMD_GRANT,
+			HCOMM_CMD_SET_QOS, HCOMM_CMD_SET_CTX,
+			HCOMM_CMD_DB_WAIT,
+		};
+		int ret;
+
+		memset(&info, 0, sizeof(info));
+		for (k = 0; k < 9; k++) {
+			if (k == 2) {
+				if (!live)
+					continue;
+				d.region = ids[0];
+			}
+			inject(true);
+			ret = submit(self->fd, uring ? &ring : NULL, cmds[k],
+				     args[k]);
+			inject(false);
+			if (uring && ret <= HC_XPORT_ERR) {
+				xport++;	/* io_uring's own copy failed */
+				io_uring_queue_exit(&ring);
+				have_ring = !io_uring_queue_init(8, &ring, 0);
+				uring = have_ring;
+				continue;
+			}
+			if (!ret || (k == 8 && ret == -ETIME)) {
+				ok[k]++;
+				if (k == 1 && live < ROUNDS)
+					ids[live++] = r.region;
+				if (k == 2)
+					memmove(ids, ids + 1,
+						--live * sizeof(ids[0]));
+				continue;
+			}
+			failed[k]++;
+			ASSERT_EQ(-EFAULT, ret)
+				TH_LOG("round %u: %s through %s: %d (%s)", i,
+				       what[k], uring ? "io_uring" : "ioctl",
+				       ret, strerror(-ret));
+		}
+		/* exactly the registrations that said 0 exist */
+		ASSERT_STATS(now);
+		ASSERT_EQ(self->base.regions + 2 + live, now.regions)
+			TH_LOG("round %u: %u registrations returned 0", i,
+			       live);
+	}
+	for (k = 0; k < 9; k++)
+		TH_LOG("%-9s %3u worked, %3u failed by injection", what[k],
+		       ok[k], failed[k]);
+	TH_LOG("io_uring submissions failed by injection: %u", xport);
+	ASSERT_GT(failed[1], 0);
+	ASSERT_GT(ok[1], 0);
+	while (live)
+		ASSERT_EQ(0, hc_dereg(self->fd, NULL, ids[--live]));
+	if (have_ring)
+		io_uring_queue_exit(&ring);
+	ASSERT_EQ(0, hc_dereg(self->fd, NULL, src.region));
+	ASSERT_EQ(0, hc_dereg(self->fd, NULL, dst.region));
+	munmap(buf, 4 * len);
 }
 
 TEST_HARNESS_MAIN
