@@ -694,10 +694,11 @@ static int rx_fo_can(const struct rx *rx)
  * Record p's first failure (later ones are ignored) and move its QPs to
  * the error state: every WR still queued on them completes, flushed.
  * The first failure raises a link event: type HCOMM_EVENT_PEER_LOST when
- * the peer's process is known to be gone (rdma_cm DISCONNECTED: its
- * kernel sent a DREQ), else HCOMM_EVENT_LINK_DOWN (silent_ns: how long
- * the link was silent, for a keep-alive timeout).  A DISCONNECTED after
- * another failure still raises PEER_LOST once: it is news.
+ * the peer's process is known to be gone (an rdma_cm DISCONNECTED with no
+ * tcp to judge it, or a failover that tcp ended), else
+ * HCOMM_EVENT_LINK_DOWN (silent_ns: how long the link was silent, for a
+ * keep-alive timeout).  A PEER_LOST after another failure is still
+ * raised once: it is news.
  */
 static __attribute__((format(printf, 6, 7)))
 void rx_peer_fail(struct rx *rx, struct rx_peer *p, int type, int err,
@@ -3180,9 +3181,10 @@ static void rx_on_disconnect(struct rx *rx, struct rx_conn *k)
 	 * the link is failed over and tcp judges the peer's life: a process
 	 * that is gone resets its sockets too, and the failover then ends
 	 * in PEER_LOST; a peer whose device went away goes on over tcp.
-	 * Without tcp to ask, the peer is lost.
+	 * Without tcp to ask (or after the peer already failed without a
+	 * failover: then it is news), the peer is lost.
 	 */
-	if (rx_fo_can(rx))
+	if (rx_fo_can(rx) && !__atomic_load_n(&k->peer->dead, __ATOMIC_ACQUIRE))
 		rx_peer_fail(rx, k->peer, HCOMM_EVENT_LINK_DOWN, ECONNRESET, 0,
 			     "lane %u disconnected (rdma_cm DISCONNECTED: the "
 			     "peer's device went away or its process exited)",

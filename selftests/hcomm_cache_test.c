@@ -720,11 +720,15 @@ static void *map_memfd(size_t len, int *fd)
 	void *p;
 
 	*fd = memfd_create("hcomm-cache", MFD_CLOEXEC);
-	if (*fd < 0 || ftruncate(*fd, (off_t)len))
+	if (*fd < 0)
 		return NULL;
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
-	if (p == MAP_FAILED)
+	p = ftruncate(*fd, (off_t)len) ? MAP_FAILED :
+	    mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
+	if (p == MAP_FAILED) {
+		close(*fd);
+		*fd = -1;
 		return NULL;
+	}
 	memset(p, 0x5a, len);
 	return p;
 }

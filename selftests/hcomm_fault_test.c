@@ -536,7 +536,7 @@ TEST_F_TIMEOUT(fault, other_commands_under_injection, 600)
 TEST_F_TIMEOUT(fault, usercopy_under_injection, 600)
 {
 	const size_t len = 64 * KiB;
-	char *buf = map_anon(4 * len);
+	char *buf;
 	unsigned int ok[9] = { 0 }, failed[9] = { 0 }, xport = 0, i, k;
 	uint32_t ids[ROUNDS];
 	unsigned int live = 0;
@@ -551,6 +551,7 @@ TEST_F_TIMEOUT(fault, usercopy_under_injection, 600)
 
 	if (access(DBG "fail_usercopy", F_OK))
 		SKIP(return, "no fail_usercopy in this kernel");
+	buf = map_anon(4 * len);
 	ASSERT_NE(NULL, buf);
 	touch(buf, 4 * len);
 	ASSERT_EQ(0, hc_reg_mem(self->fd, NULL, buf, len, ACC_RW |

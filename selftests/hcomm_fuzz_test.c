@@ -1125,8 +1125,10 @@ static void *map_guarded(size_t len)
 
 	if (p == MAP_FAILED)
 		return NULL;
-	if (mprotect(p + PG, len, PROT_READ | PROT_WRITE))
+	if (mprotect(p + PG, len, PROT_READ | PROT_WRITE)) {
+		munmap(p, len + 2 * PG);
 		return NULL;
+	}
 	return p + PG;
 }
 

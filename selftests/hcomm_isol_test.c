@@ -28,6 +28,7 @@
  * Children never ASSERT (see hcomm_util.h): they report over pipes and
  * their exit code.
  */
+#include <poll.h>
 #include <pthread.h>
 #include <sys/resource.h>
 
@@ -53,9 +54,9 @@ enum {
 	R_DEAD,		/* key of a deregistered region; root re-registers */
 };
 
-static const char *const reg_name[NREG] = {
+static const char *const reg_name[NREG + 2] = {
 	"none", "same-uid", "uid-1234", "revoked", "moved", "read-revoked",
-	"flipped", "dead",
+	"flipped", "dead", "a neighbour of a key", "a random key",
 };
 
 /* What root tells the attacker. */
@@ -73,9 +74,14 @@ struct isol_report {
 		 ctl_write_ok, ids, id_ok, own_corrupt;
 	uint64_t errs[5];	/* EACCES, ENOENT, EINVAL, EPERM, other */
 	uint64_t live_not_eacces;	/* a live key refused other than EACCES */
-	int first_ok_reg;		/* -1, or the region of a success */
+	int first_xfer;		/* -1, or the first successful transfer's
+				 * key: a region, K_NEAR or K_RANDOM */
+	int first_id;		/* -1, or the first region id that worked */
 	int stage;			/* 0, or where the attacker failed */
 };
+
+#define K_NEAR		NREG		/* a key next to one of root's */
+#define K_RANDOM	(NREG + 1)	/* a random key */
 
 static uint64_t xs64(uint64_t *s)
 {
@@ -169,7 +175,7 @@ static void __attribute__((noreturn))
 attacker(bool uring, int in_fd, int out_fd)
 {
 	struct rlimit rl = { 8 * MiB, 8 * MiB };
-	struct isol_report rep = { .first_ok_reg = -1 };
+	struct isol_report rep = { .first_xfer = -1, .first_id = -1 };
 	struct hcomm_reg_mem own;
 	struct isol_keys k;
 	uint8_t *buf, *ctl_copy;
@@ -197,7 +203,7 @@ attacker(bool uring, int in_fd, int out_fd)
 	s = k.seed | 1;
 	for (i = 0; i < k.attempts; i++) {
 		uint64_t r = xs64(&s), key, off, len;
-		int reg = (int)((r >> 4) % NREG);
+		int reg = (int)((r >> 4) % NREG), which = reg;
 		bool live = false, wr = r & 1;
 
 		switch ((r >> 1) % 8) {
@@ -207,9 +213,11 @@ attacker(bool uring, int in_fd, int out_fd)
 			break;
 		case 4: case 5:
 			key = near_key(k.key[reg], &s);
+			which = K_NEAR;
 			break;
 		case 6:
 			key = xs64(&s);
+			which = K_RANDOM;
 			break;
 		default: {
 			/* the ids of root's regions, in our own context */
@@ -230,10 +238,8 @@ attacker(bool uring, int in_fd, int out_fd)
 			default:
 				ret = hc_dereg(c.fd, c.r, k.region[reg]);
 			}
-			if (!ret) {
-				rep.id_ok++;
-				rep.first_ok_reg = reg;
-			}
+			if (!ret && !rep.id_ok++)
+				rep.first_id = reg;
 			count_err(&rep, ret);
 			continue;
 		}
@@ -248,8 +254,8 @@ attacker(bool uring, int in_fd, int out_fd)
 		else
 			ret = xfer_sync(c.fd, c.r, key, off, own.key, 0, len);
 		if (!ret) {
-			rep.xfer_ok++;
-			rep.first_ok_reg = reg;
+			if (!rep.xfer_ok++)
+				rep.first_xfer = which;
 			continue;
 		}
 		count_err(&rep, ret);
@@ -442,14 +448,17 @@ TEST_F_TIMEOUT(hcomm, other_uid_attack, 300)
 	       (unsigned long long)rep.ctl_write_ok,
 	       (unsigned long long)rep.ctl_writes);
 
-	EXPECT_EQ(0, rep.xfer_ok) TH_LOG("a transfer with region %s's key "
-					 "succeeded",
-					 rep.first_ok_reg >= 0 ?
-					 reg_name[rep.first_ok_reg] : "?");
-	EXPECT_EQ(0, rep.id_ok) TH_LOG("a command on root's region id %s "
-				       "succeeded in the attacker's context",
-				       rep.first_ok_reg >= 0 ?
-				       reg_name[rep.first_ok_reg] : "?");
+	EXPECT_EQ(0, rep.xfer_ok) TH_LOG("the first successful transfer "
+					 "named %s%s",
+					 rep.first_xfer >= 0 &&
+					 rep.first_xfer < NREG ?
+					 "the key of region " : "",
+					 rep.first_xfer >= 0 ?
+					 reg_name[rep.first_xfer] : "?");
+	EXPECT_EQ(0, rep.id_ok) TH_LOG("a command on root's region id of "
+				       "region %s succeeded in the attacker's "
+				       "context", rep.first_id >= 0 ?
+				       reg_name[rep.first_id] : "?");
 	EXPECT_EQ(0, rep.live_not_eacces)
 		TH_LOG("a live key was refused other than with EACCES");
 	EXPECT_EQ(0, rep.own_corrupt);
@@ -491,6 +500,12 @@ TEST_F_TIMEOUT(hcomm, other_uid_attack, 300)
  * whole budget) until ENOMEM.  Reports how many it got, then holds them
  * until the parent closes @hold.
  */
+/* One process's report: written with one write() (atomic in a pipe). */
+struct ml_rep {
+	uint64_t got;
+	int err;
+};
+
 struct ml_thread {
 	struct hc_ctx c;
 	uint8_t *buf;
@@ -524,13 +539,23 @@ static void *ml_thread_fn(void *arg)
 	return NULL;
 }
 
+/* A setup failure is reported too: the parent never waits for nothing. */
+static void __attribute__((noreturn)) ml_fail(int rep_fd, int err)
+{
+	struct ml_rep rep = { .got = 0, .err = err };
+
+	if (write(rep_fd, &rep, sizeof(rep)) != sizeof(rep))
+		_exit(5);
+	_exit(3);
+}
+
 static void __attribute__((noreturn))
 ml_process(int go_fd, int rep_fd, int hold_fd)
 {
 	struct ml_thread t[ML_FDS];
+	struct ml_rep rep = { 0 };
 	pthread_t th[ML_FDS];
-	uint64_t got = 0;
-	int i, err = 0;
+	int i, ret;
 	char b;
 
 	alarm(120);
@@ -539,21 +564,23 @@ ml_process(int go_fd, int rep_fd, int hold_fd)
 		t[i].got = 0;
 		t[i].err = 0;
 		t[i].buf = map_anon(ML_LIMIT);
-		if (!t[i].buf || hc_ctx_open(&t[i].c, i & 1, 0))
-			_exit(3);
+		if (!t[i].buf)
+			ml_fail(rep_fd, -ENOMEM);
+		ret = hc_ctx_open(&t[i].c, i & 1, 0);
+		if (ret)
+			ml_fail(rep_fd, ret);
 		touch(t[i].buf, ML_LIMIT);
 	}
 	for (i = 0; i < ML_FDS; i++)
 		if (pthread_create(&th[i], NULL, ml_thread_fn, &t[i]))
-			_exit(4);
+			ml_fail(rep_fd, -EAGAIN);
 	for (i = 0; i < ML_FDS; i++) {
 		pthread_join(th[i], NULL);
-		got += t[i].got;
-		if (t[i].err && !err)
-			err = t[i].err;
+		rep.got += t[i].got;
+		if (t[i].err && !rep.err)
+			rep.err = t[i].err;
 	}
-	if (write(rep_fd, &got, sizeof(got)) != sizeof(got) ||
-	    write(rep_fd, &err, sizeof(err)) != sizeof(err))
+	if (write(rep_fd, &rep, sizeof(rep)) != sizeof(rep))
 		_exit(5);
 	/* hold every range until the parent has looked at the gauges */
 	if (read(hold_fd, &b, 1) < 0)
@@ -564,7 +591,7 @@ ml_process(int go_fd, int rep_fd, int hold_fd)
 TEST(memlock_many_fds_and_processes)
 {
 	int go[2], rep[2], hold[2], i, err;
-	uint64_t got, total = 0;
+	uint64_t total = 0;
 	struct hcomm_stats s0, s1, s2;
 	pid_t pid[ML_PROCS], user;
 
@@ -617,11 +644,17 @@ TEST(memlock_many_fds_and_processes)
 		ASSERT_EQ(sizeof(gobuf), write(go[1], gobuf, sizeof(gobuf)));
 	}
 	for (i = 0; i < ML_PROCS; i++) {
-		ASSERT_EQ(sizeof(got), read(rep[0], &got, sizeof(got)));
-		ASSERT_EQ(sizeof(err), read(rep[0], &err, sizeof(err)));
-		EXPECT_EQ(0, err) TH_LOG("a context got %d (%s) instead of "
-					 "ENOMEM", err, strerror(-err));
-		total += got;
+		struct pollfd p = { .fd = rep[0], .events = POLLIN };
+		struct ml_rep mr;
+
+		ASSERT_EQ(1, poll(&p, 1, 60000))
+			TH_LOG("%d of %d processes reported within 60 s", i,
+			       ML_PROCS);
+		ASSERT_EQ(sizeof(mr), read(rep[0], &mr, sizeof(mr)));
+		EXPECT_EQ(0, mr.err) TH_LOG("a context got %d (%s) instead of "
+					    "ENOMEM", mr.err,
+					    strerror(-mr.err));
+		total += mr.got;
 	}
 	ASSERT_STATS(s1);
 	TH_LOG("uid %d, RLIMIT_MEMLOCK %lu KiB, %d processes x %d contexts: "

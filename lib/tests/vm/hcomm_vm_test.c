@@ -3252,7 +3252,7 @@ static int lc_link(const char *how, int on)
 
 	if (!strcmp(how, "rxe"))
 		return on ? 0 : lc_sh("rm -f " LC_RXE_RC "; : > " LC_RXE_RC
-				      ".pending; (timeout 300 rdma "
+				      ".pending; (timeout -k 5 300 rdma "
 				      "link delete rxe1; echo $? > " LC_RXE_RC
 				      ") > /dev/null 2>&1 &");
 	if (!strcmp(how, "netem"))
@@ -3789,6 +3789,10 @@ static int case_failover(const char *how, int cuts)
 						 "0");
 	if (!fb && cuts > 1)
 		return FAIL("failover: HCOMM_FAILBACK=0 takes one cut"), 1;
+	if (!strcmp(how, "rxe") && (fb || cuts != 1))
+		return FAIL("failover --how rxe: one cut with HCOMM_FAILBACK=0 "
+			    "(the device comes back only after the ranks "
+			    "exit)"), 1;
 	peer = 1 - me;
 	OK(hcomm_comm_set_event_cb(comm, ev_record, NULL));
 	CHECK(strstr(hcomm_comm_transport(comm), "rdma") &&
@@ -5009,6 +5013,11 @@ int main(int argc, char **argv)
 		ret = case_rcache();
 	else if (!strcmp(case_name, "fence"))
 		ret = case_fence();
+	else if ((!strcmp(case_name, "linkcut") ||
+		  !strcmp(case_name, "foload")) && !strcmp(how, "rxe")) {
+		FAIL("%s: --how rxe only with failover", case_name);
+		ret = 1;
+	}
 	else if (!strcmp(case_name, "linkcut"))
 		ret = case_linkcut(how);
 	else if (!strcmp(case_name, "failover"))

@@ -178,22 +178,28 @@ rxe_rc=/tmp/hcomm-rxe-delete.rc
 rxe_back() {
 	local k rc
 	[ -e "$rxe_rc.pending" ] || return 0
-	rm -f "$rxe_rc.pending"
 	for (( k = 0; k < 300; k++ )); do
 		[ -s "$rxe_rc" ] && break
 		sleep 0.1
 	done
-	rc=$(cat "$rxe_rc" 2>/dev/null)
-	rm -f "$rxe_rc"
-	if [ "$rc" != 0 ]; then
-		echo "# $1: FAIL: rdma link delete rxe1 ${rc:+exited $rc}${rc:-still waits 30 s after the ranks exited}"
+	rc=$(cat "$rxe_rc" 2>/dev/null || true)
+	if [ -z "$rc" ]; then	# still pending: the next call looks again
+		echo "# $1: FAIL: rdma link delete rxe1 still waits 30 s after the ranks exited"
 		return 1
 	fi
-	echo "# $1: rdma link delete rxe1 ended $((k / 10)).$((k % 10)) s after the ranks exited"
-	rdma link add rxe1 type rxe netdev eth1 || return 1
+	rm -f "$rxe_rc" "$rxe_rc.pending"
+	if [ "$rc" = 0 ]; then
+		echo "# $1: rdma link delete rxe1 ended $((k / 10)).$((k % 10)) s after the ranks exited"
+	else
+		echo "# $1: FAIL: rdma link delete rxe1 exited $rc"
+	fi
+	[ -e /sys/class/infiniband/rxe1 ] ||
+		rdma link add rxe1 type rxe netdev eth1 || return 1
 	for (( k = 0; k < 100; k++ )); do
-		rdma link show rxe1/1 2>/dev/null | grep -q 'state ACTIVE' &&
-			return 0
+		if rdma link show rxe1/1 2>/dev/null | grep -q 'state ACTIVE'; then
+			[ "$rc" = 0 ]
+			return
+		fi
 		sleep 0.1
 	done
 	echo "# $1: FAIL: rxe1 not ACTIVE 10 s after it was created again"
@@ -298,6 +304,7 @@ while IFS='|' read -r name ppn env args; do
 	elif [ "$tcslow" != 0 ] && ! tc_slow "$tcslow"; then
 		echo "# tc could not slow TCP down"
 		tc_clear
+		tcslow=0	# (cleared once: a second clear drops the prenetem qdisc)
 	fi
 	echo "# case $name: vm$VM_ID ranks $ranks of $size -- $(basename "$cprog") $args"
 	if ! barrier "start-$name" 120; then
