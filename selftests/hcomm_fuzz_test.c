@@ -1066,13 +1066,6 @@ static void print_last(struct thr *t)
 			t->lastv[(t->nlastv - 1 - k) % NLAST]);
 }
 
-static uint64_t env_u64(const char *name, uint64_t dflt)
-{
-	const char *s = getenv(name);
-
-	return s && *s ? strtoull(s, NULL, 0) : dflt;
-}
-
 /* ---------------------------------------------------------- victim */
 
 static int send_fd(int sock, int fd)

@@ -333,13 +333,6 @@ static void *churn_fn(void *arg)
 	return NULL;
 }
 
-static uint64_t env_u64(const char *name, uint64_t def)
-{
-	const char *v = getenv(name);
-
-	return v && *v ? strtoull(v, NULL, 0) : def;
-}
-
 TEST_F_TIMEOUT(hcomm, other_uid_attack, 300)
 {
 	struct hcomm_reg_mem reg[NREG], ctl;

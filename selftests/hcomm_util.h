@@ -378,6 +378,14 @@ static HC_UNUSED int hcomm_param_set(const char *name, uint64_t v)
 	return ok ? 0 : -EIO;
 }
 
+/* A test's knob from the environment (strtoull, base 0), or @dflt. */
+static HC_UNUSED uint64_t env_u64(const char *name, uint64_t dflt)
+{
+	const char *s = getenv(name);
+
+	return s && *s ? strtoull(s, NULL, 0) : dflt;
+}
+
 /* ------------------------------------------------------------------ */
 /* command submission: ioctl or io_uring passthrough                   */
 /* ------------------------------------------------------------------ */

@@ -133,19 +133,11 @@ static HC_UNUSED struct io_uring_sqe *hx_prep_cmd(struct io_uring *ring,
 						  void *arg,
 						  uint64_t user_data)
 {
-	struct hcomm_uring_cmd pl = { .addr = (uintptr_t)arg,
-				      .size = _IOC_SIZE(cmd), .flags = 0 };
 	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
 
 	if (!sqe)
 		return NULL;
-	memset(sqe, 0, (ring->flags & IORING_SETUP_SQE128) ?
-			2 * sizeof(*sqe) : sizeof(*sqe));
-	sqe->opcode = IORING_OP_URING_CMD;
-	sqe->fd = fd;
-	sqe->cmd_op = cmd;
-	memcpy((char *)sqe + offsetof(struct io_uring_sqe, cmd), &pl,
-	       sizeof(pl));
+	hc_sqe_cmd(ring, sqe, fd, cmd, (uintptr_t)arg, _IOC_SIZE(cmd), 0);
 	sqe->user_data = user_data;
 	return sqe;
 }
