@@ -48,6 +48,7 @@
 #include <ftw.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -628,13 +629,17 @@ static void sp_unbuild(struct dag *d)
 
 /* ------------------------------------------------------------------ */
 
-enum { S_PYPTO, S_PYPTO_PROF, S_OMP, S_TBB, S_STARPU, S_STATIC, S_NR };
+enum { S_PYPTO, S_PYPTO_PROF, S_PYPTO_NOPOOL, S_OMP, S_TBB, S_STARPU,
+       S_STATIC, S_NR };
 
 static const struct sys systems[S_NR] = {
 	[S_PYPTO] = { "pypto", py_setup, py_teardown, py_build, py_run,
 		      py_unbuild },
 	[S_PYPTO_PROF] = { "pypto+profile", py_setup, py_teardown, py_build,
 			   py_run, py_unbuild },
+	/* PYPTO_POOL=0: threads made and joined by every run */
+	[S_PYPTO_NOPOOL] = { "pypto-nopool", py_setup, py_teardown, py_build,
+			     py_run, py_unbuild },
 	[S_OMP] = { "omp", omp_setup, omp_teardown, omp_build, omp_run,
 		    omp_unbuild },
 	[S_TBB] = { "tbb", tbb_setup, tbb_teardown, tbb_build, tbb_run,
@@ -670,12 +675,33 @@ static int run_dag(int s, struct dag *d, bool warm, double *secs)
 	double el;
 	int rc;
 
+	double bs[REPS_MAX];
+	unsigned int nb = 0;
+
 	d->ctr = counters;
+	rc = 0;
+	/*
+	 * The build time is the median of reps builds, like the run time (a
+	 * single build is at the mercy of the heap: the first system
+	 * measured paid its first page faults, 6x the next one's build time
+	 * in --quick).  Then the runs, on one more graph: a graph built once
+	 * and run many times.
+	 */
+	for (r = 0; warm && r < reps; r++) {
+		d->priv = NULL;
+		d->build_s = NAN;
+		if (sy->build(d))
+			return -1;
+		if (!isnan(d->build_s))
+			bs[nb++] = d->build_s;
+		sy->unbuild(d);
+	}
 	d->priv = NULL;
 	d->build_s = NAN;
 	if (sy->build(d))
 		return -1;
-	rc = 0;
+	if (!isnan(d->build_s))
+		bs[nb++] = d->build_s;
 	for (r = warm ? 0 : 1; r <= reps && !rc; r++) {
 		dag_reset(d);
 		rc = sy->run(d, &el);
@@ -685,6 +711,7 @@ static int run_dag(int s, struct dag *d, bool warm, double *secs)
 			secs[r - 1] = el;
 	}
 	sy->unbuild(d);
+	d->build_s = nb ? median(bs, nb) : NAN;
 	return rc;
 }
 
@@ -864,6 +891,14 @@ static void collect_results(void)
 				   "ns/task", "pypto (profile off)", py->run_ns,
 				   false, "cost of profile = 1");
 		}
+		if (enabled[S_PYPTO_NOPOOL]) {
+			snprintf(name, sizeof(name), "overhead_%s_pool",
+				 dag_name[k]);
+			add_result(name, py->tasks, py->run_ns, "ns/task",
+				   "pypto-nopool (PYPTO_POOL=0)",
+				   ovh[k][S_PYPTO_NOPOOL].run_ns, false,
+				   "threads kept across runs vs made per run");
+		}
 	}
 	for (i = 0; i < nsizes; i++) {
 		const struct point *p = &points[i];
@@ -952,6 +987,16 @@ static void print_overhead(void)
 				  ovh[k][S_PYPTO].run_ns, a, sizeof(a));
 			printf("  %s %s (%llu events)", dag_name[k], a,
 			       (unsigned long long)ovh[k][S_PYPTO_PROF].events);
+		}
+		printf("\n");
+	}
+	if (enabled[S_PYPTO_NOPOOL]) {
+		printf("  threads kept across runs (the pool) / made per run "
+		       "(PYPTO_POOL=0):");
+		for (k = 0; k < DAG_NR; k++) {
+			fmt_ratio(ovh[k][S_PYPTO].run_ns /
+				  ovh[k][S_PYPTO_NOPOOL].run_ns, a, sizeof(a));
+			printf("  %s %s", dag_name[k], a);
 		}
 		printf("\n");
 	}
@@ -1060,7 +1105,8 @@ static int write_json(const char *path, double wall)
 			json_arr(f, o->samples, o->done ? reps : 0);
 			fprintf(f, ", \"creation_in_run\": %s",
 				s == S_OMP || s == S_STARPU ? "true" : "false");
-			if (s == S_PYPTO || s == S_PYPTO_PROF)
+			if (s == S_PYPTO || s == S_PYPTO_PROF ||
+			    s == S_PYPTO_NOPOOL)
 				fprintf(f, ", \"steals\": %llu, \"parks\": "
 					"%llu, \"events\": %llu",
 					(unsigned long long)o->steals,
@@ -1202,7 +1248,8 @@ static void parse_systems(const char *s)
 	for (tok = strtok_r(dup, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save)) {
 		if (!strcmp(tok, "pypto"))
-			enabled[S_PYPTO] = enabled[S_PYPTO_PROF] = true;
+			enabled[S_PYPTO] = enabled[S_PYPTO_PROF] =
+				enabled[S_PYPTO_NOPOOL] = true;
 		else if (!strcmp(tok, "omp"))
 			enabled[S_OMP] = enabled[S_STATIC] = true;
 		else if (!strcmp(tok, "tbb"))
@@ -1267,6 +1314,15 @@ int main(int argc, char **argv)
 	int opt, sp_maj = 0, sp_min = 0, sp_rel = 0;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	/*
+	 * One heap behaviour for every system: glibc's dynamic mmap and trim
+	 * thresholds made the builds of whichever system ran first 2-3x
+	 * slower than the same builds later (its large arrays mmapped and
+	 * faulted in afresh each time).  Fixed thresholds keep freed memory
+	 * in the heap for all of them alike.
+	 */
+	mallopt(M_MMAP_THRESHOLD, 32 << 20);
+	mallopt(M_TRIM_THRESHOLD, 256 << 20);
 	for (i = 0; i < S_NR; i++)
 		enabled[i] = true;
 	while ((opt = getopt_long(argc, argv, "w:W:c:r:s:p:m:S:j:qh", opts,
@@ -1402,6 +1458,11 @@ int main(int argc, char **argv)
 
 	run_block(S_PYPTO, true, true);
 	run_block(S_PYPTO_PROF, true, false);
+	/* Read by pypto_run() at every run (no other thread reads the
+	 * environment now). */
+	setenv("PYPTO_POOL", "0", 1);
+	run_block(S_PYPTO_NOPOOL, true, false);
+	unsetenv("PYPTO_POOL");
 	run_block(S_OMP, true, true);
 	run_block(S_STATIC, false, true);
 	run_block(S_TBB, true, true);

@@ -10,6 +10,9 @@
  *
  *   void hcomm_mpsc_init(struct hcomm_mpsc *q);
  *   void hcomm_mpsc_push(struct hcomm_mpsc *q, struct hcomm_mpsc_node *n);
+ *   void hcomm_mpsc_push_list(struct hcomm_mpsc *q,
+ *				struct hcomm_mpsc_node *first,
+ *				struct hcomm_mpsc_node *last);
  *   struct hcomm_mpsc_node *hcomm_mpsc_pop(struct hcomm_mpsc *q);
  *   int hcomm_mpsc_empty(struct hcomm_mpsc *q);       (consumer only)
  *
@@ -100,6 +103,22 @@ static inline void hcomm_mpsc_push(struct hcomm_mpsc *q,
 	 * pop() sees no successor yet and returns NULL, empty() says 0.
 	 */
 	atomic_store_explicit(&prev->next, n, memory_order_release);
+}
+
+/*
+ * Any thread; wait-free: the nodes first .. last, already linked through
+ * their next pointers (last's NULL), in that order, with one exchange.
+ */
+static inline void hcomm_mpsc_push_list(struct hcomm_mpsc *q,
+					struct hcomm_mpsc_node *first,
+					struct hcomm_mpsc_node *last)
+{
+	struct hcomm_mpsc_node *prev;
+
+	atomic_store_explicit(&last->next, NULL, memory_order_relaxed);
+	prev = atomic_exchange_explicit(&q->head, last, memory_order_seq_cst);
+	/* Publishes the links inside the list too (stored before). */
+	atomic_store_explicit(&prev->next, first, memory_order_release);
 }
 
 /* Consumer only.  NULL: empty, or a push is half done (then not empty). */

@@ -49,6 +49,7 @@ PYPTO_EXPORT void pypto_graph_destroy(struct pypto_graph *g)
 		free(g->tiles[i].coll);
 	}
 	free(g->tiles);
+	free(g->roots);
 	free(g->eset);
 	free(g->cycle);
 	free(g);
@@ -118,6 +119,8 @@ static int new_tile(struct pypto_graph *g, const char *who, const char *name,
 	set_name(t, name, g->n);
 	g->n++;
 	g->validated = false;
+	g->prepared_ndev = 0;
+	g->rt_clean = false;
 	*tp = t;
 	return 0;
 }
@@ -459,6 +462,8 @@ PYPTO_EXPORT int pypto_add_dep(struct pypto_graph *g, uint32_t from,
 	g->tiles[to].ndeps++;
 	g->nedges++;
 	g->validated = false;
+	g->prepared_ndev = 0;
+	g->rt_clean = false;
 	return 0;
 }
 
@@ -474,6 +479,8 @@ PYPTO_EXPORT int pypto_set_cost(struct pypto_graph *g, uint32_t tile,
 				   g->tiles[tile].name, cost);
 	g->tiles[tile].cost = cost;
 	g->validated = false;
+	g->prepared_ndev = 0;
+	g->rt_clean = false;
 	return 0;
 }
 
@@ -490,6 +497,8 @@ PYPTO_EXPORT int pypto_graph_set_workload(struct pypto_graph *g,
 	g->workload = wl;
 	g->wl_tile_size = tile_size;
 	g->validated = false;
+	g->prepared_ndev = 0;
+	g->rt_clean = false;
 	return 0;
 }
 
@@ -903,6 +912,8 @@ int pypto__graph_prepare(struct pypto_graph *g, uint32_t ndev)
 	ret = pypto_graph_validate(g, NULL);
 	if (ret < 0)
 		return ret;
+	if (g->prepared_ndev == ndev)
+		return 0;
 	n = g->n;
 	ncomp = g->analysis.components;
 	nlev = g->analysis.levels;
@@ -980,6 +991,25 @@ int pypto__graph_prepare(struct pypto_graph *g, uint32_t ndev)
 		else
 			tt->device = (int32_t)cdev[tt->component];
 	}
+	/* The roots, in id order, and the transfer tiles, for every run. */
+	free(g->roots);
+	g->roots = malloc(((size_t)g->analysis.roots + 1) *
+			  sizeof(*g->roots));
+	if (!g->roots) {
+		ret = pypto__fail(PYPTO_ERR_NOMEM, "pypto__graph_prepare: %u "
+				  "roots", g->analysis.roots);
+		goto out;
+	}
+	g->nroots = 0;
+	g->nxfer = 0;
+	g->nsinks = 0;
+	for (t = 0; t < n; t++) {
+		if (!g->tiles[t].ndeps)
+			g->roots[g->nroots++] = t;
+		g->nsinks += !g->tiles[t].nconsumers;
+		g->nxfer += g->tiles[t].kind == PYPTO_TRANSFER;
+	}
+	g->prepared_ndev = ndev;
 	ret = 0;
 out:
 	free(order);

@@ -294,6 +294,10 @@ void pypto_xport_destroy(struct pypto_xport *x);
  *  seed              PYPTO_SEED               1: victim selection
  * pypto_config_from_env() rejects garbage naming the variable.
  *
+ * Worker 0 is the thread that calls pypto_run(); the others are threads
+ * of a pool kept across runs (PYPTO_POOL=0, read by every run: threads
+ * created and joined by each run instead).
+ *
  * The transfer cap, for every graph: a device has (double_buffering ?
  * prefetch_depth + 1 : 1) slots and a transfer tile is issued only holding
  * one, from issue to its last completion (re-issues included); ready

@@ -20,6 +20,27 @@ int pypto__fail(int err, const char *fmt, ...)
 void pypto__clear_err(void);
 uint64_t pypto__now_ns(void);		/* CLOCK_MONOTONIC */
 
+/* ---- the worker pool (pool.c) ------------------------------------ */
+
+/*
+ * Threads lent to one run: pypto__team_start() runs fn(arg, 0 .. n-1),
+ * each on a thread of the pool (made when the pool has too few; every
+ * team makes and joins its own with PYPTO_POOL=0).  0, or -errno when a
+ * thread could not be made: then team->n jobs were started.  Either way
+ * pypto__team_join() must follow: it returns once every started job has
+ * returned, and gives the threads back to the pool.
+ */
+struct pool_thread;
+struct pypto__team {
+	_Atomic uint32_t active;	/* futex: jobs not returned */
+	uint32_t n;			/* jobs started */
+	struct pool_thread *lent;	/* the team's threads (its owner) */
+};
+int pypto__team_start(struct pypto__team *team, uint32_t n,
+		      void (*fn)(void *arg, uint32_t idx), void *arg);
+void pypto__team_join(struct pypto__team *team);
+uint32_t pypto__pool_idle(void);	/* idle pool threads now */
+
 /* ---- text output (text.c) ----------------------------------------- */
 
 /* Bytes of the valid UTF-8 sequence at p (1 for ASCII), 0 if invalid. */
@@ -105,6 +126,23 @@ struct pypto_graph {
 	uint64_t *eset;			/* open-addressed set of edges */
 	uint64_t ecap;			/* slots in eset (power of 2) */
 	bool validated;			/* analysis below is current */
+	/*
+	 * pypto__graph_prepare()'s result is current for this many devices
+	 * (0: not prepared since the last change); roots[nroots], the tiles
+	 * without inputs, and nxfer, the transfer tiles, come with it.
+	 */
+	uint32_t prepared_ndev;
+	uint32_t *roots, nroots;
+	uint32_t nsinks;		/* tiles without consumers */
+	uint32_t nxfer;
+	/*
+	 * The tiles' run-time fields hold their initial values: the last
+	 * run of this graph, which had neither transfer nor allreduce
+	 * tiles, ran every tile (each tile's input count was put back to
+	 * its number of inputs when it became ready), and nothing changed
+	 * since.  pypto_run() then skips resetting every tile.
+	 */
+	bool rt_clean;
 	struct pypto_analysis analysis;
 	uint32_t *cycle;		/* last cycle found */
 	uint32_t ncycle;

@@ -140,7 +140,19 @@ struct worker {
 	uint32_t id;
 	int32_t device;
 	atomic_bool idle;		/* parked or about to park */
-	pthread_t thread;
+	/*
+	 * The tile this worker runs next, made ready by the one it just ran
+	 * (this worker only): no deque round trip and no wake-up for a
+	 * successor it takes itself.
+	 */
+	struct pypto_tile *next;
+	/*
+	 * Profile off: the tiles this worker runs back to back, all of one
+	 * kind (burst_kind, 0: none), are timed as one stretch from
+	 * burst_t0; burst_close() adds it up.
+	 */
+	uint64_t burst_t0;
+	int burst_kind;
 	struct pypto_evbuf *eb;
 	struct round *round;		/* being filled */
 	struct round *pend;		/* retired, some request not done yet */
@@ -150,6 +162,7 @@ struct worker {
 	uint64_t steals, steal_attempts, parks, rounds, descs;
 	uint64_t compute_ns, host_ns, busy_ns;
 	uint64_t n_compute, n_host, n_transfer;
+	uint32_t ndone;			/* tiles done by this worker */
 	/* Rounds whose last callback returned (pushed by any thread). */
 	struct hcomm_mpsc retired;
 } __attribute__((aligned(PYPTO_CACHELINE)));
@@ -195,7 +208,15 @@ struct sched {
 	uint32_t ndq;			/* initialised */
 	uint32_t cap;			/* slots per device */
 	struct evcount ec;
-	_Atomic uint32_t ndone;
+	/*
+	 * Tiles done: by workers in their own counters (w->ndone), by other
+	 * threads (transport and collective callbacks) here.  The run is
+	 * over when every sink (tile without consumers) is done: each tile
+	 * is a sink or has a path to one, so the sinks finish last; one
+	 * shared counter per sink instead of per tile.
+	 */
+	_Atomic uint32_t ndone_ext;
+	_Atomic uint32_t sinks_done;
 	atomic_bool finished;		/* all tiles done, or aborted */
 	_Atomic int status;		/* first failure */
 	char errmsg[256];		/* its message (set by the winner) */
@@ -328,20 +349,106 @@ static void queue_tile(struct sched *s, struct worker *self,
 	}
 }
 
+/*
+ * A tile that releases at least this many consumers deals them out to its
+ * device's workers instead of letting them steal one at a time.
+ */
+#define SPREAD_MIN	16
+
+/* A run of ready tiles for one worker's inbox (tile_done's dealing). */
+struct deal {
+	struct hcomm_mpsc_node *first, *last;
+	uint32_t k;			/* 1 .. per-1: which worker */
+};
+
+static void deal_flush(struct sched *s, struct worker *self,
+		       struct deal *d, uint32_t per)
+{
+	struct worker *w;
+
+	if (!d->first)
+		return;
+	/* Worker k after self among its device's workers. */
+	w = &s->w[(uint32_t)self->device +
+		  ((self->id / s->ndev + d->k) % per) * s->ndev];
+	hcomm_mpsc_push_list(&w->inbox, d->first, d->last);
+	d->first = d->last = NULL;
+}
+
+/*
+ * t is done: release its consumers.  A worker keeps the first compute or
+ * host consumer of its own device that t made ready as its next tile
+ * (what it would have pushed and taken back at once, LIFO).  When t has
+ * many consumers, the other such tiles are dealt out in contiguous shares
+ * to the device's workers (their inboxes, one exchange per share) and
+ * this worker's own share goes into its deque, with one wake-up at the
+ * end; otherwise, and for the rest, make_ready() says where each goes.
+ */
 static void tile_done(struct sched *s, struct worker *self,
 		      struct pypto_tile *t)
 {
-	uint32_t i;
+	uint32_t i, per = 0;
+	struct deal d = { NULL, NULL, 0 };
+	bool dealt = false;
 
+	if (self && t->nconsumers >= SPREAD_MIN)
+		per = dev_nworkers(s, self->device);
 	for (i = 0; i < t->nconsumers; i++) {
 		struct pypto_tile *c = &s->g->tiles[t->consumers[i]];
+		uint32_t k;
 
 		if (atomic_fetch_sub_explicit(&c->input_deps, 1,
-					      memory_order_acq_rel) == 1)
+					      memory_order_acq_rel) != 1)
+			continue;
+		/* Ready: nothing decrements it again in this run; the next
+		 * run finds it as it began (g->rt_clean). */
+		atomic_store_explicit(&c->input_deps, c->ndeps,
+				      memory_order_relaxed);
+		if (!self || c->device != self->device ||
+		    (c->kind != PYPTO_COMPUTE && c->kind != PYPTO_HOST)) {
 			make_ready(s, self, c);
+			continue;
+		}
+		if (!self->next) {
+			self->next = c;
+			continue;
+		}
+		if (per < 2) {
+			make_ready(s, self, c);
+			continue;
+		}
+		k = (uint32_t)((uint64_t)i * per / t->nconsumers);
+		if (!k) {
+			if (pypto_deque_push(&self->dq, tile_id(s, c)))
+				sched_fail(s, pypto__fail(PYPTO_ERR_NOMEM,
+							  "deque of worker %u",
+							  self->id));
+			dealt = true;
+			continue;
+		}
+		if (k != d.k)
+			deal_flush(s, self, &d, per);
+		d.k = k;
+		if (d.last)
+			atomic_store_explicit(&d.last->next, &c->qnode,
+					      memory_order_relaxed);
+		else
+			d.first = &c->qnode;
+		d.last = &c->qnode;
+		dealt = true;
 	}
-	if (atomic_fetch_add_explicit(&s->ndone, 1, memory_order_acq_rel) + 1 ==
-	    s->g->n) {
+	deal_flush(s, self, &d, per);
+	if (dealt)
+		ec_notify(&s->ec, INT_MAX);
+	if (self)
+		self->ndone++;
+	else
+		atomic_fetch_add_explicit(&s->ndone_ext, 1,
+					  memory_order_relaxed);
+	if (!t->nconsumers &&
+	    atomic_fetch_add_explicit(&s->sinks_done, 1,
+				      memory_order_acq_rel) + 1 ==
+	    s->g->nsinks) {
 		atomic_store_explicit(&s->finished, true, memory_order_release);
 		ec_notify(&s->ec, INT_MAX);
 	}
@@ -948,6 +1055,22 @@ static void ar_wait_done(struct sched *s)
 
 /* ---- workers ------------------------------------------------------------ */
 
+/* The stretch of tiles run back to back ends: its time to the counters. */
+static void burst_close(struct worker *w)
+{
+	uint64_t d;
+
+	if (!w->burst_kind)
+		return;
+	d = pypto__now_ns() - w->burst_t0;
+	w->busy_ns += d;
+	if (w->burst_kind == PYPTO_COMPUTE)
+		w->compute_ns += d;
+	else
+		w->host_ns += d;
+	w->burst_kind = 0;
+}
+
 static void run_tile(struct worker *w, struct pypto_tile *t)
 {
 	struct sched *s = w->s;
@@ -958,27 +1081,48 @@ static void run_tile(struct worker *w, struct pypto_tile *t)
 	int rc;
 
 	if (t->kind == PYPTO_TRANSFER) {
+		burst_close(w);
 		xfer_issue(w, t);
 		return;
 	}
 	if (t->kind == PYPTO_ALLREDUCE) {
+		burst_close(w);
 		ar_run(w, t);
 		return;
 	}
 	/* The round so far goes out before this worker is busy. */
-	round_flush(w);
+	if (w->round && w->round->n) {
+		burst_close(w);
+		round_flush(w);
+	}
+	if (t->kind == PYPTO_COMPUTE)
+		w->n_compute++;
+	else
+		w->n_host++;
+	if (!s->cfg->profile) {
+		/*
+		 * No clock read per tile (one costs about as much as the
+		 * rest of the scheduler's work for a tile): tiles run back
+		 * to back are timed as one stretch, which includes
+		 * releasing and taking each.
+		 */
+		if (w->burst_kind != (int)t->kind) {
+			burst_close(w);
+			w->burst_t0 = pypto__now_ns();
+			w->burst_kind = (int)t->kind;
+		}
+		rc = t->fn(t->arg, &ex);
+		goto done;
+	}
 	t0 = pypto__now_ns();
 	rc = t->fn(t->arg, &ex);
 	t1 = pypto__now_ns();
 	w->busy_ns += t1 - t0;
-	if (t->kind == PYPTO_COMPUTE) {
+	if (t->kind == PYPTO_COMPUTE)
 		w->compute_ns += t1 - t0;
-		w->n_compute++;
-	} else {
+	else
 		w->host_ns += t1 - t0;
-		w->n_host++;
-	}
-	if (s->cfg->profile && w->eb) {
+	if (w->eb) {
 		struct pypto_event e = {
 			.t0_ns = t0, .t1_ns = t1, .tile = ex.tile,
 			.worker = (uint16_t)w->id,
@@ -989,6 +1133,7 @@ static void run_tile(struct worker *w, struct pypto_tile *t)
 
 		pypto__ev_record(s->r, w->eb, &e);
 	}
+done:
 	if (rc) {
 		sched_fail(s, pypto__fail(PYPTO_ERR_TASK,
 					  "tile %s returned %d", t->name, rc));
@@ -1051,7 +1196,8 @@ static bool work_visible(struct worker *w)
 	struct sched *s = w->s;
 	uint32_t i;
 
-	if (!hcomm_mpsc_empty(&w->inbox) || (w->round && w->round->n))
+	if (w->next || !hcomm_mpsc_empty(&w->inbox) ||
+	    (w->round && w->round->n))
 		return true;
 	for (i = 0; i < s->nw; i++)
 		if (pypto_deque_size(&s->w[i].dq))
@@ -1063,6 +1209,8 @@ static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
 	struct sched *s = w->s;
+	/* A run started by a tile (worker 0 is the caller) nests. */
+	struct worker *outer = cur_worker;
 	uintptr_t v;
 
 	cur_worker = w;
@@ -1072,11 +1220,19 @@ static void *worker_main(void *arg)
 
 		if (atomic_load_explicit(&s->finished, memory_order_acquire))
 			break;
+		if (w->next) {
+			struct pypto_tile *t = w->next;
+
+			w->next = NULL;
+			run_tile(w, t);
+			continue;
+		}
 		drain_inbox(w);
 		if (pypto_deque_take(&w->dq, &v)) {
 			run_tile(w, &s->g->tiles[v]);
 			continue;
 		}
+		burst_close(w);
 		round_flush(w);
 		/*
 		 * A batch the transport refused fails its descriptors here,
@@ -1100,8 +1256,9 @@ static void *worker_main(void *arg)
 		}
 		atomic_store_explicit(&w->idle, false, memory_order_relaxed);
 	}
+	burst_close(w);
 	round_flush(w);
-	cur_worker = NULL;
+	cur_worker = outer;
 	return NULL;
 }
 
@@ -1238,24 +1395,31 @@ static void wait_inflight(struct sched *s)
 		nanosleep(&ts, NULL);
 }
 
+static void worker_job(void *arg, uint32_t idx)
+{
+	struct sched *s = arg;
+
+	worker_main(&s->w[idx + 1]);
+}
+
+/*
+ * Worker 0 is the calling thread (it would only wait otherwise); workers
+ * 1 .. nw-1 are threads of the pool (pool.c), lent to this run.
+ */
 static int run_workers(struct sched *s)
 {
-	uint32_t i, started = 0;
-	int rc = 0;
+	struct pypto__team team;
+	int rc = 0, err;
 
-	for (i = 0; i < s->nw; i++) {
-		rc = pthread_create(&s->w[i].thread, NULL, worker_main,
-				    &s->w[i]);
-		if (rc) {
-			rc = pypto__fail(PYPTO_ERR_SYS, "pthread_create: %s",
-					 strerror(rc));
-			sched_fail(s, rc);
-			break;
-		}
-		started++;
+	err = pypto__team_start(&team, s->nw - 1, worker_job, s);
+	if (err) {
+		rc = pypto__fail(PYPTO_ERR_SYS,
+				 "starting worker %u of %u: %s", team.n + 1,
+				 s->nw, strerror(-err));
+		sched_fail(s, rc);
 	}
-	for (i = 0; i < started; i++)
-		pthread_join(s->w[i].thread, NULL);
+	worker_main(&s->w[0]);
+	pypto__team_join(&team);
 	return rc;
 }
 
@@ -1354,7 +1518,8 @@ PYPTO_EXPORT int pypto_run(struct pypto_graph *g, const struct pypto_config *ucf
 	const char *trace;
 	uint64_t busy0 = 0, busy1 = 0;
 	uint32_t lanes = 0;
-	bool ran = false, began = false, have_busy;
+	bool ran = false, began = false, have_busy, clean;
+	uint32_t ndone;
 	uint32_t i, rr = 0;
 	int rc;
 
@@ -1450,8 +1615,11 @@ PYPTO_EXPORT int pypto_run(struct pypto_graph *g, const struct pypto_config *ucf
 			goto out;
 		}
 	}
-	/* Reset the runtime fields and seed the roots, spread per device. */
-	for (i = 0; i < g->n; i++) {
+	/* Reset the runtime fields (unless the last run left them so) and
+	 * seed the roots, spread per device. */
+	clean = g->rt_clean;
+	g->rt_clean = false;
+	for (i = 0; !clean && i < g->n; i++) {
 		struct pypto_tile *t = &g->tiles[i];
 
 		atomic_store(&t->input_deps, t->ndeps);
@@ -1484,15 +1652,13 @@ PYPTO_EXPORT int pypto_run(struct pypto_graph *g, const struct pypto_config *ucf
 		s.listen_id = rc;
 		rc = 0;
 	}
-	for (i = 0; i < g->n; i++) {
-		struct pypto_tile *t = &g->tiles[i];
+	for (i = 0; i < g->nroots; i++) {
+		struct pypto_tile *t = &g->tiles[g->roots[i]];
 		uint32_t per, k;
 
-		if (t->ndeps)
-			continue;
 		per = (s.nw - (uint32_t)t->device + s.ndev - 1) / s.ndev;
 		k = (uint32_t)t->device + (rr++ % per) * s.ndev;
-		if (pypto_deque_push(&s.w[k].dq, i)) {
+		if (pypto_deque_push(&s.w[k].dq, g->roots[i])) {
 			rc = pypto__fail(PYPTO_ERR_NOMEM, "deque");
 			goto out;
 		}
@@ -1523,10 +1689,16 @@ PYPTO_EXPORT int pypto_run(struct pypto_graph *g, const struct pypto_config *ucf
 	}
 	if (!rc && atomic_load(&s.status))
 		rc = pypto__fail(-atomic_load(&s.status), "%s", s.errmsg);
-	if (!rc && atomic_load(&s.ndone) != g->n)
+	ndone = atomic_load(&s.ndone_ext);
+	for (i = 0; i < s.nw; i++)
+		ndone += s.w[i].ndone;
+	if (!rc && ndone != g->n)
 		rc = pypto__fail(PYPTO_ERR_INVAL,
-				 "run ended with %u of %u tiles done",
-				 atomic_load(&s.ndone), g->n);
+				 "run ended with %u of %u tiles done", ndone,
+				 g->n);
+	/* Every tile ran: each input count was put back when it became
+	 * ready, and only transfer and allreduce tiles touch the rest. */
+	g->rt_clean = !rc && !g->nxfer && !g->nar;
 	collect_stats(&s, &r->st);
 	link_stats(&s, &r->st);
 	r->st.analysis = g->analysis;

@@ -14,6 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <dirent.h>
+#include <sys/wait.h>
 
 #include <cblas.h>
 
@@ -281,6 +285,240 @@ static void test_wide_and_chain(uint32_t workers)
 	   workers, rc, ordered);
 	pypto_graph_destroy(g);
 	free(nodes);
+}
+
+/* ---- the worker pool and successors run in place -------------------- */
+
+struct who {
+	pid_t tid;
+	uint32_t worker;
+	uint32_t nap_us;
+	_Atomic uint32_t runs;
+	uint32_t prev_done;		/* chain: the tile before had run */
+	struct who *prev;
+};
+
+static int who_fn(void *arg, const struct pypto_exec *ex)
+{
+	struct who *w = arg;
+
+	w->tid = gettid();
+	w->worker = ex->worker;
+	w->prev_done = !w->prev || atomic_load(&w->prev->runs) == 1;
+	if (w->nap_us)
+		usleep(w->nap_us);
+	atomic_fetch_add(&w->runs, 1);
+	return 0;
+}
+
+/*
+ * A wide graph of n tiles (no edges) that sleep nap_us each, so that
+ * every worker takes some; the distinct threads that ran them in tid[]
+ * (at most 64).  Returns pypto_run's result, or -1 when a tile did not
+ * run exactly once or worker 0 was not the calling thread.
+ */
+static int run_wide(struct who *w, uint32_t n, uint32_t workers,
+		    uint32_t nap_us, pid_t *tid, uint32_t *ntid)
+{
+	struct pypto_config c = cfg_of(workers, 1);
+	struct pypto_graph *g;
+	uint32_t i, j;
+	int rc;
+
+	pypto_graph_create(&g);
+	for (i = 0; i < n; i++) {
+		memset(&w[i], 0, sizeof(w[i]));
+		w[i].nap_us = nap_us;
+		pypto_add_compute(g, NULL, who_fn, &w[i], -1);
+	}
+	rc = pypto_run(g, &c, NULL, NULL);
+	pypto_graph_destroy(g);
+	*ntid = 0;
+	for (i = 0; i < n; i++) {
+		if (atomic_load(&w[i].runs) != 1 ||
+		    (w[i].worker == 0) != (w[i].tid == gettid()))
+			rc = rc ? rc : -1;
+		for (j = 0; j < *ntid; j++)
+			if (tid[j] == w[i].tid)
+				break;
+		if (j == *ntid && *ntid < 64)
+			tid[(*ntid)++] = w[i].tid;
+	}
+	return rc;
+}
+
+/* The threads of this process now (at most max). */
+static uint32_t task_tids(pid_t *tid, uint32_t max)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	uint32_t n = 0;
+
+	while (d && (e = readdir(d)))
+		if (e->d_name[0] != '.' && n < max)
+			tid[n++] = (pid_t)atoi(e->d_name);
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static uint32_t tids_outside(const pid_t *a, uint32_t n, const pid_t *b,
+			     uint32_t nb)
+{
+	uint32_t i, j, out = 0;
+
+	for (i = 0; i < n; i++) {
+		for (j = 0; j < nb && a[i] != b[j]; j++)
+			;
+		out += j == nb;
+	}
+	return out;
+}
+
+/* A tile that runs a graph of its own (20 tiles on 2 workers). */
+static _Atomic uint32_t inner_ok;
+
+static int nest_fn(void *arg, const struct pypto_exec *ex)
+{
+	struct who w[20];
+	pid_t tid[64];
+	uint32_t n;
+
+	(void)arg;
+	(void)ex;
+	if (run_wide(w, 20, 2, 0, tid, &n) == 0)
+		atomic_fetch_add(&inner_ok, 1);
+	return 0;
+}
+
+struct conc {
+	struct who w[200];
+	pid_t tid[64];
+	uint32_t ntid;
+	int rc;
+};
+
+static void *conc_run(void *arg)
+{
+	struct conc *c = arg;
+	uint32_t r;
+
+	for (r = 0; r < 20 && !c->rc; r++)
+		c->rc = run_wide(c->w, 200, 3, r == 19 ? 500 : 0, c->tid,
+				 &c->ntid);
+	return NULL;
+}
+
+static void test_pool(void)
+{
+	uint32_t n = 20000, i, once, same, bad, n1, n2, ntask, idle, outside;
+	struct who *w = calloc(n, sizeof(*w));
+	pid_t tid1[64], tid2[64], task[256];
+	struct pypto_config c = cfg_of(4, 1);
+	struct pypto_run *run = NULL;
+	const struct pypto_stats *st;
+	struct pypto_graph *g;
+	struct conc *cc = calloc(2, sizeof(*cc));
+	pthread_t t[2];
+	pid_t pid;
+	int rc, status;
+
+	/* Worker 0 is the caller; the others are threads of the pool. */
+	rc = run_wide(w, 40, 4, 1000, tid1, &n1);
+	idle = pypto__pool_idle();
+	ok(rc == 0 && n1 >= 2 && n1 <= 4 && idle >= 3,
+	   "40 sleeping tiles on 4 workers: rc %d (worker 0 is the calling thread), %u threads ran them, %u idle in the pool after",
+	   rc, n1, idle);
+
+	/* More runs make no thread: every tile on a thread there was. */
+	ntask = task_tids(task, 256);
+	for (outside = 0, bad = 0, i = 0; i < 5; i++) {
+		bad += run_wide(w, 40, 4, 1000, tid2, &n2) != 0 || n2 < 2;
+		outside += tids_outside(tid2, n2, task, ntask);
+	}
+	ok(bad == 0 && outside == 0 && task_tids(task, 256) == ntask &&
+	   pypto__pool_idle() == idle,
+	   "5 more runs: %u failed, %u threads that were not there before, threads %u -> %u, idle %u -> %u",
+	   bad, outside, ntask, task_tids(task, 256), idle,
+	   pypto__pool_idle());
+
+	/* PYPTO_POOL=0: new threads every run, the pool untouched. */
+	setenv("PYPTO_POOL", "0", 1);
+	rc = run_wide(w, 40, 4, 1000, tid2, &n2);
+	unsetenv("PYPTO_POOL");
+	outside = tids_outside(tid2, n2, task, ntask);
+	ok(rc == 0 && n2 >= 2 && outside == n2 - 1 &&
+	   pypto__pool_idle() == idle,
+	   "PYPTO_POOL=0: rc %d, %u of its %u threads new (all but the caller), idle %u",
+	   rc, outside, n2, pypto__pool_idle());
+
+	/* A chain stays on one worker: no other is woken or steals. */
+	pypto_graph_create(&g);
+	for (i = 0; i < n; i++) {
+		memset(&w[i], 0, sizeof(w[i]));
+		w[i].prev = i ? &w[i - 1] : NULL;
+		pypto_add_compute(g, NULL, who_fn, &w[i], -1);
+		if (i)
+			pypto_add_dep(g, i - 1, i);
+	}
+	rc = pypto_run(g, &c, NULL, &run);
+	st = pypto_run_stats(run);
+	for (once = 0, same = 0, bad = 0, i = 0; i < n; i++) {
+		once += atomic_load(&w[i].runs) == 1;
+		same += w[i].worker == w[0].worker;
+		bad += !w[i].prev_done;
+	}
+	/* (the root may be stolen from worker 0's deque; nothing else) */
+	ok(rc == 0 && once == n && bad == 0 && same == n && st &&
+	   st->steals <= 1,
+	   "chain of %u on 4 workers: rc %d, once %u, before its input %u, on the first tile's worker %u, steals %" PRIu64 " (at most the root)",
+	   n, rc, once, bad, same, st ? st->steals : 0);
+	pypto_run_free(run);
+	pypto_graph_destroy(g);
+
+	/* Two runs at once borrow different threads. */
+	for (i = 0; i < 2; i++)
+		pthread_create(&t[i], NULL, conc_run, &cc[i]);
+	for (i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	same = cc[0].ntid - tids_outside(cc[0].tid, cc[0].ntid, cc[1].tid,
+					 cc[1].ntid);
+	ok(cc[0].rc == 0 && cc[1].rc == 0 && same == 0 &&
+	   cc[0].ntid >= 2 && cc[1].ntid >= 2,
+	   "two threads each running 20 graphs of 3 workers at once: rc %d %d, %u and %u threads in their last runs, %u shared",
+	   cc[0].rc, cc[1].rc, cc[0].ntid, cc[1].ntid, same);
+	free(cc);
+
+	/* Runs inside tiles: each on its tile's thread as worker 0. */
+	pypto_graph_create(&g);
+	for (i = 0; i < 50; i++)
+		pypto_add_compute(g, NULL, nest_fn, NULL, -1);
+	atomic_store(&inner_ok, 0);
+	rc = pypto_run(g, &c, NULL, NULL);
+	pypto_graph_destroy(g);
+	ok(rc == 0 && atomic_load(&inner_ok) == 50,
+	   "50 tiles on 4 workers each running a graph of 20 tiles on 2: rc %d, %u inner runs right",
+	   rc, atomic_load(&inner_ok));
+
+	/* A forked child has no pool threads: it makes its own. */
+#ifdef __SANITIZE_THREAD__
+	/* ThreadSanitizer refuses threads after a multi-threaded fork. */
+	skip("a run of 4 workers in a forked child: not under ThreadSanitizer");
+	(void)pid;
+	(void)status;
+	free(w);
+	return;
+#endif
+	pid = fork();
+	if (pid == 0)
+		_exit(run_wide(w, 40, 4, 1000, tid2, &n2) == 0 && n2 >= 2 ?
+		      0 : 1);
+	status = -1;
+	if (pid > 0)
+		waitpid(pid, &status, 0);
+	ok(pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	   "a run of 4 workers in a forked child: status %#x", status);
+	free(w);
 }
 
 static void test_errors(void)
@@ -896,6 +1134,7 @@ int main(int argc, char **argv)
 		test_random_dag(5000, 1, 1);
 		test_random_dag(5000, 4, 2);
 		test_wide_and_chain(4);
+		test_pool();
 		test_errors();
 		test_transfers(5);
 		test_random_failures(40);
@@ -907,6 +1146,7 @@ int main(int argc, char **argv)
 	test_random_dag(20000, 8, 3);
 	test_wide_and_chain(2);
 	test_wide_and_chain(4);
+	test_pool();
 	test_errors();
 	test_random_failures(200);
 	test_refused();
