@@ -113,6 +113,7 @@ struct hcomm_comm {
 	char xname[32];
 	struct hcomm_ctx *ctx;
 	int64_t spin_ns;		/* HCOMM_SPIN_US; -1: unset (read-only) */
+	int64_t cb_spin_ns;		/* HCOMM_CB_SPIN_US; -1: unset (read-only) */
 
 	pthread_mutex_t lock;
 	struct hcomm_win *wins;

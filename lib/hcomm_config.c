@@ -385,15 +385,15 @@ int hcomm__coll_timeout_from_env(int64_t *out)
 }
 
 /*
- * HCOMM_SPIN_US (0 .. 60000000): how long every wait of a communicator
- * polls before it sleeps.  *out_ns stays as it is (-1: the built-in
- * spins) when the variable is unset.
+ * A time in microseconds, 0 .. 60000000, from the variable name (
+ * HCOMM_SPIN_US: how long every wait of a communicator polls before it
+ * sleeps; HCOMM_CB_SPIN_US: how long the callback dispatcher polls its
+ * queue).  *out_ns stays as it is (-1: the built-in spins) when the
+ * variable is unset.
  */
-int hcomm__spin_from_env(int64_t *out_ns)
+int hcomm__us_from_env(const char *name, int64_t *out_ns)
 {
-	static const struct var v = {
-		"HCOMM_SPIN_US", UINT, 0, 60000000, 0, 0
-	};
+	const struct var v = { name, UINT, 0, 60000000, 0, 0 };
 	const char *s = getenv(v.name);
 	uint64_t x;
 	int ret;

@@ -43,7 +43,7 @@ HCOMM_HIDDEN int hcomm__config_env(const char *name, uint64_t *out);
  * hcomm_errmsg() naming the variable.
  */
 HCOMM_HIDDEN int hcomm__coll_timeout_from_env(int64_t *out);
-HCOMM_HIDDEN int hcomm__spin_from_env(int64_t *out_ns);
+HCOMM_HIDDEN int hcomm__us_from_env(const char *name, int64_t *out_ns);
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 static inline uint64_t hcomm__now_ns(void)

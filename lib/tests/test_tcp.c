@@ -1149,6 +1149,7 @@ static int rank_bad_env(void)
 	struct hcomm_comm *c;
 	int ret = hcomm_comm_init(&c, NULL);
 	const char *var = getenv("HCOMM_SPIN_US") ? "HCOMM_SPIN_US" :
+			  getenv("HCOMM_CB_SPIN_US") ? "HCOMM_CB_SPIN_US" :
 			  getenv("HCOMM_TCP_ZC_THRESHOLD") ?
 			  "HCOMM_TCP_ZC_THRESHOLD" :
 			  getenv("HCOMM_TCP_DIGEST") ? "HCOMM_TCP_DIGEST" :
@@ -2261,6 +2262,15 @@ int main(int argc, char **argv)
 		  rank_ring, { "HCOMM_NUM_QPS=1", "HCOMM_SPIN_US=0" } },
 		{ "callbacks, HCOMM_SPIN_US=2000000 (polling)", 2,
 		  rank_callbacks, { "HCOMM_NUM_QPS=2", "HCOMM_SPIN_US=2000000" } },
+		{ "HCOMM_CB_SPIN_US=-1", 1, rank_bad_env,
+		  { "HCOMM_CB_SPIN_US=-1" } },
+		{ "HCOMM_CB_SPIN_US=60000001", 1, rank_bad_env,
+		  { "HCOMM_CB_SPIN_US=60000001" } },
+		{ "callbacks, HCOMM_CB_SPIN_US=0 (the dispatcher never polls)",
+		  2, rank_callbacks, { "HCOMM_NUM_QPS=2", "HCOMM_CB_SPIN_US=0" } },
+		{ "callbacks, HCOMM_CB_SPIN_US=5000000 (it polls for seconds)",
+		  2, rank_callbacks,
+		  { "HCOMM_NUM_QPS=2", "HCOMM_CB_SPIN_US=5000000" } },
 		{ "put/get, 2 lanes, HCOMM_TCP_DIGEST=none", 2, rank_putget,
 		  { "HCOMM_NUM_QPS=2", "HCOMM_TCP_DIGEST=none" } },
 		{ "stream of 3 MiB puts and gets, HCOMM_TCP_DIGEST=none", 2,
