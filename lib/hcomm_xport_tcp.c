@@ -899,7 +899,7 @@ static struct tx_op *node_op(struct hcomm_mpsc_node *n)
 
 /*
  * Nothing to reap, again: a thread that spins on @progress (hcomm_wait
- * does for 200 us) must not keep the service thread, which finishes the
+ * does for 50 us) must not keep the service thread, which finishes the
  * operations, off a CPU it shares: yield now and then.
  */
 static void tx_idle(void)

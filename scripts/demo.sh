@@ -15,6 +15,8 @@
 # HCOMM_BENCH=0 skips the benchmarks.
 # Then libpypto: build/bench/pypto_sched_bench runs first on this machine
 # (scheduler overhead against OpenMP, oneTBB and StarPU; no module needed),
+# and build/bench/hcomm_cb_bench (completion-to-callback latency of the
+# callback modes, tcp over loopback: build/logs/cb_bench.{txt,json}),
 # and in the VM build/pypto/pypto_profile runs a tiled SGEMM through
 # /dev/hcomm (checked against cblas_sgemm) and brings back its diagnosis,
 # build/logs/timeline.html and build/logs/trace.json, followed by
@@ -57,6 +59,7 @@ make -s -C kernel KDIR="/lib/modules/$v/build" O="$repo/build/kmod/$v"
 [ -x build/bench/hcomm_xfer_bench ] || die "build/bench/hcomm_xfer_bench was not built"
 [ -x build/bench/hcomm_lib_bench ] || die "build/bench/hcomm_lib_bench was not built"
 [ -x build/bench/hcomm_net_bench ] || die "build/bench/hcomm_net_bench was not built"
+[ -x build/bench/hcomm_cb_bench ] || die "build/bench/hcomm_cb_bench was not built"
 for p in build/pypto/pypto_profile build/bench/pypto_gemm_bench \
 	build/bench/pypto_sched_bench build/pypto/pypto_dist \
 	build/lib/vm/hcomm_vm_launch; do
@@ -71,7 +74,7 @@ rm -f "$logs/bench.json" "$logs/bench.txt" "$logs/lib_bench.json" \
 	"$logs/trace.json" "$logs/pypto_bench.txt" "$logs/pypto_bench.json" \
 	"$logs/sched_bench.txt" "$logs/sched_bench.json" "$logs/net_bench.txt" \
 	"$logs/dist_timeline.html" "$logs/dist_trace.json" "$logs/dist.txt" \
-	"$logs/dist_verify.txt"
+	"$logs/dist_verify.txt" "$logs/cb_bench.txt" "$logs/cb_bench.json"
 rc=0
 
 # The main workload, across hosts; rank 0 (vm1) is followed live.
@@ -135,6 +138,12 @@ if [ "${HCOMM_PYPTO:-1}" != 0 ]; then
 		--json "$logs/sched_bench.json" | tee "$logs/sched_bench.txt" ||
 		die "pypto_sched_bench failed"
 fi
+# Completion-to-callback latency: the tcp transport on loopback, here.
+if [ "${HCOMM_BENCH:-1}" != 0 ]; then
+	log "hcomm_cb_bench (on this machine)"
+	build/bench/hcomm_cb_bench --json "$logs/cb_bench.json" |
+		tee "$logs/cb_bench.txt" || die "hcomm_cb_bench failed"
+fi
 
 HCOMM_KO=$repo/build/kmod/$v/hcomm.ko scripts/vm-run.sh \
 	--kernel "/boot/vmlinuz-$v" --log "$console" --timeout 600 \
@@ -170,6 +179,11 @@ if [ "${HCOMM_BENCH:-1}" != 0 ]; then
 	json LIBBENCH-JSON "$logs/lib_bench.json" "library benchmark JSON"
 	show COLLBENCH-TXT "$logs/coll_perf.txt" \
 		"hcomm_coll_perf: allreduce beside Open MPI's, 2 ranks in the VM"
+	if [ -s "$logs/cb_bench.txt" ]; then
+		echo
+		echo "=== hcomm_cb_bench, run on this machine (also in $logs/cb_bench.txt) ==="
+		cat "$logs/cb_bench.txt"
+	fi
 fi
 if [ "${HCOMM_PYPTO:-1}" != 0 ]; then
 	show PYPTO-PROFILE-TXT "$logs/pypto_profile.txt" \
