@@ -1220,6 +1220,9 @@ static void *worker_main(void *arg)
 
 		if (atomic_load_explicit(&s->finished, memory_order_acquire))
 			break;
+		/* First, so that tiles handed to this worker can be stolen
+		 * while it runs a long chain of next tiles. */
+		drain_inbox(w);
 		if (w->next) {
 			struct pypto_tile *t = w->next;
 
@@ -1227,7 +1230,6 @@ static void *worker_main(void *arg)
 			run_tile(w, t);
 			continue;
 		}
-		drain_inbox(w);
 		if (pypto_deque_take(&w->dq, &v)) {
 			run_tile(w, &s->g->tiles[v]);
 			continue;
