@@ -32,6 +32,8 @@ typedef int (*run_fn)(void *ctx, uint64_t n);
 struct meas {
 	uint64_t iters;
 	double secs;
+	uint64_t all_iters;	/* every call's, warm-up and rounds: for CPU
+				 * time taken around the whole measure() */
 };
 
 /* Monotonic time in seconds. */
@@ -385,6 +387,7 @@ static inline int measure(run_fn fn, void *ctx, struct meas *m,
 
 	m->iters = 0;
 	m->secs = 0;
+	m->all_iters = 1;
 	ret = fn(ctx, 1);
 	if (ret)
 		return ret;
@@ -393,6 +396,7 @@ static inline int measure(run_fn fn, void *ctx, struct meas *m,
 		ret = fn(ctx, opt_iters);
 		m->secs = now() - t0;
 		m->iters = opt_iters;
+		m->all_iters += opt_iters;
 		return ret;
 	}
 	for (round = 0; round < ROUNDS; round++) {
@@ -403,6 +407,7 @@ static inline int measure(run_fn fn, void *ctx, struct meas *m,
 			if (ret)
 				return ret;
 			tot += n;
+			m->all_iters += n;
 			el = now() - t0;
 			if (el < slice / 8)
 				n *= 2;

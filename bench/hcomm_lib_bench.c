@@ -549,7 +549,7 @@ static const run_fn pfns[P_NR] = {
 static double put_one(int method, size_t len, uint64_t *iters)
 {
 	static struct put_ctx c;
-	struct meas m = { 0, 0 };
+	struct meas m = { 0, 0, 0 };
 	char sz[32];
 	int ret, i;
 

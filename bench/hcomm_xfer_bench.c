@@ -37,6 +37,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -828,6 +829,8 @@ static const char *const mnames[M_NR] = {
 
 struct bw_point {
 	double mibs[M_NR];
+	double cpu[M_NR];		/* CPU ns per KiB moved */
+	double mt_mibs, mt_cpu;		/* memcpy on the engine's thread count */
 	uint64_t iters[M_NR];
 	char engine_uring[24], engine_ioctl[24];
 	struct stats before, after;	/* around the uring point */
@@ -840,12 +843,143 @@ static double mibs_of(const struct meas *m, size_t len)
 	return (double)m->iters * (double)len / m->secs / (double)MiB;
 }
 
+/*
+ * CPU time spent on a measurement: this process (the sender), the
+ * receiver process (it copies out of shared memory in shm_two_copy) and
+ * the module's engine (engine_busy_ns in debugfs: its workers' copies,
+ * which no process is charged for; the whole module's, and only this
+ * program runs).
+ */
+struct cpu_snap {
+	double self, peer;
+	uint64_t engine;
+};
+
+static double cpu_clock(clockid_t id)
+{
+	struct timespec ts;
+
+	if (clock_gettime(id, &ts))
+		return NAN;
+	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static void cpu_take(struct cpu_snap *c)
+{
+	static struct stats st;
+	clockid_t peer;
+
+	c->self = cpu_clock(CLOCK_PROCESS_CPUTIME_ID);
+	c->peer = clock_getcpuclockid(S.child, &peer) ? NAN :
+		  cpu_clock(peer);
+	stats_read(&st);
+	c->engine = st.ok ? stats_get(&st, "engine_busy_ns") : 0;
+}
+
+/* CPU ns per KiB moved between two snapshots (NAN: unknown). */
+static double cpu_per_kib(const struct cpu_snap *a, const struct cpu_snap *b,
+			  uint64_t iters, size_t len)
+{
+	double ns = (b->self - a->self) + (b->peer - a->peer) +
+		    (double)(b->engine - a->engine);
+
+	if (!iters || isnan(ns))
+		return NAN;
+	return ns / ((double)iters * (double)len / 1024.0);
+}
+
+/* measure() with the CPU taken just before and after it. */
+static int measure_cpu(run_fn fn, void *ctx, struct meas *m,
+		       struct cpu_snap *c0, struct cpu_snap *c1)
+{
+	int ret;
+
+	cpu_take(c0);
+	ret = measure(fn, ctx, m, opt_time, opt_iters);
+	cpu_take(c1);
+	return ret;
+}
+
+/* memcpy on nthreads threads, each its share of the range, n times. */
+struct mt_share {
+	pthread_t th;
+	const unsigned char *src;
+	unsigned char *dst;
+	size_t len;
+	uint64_t n;
+};
+
+static void *mt_main(void *arg)
+{
+	struct mt_share *s = arg;
+	uint64_t i;
+
+	for (i = 0; i < s->n; i++) {
+		memcpy(s->dst, s->src, s->len);
+		__asm__ __volatile__("" ::: "memory");
+	}
+	return NULL;
+}
+
+#define MT_MAX	64
+static int mt_threads = 1;
+
+static int run_mtmemcpy(void *p, uint64_t n)
+{
+	struct bw_ctx *c = p;
+	struct mt_share sh[MT_MAX] = { { 0 } };
+	size_t per = (c->len / (size_t)mt_threads + 63) & ~(size_t)63;
+	int i, k = 0;
+
+	for (i = 0; i < mt_threads; i++) {
+		size_t off = (size_t)i * per;
+
+		sh[i].src = S.src + c->soff + off;
+		sh[i].dst = S.ldst + c->doff + off;
+		sh[i].len = off >= c->len ? 0 :
+			    off + per > c->len ? c->len - off : per;
+		sh[i].n = n;
+		if (i && pthread_create(&sh[i].th, NULL, mt_main, &sh[i]))
+			break;
+		k = i + 1;
+	}
+	mt_main(&sh[0]);
+	for (i = 1; i < k; i++)
+		pthread_join(sh[i].th, NULL);
+	return k == mt_threads ? 0 : -EAGAIN;
+}
+
+/* The multi-threaded memcpy baseline at len: its MiB/s and CPU cost. */
+static void bw_mt(size_t len, struct bw_point *pt)
+{
+	static struct bw_ctx c;
+	struct meas m = { 0, 0, 0 };
+	struct cpu_snap c0, c1;
+	int ret;
+
+	memset(&c, 0, sizeof(c));
+	c.len = len;
+	memset(S.ldst, POISON, len + GUARD);
+	ret = measure_cpu(run_mtmemcpy, &c, &m, &c0, &c1);
+	pt->mt_mibs = pt->mt_cpu = NAN;
+	if (ret) {
+		fail("memcpy on %d threads: %s", mt_threads,
+		     strerror(ret < 0 ? -ret : ret));
+		return;
+	}
+	if (local_verify("memcpy on the engine's threads", 0, 0, len))
+		return;
+	pt->mt_mibs = mibs_of(&m, len);
+	pt->mt_cpu = cpu_per_kib(&c0, &c1, m.all_iters, len);
+}
+
 /* Measure one method at one size/offset; NAN on failure (reported). */
 static double bw_one(int method, size_t len, size_t soff, size_t doff,
 		     struct bw_point *pt)
 {
 	static struct bw_ctx c;
-	struct meas m = { 0, 0 };
+	struct meas m = { 0, 0, 0 };
+	struct cpu_snap c0, c1;
 	char sz[32], what[64];
 	int ret, i;
 
@@ -862,13 +996,13 @@ static double bw_one(int method, size_t len, size_t soff, size_t doff,
 	switch (method) {
 	case M_MEMCPY:
 		memset(S.ldst, POISON, doff + len + GUARD);
-		ret = measure(run_memcpy, &c, &m, opt_time, opt_iters);
+		ret = measure_cpu(run_memcpy, &c, &m, &c0, &c1);
 		if (!ret && local_verify(what, soff, doff, len))
 			return NAN;
 		break;
 	case M_PVW:
 		remote_poison(doff, len);
-		ret = measure(run_pvw, &c, &m, opt_time, opt_iters);
+		ret = measure_cpu(run_pvw, &c, &m, &c0, &c1);
 		if (!ret && remote_verify(what, soff, doff, len))
 			return NAN;
 		break;
@@ -880,7 +1014,7 @@ static double bw_one(int method, size_t len, size_t soff, size_t doff,
 			shm_ctl->state[i].v = 0;
 		shm_seq = 0;
 		rpc_send(OP_SHM, len, doff);
-		ret = measure(run_shm, &c, &m, opt_time, opt_iters);
+		ret = measure_cpu(run_shm, &c, &m, &c0, &c1);
 		/* The receiver waits on the next slot: tell it to stop there. */
 		word_set(shm_seq % SHM_SLOTS, 2);
 		rp = rpc_recv();
@@ -894,7 +1028,7 @@ static double bw_one(int method, size_t len, size_t soff, size_t doff,
 		remote_poison(doff, len);
 		if (pt)
 			stats_read(&pt->before);
-		ret = measure(run_uring, &c, &m, opt_time, opt_iters);
+		ret = measure_cpu(run_uring, &c, &m, &c0, &c1);
 		if (pt) {
 			stats_read(&pt->after);
 			stats_engine(&pt->before, &pt->after, pt->engine_uring,
@@ -905,7 +1039,7 @@ static double bw_one(int method, size_t len, size_t soff, size_t doff,
 		break;
 	case M_IOCTL:
 		remote_poison(doff, len);
-		ret = measure(run_ioctl, &c, &m, opt_time, opt_iters);
+		ret = measure_cpu(run_ioctl, &c, &m, &c0, &c1);
 		if (pt)
 			snprintf(pt->engine_ioctl, sizeof(pt->engine_ioctl),
 				 "%s", engine_name(c.engine));
@@ -919,8 +1053,10 @@ static double bw_one(int method, size_t len, size_t soff, size_t doff,
 		fail("%s %s: %s", what, sz, strerror(ret < 0 ? -ret : ret));
 		return NAN;
 	}
-	if (pt)
+	if (pt) {
 		pt->iters[method] = m.iters;
+		pt->cpu[method] = cpu_per_kib(&c0, &c1, m.all_iters, len);
+	}
 	return mibs_of(&m, len);
 }
 
@@ -1712,6 +1848,8 @@ int main(int argc, char **argv)
 		for (mth = 0; mth < M_NR; mth++) {
 			bool hc = mth == M_URING || mth == M_IOCTL;
 
+			pt->cpu[mth] = NAN;
+
 			pt->mibs[mth] = (hc && opt_baselines_only) ? NAN :
 					bw_one(mth, len, 0, 0, pt);
 			fmt_val(pt->mibs[mth], v[mth], sizeof(v[mth]));
@@ -1737,6 +1875,46 @@ int main(int argc, char **argv)
 				   mnames[mth], pt->mibs[mth], true,
 				   pt->engine_ioctl);
 		}
+	}
+
+	/* ---- CPU spent per byte */
+	{
+		long long wk = read_param("workers");
+
+		mt_threads = wk < 1 ? 1 : wk > MT_MAX ? MT_MAX : (int)wk;
+	}
+	printf("\n== CPU spent per KiB moved (ns: sender + receiver + the module's engine_busy_ns, over every call of a point; lower is better), beside memcpy on %d thread%s (the engine's workers)\n",
+	       mt_threads, mt_threads > 1 ? "s" : "");
+	printf("  %7s %9s %9s %9s %9s %9s | %10s %9s | %7s %7s\n", "size",
+	       "uring", "ioctl", "memcpy", "pvwritev", "shm2copy",
+	       "mt MiB/s", "mt cpu", "u/mt bw", "u/mt cpu");
+	for (si = 0; si < NSIZES && sizes[si] <= opt_max; si++) {
+		struct bw_point *pt = &pts[si];
+		char v[M_NR][32], sz[32], mb[32], mc[32], r[2][32];
+		size_t len = sizes[si];
+		int mth;
+
+		bw_mt(len, pt);
+		for (mth = 0; mth < M_NR; mth++)
+			snprintf(v[mth], sizeof(v[mth]), isnan(pt->cpu[mth]) ?
+				 "-" : "%.1f", pt->cpu[mth]);
+		fmt_val(pt->mt_mibs, mb, sizeof(mb));
+		snprintf(mc, sizeof(mc), isnan(pt->mt_cpu) ? "-" : "%.1f",
+			 pt->mt_cpu);
+		fmt_ratio(pt->mibs[M_URING] / pt->mt_mibs, r[0], 32);
+		fmt_ratio(pt->cpu[M_URING] / pt->mt_cpu, r[1], 32);
+		printf("  %7s %9s %9s %9s %9s %9s | %10s %9s | %7s %7s\n",
+		       size_str(len, sz, sizeof(sz)), v[M_URING], v[M_IOCTL],
+		       v[M_MEMCPY], v[M_PVW], v[M_SHM], mb, mc, r[0], r[1]);
+		add_result("cpu_per_kib_uring", len, pt->cpu[M_URING], "ns",
+			   "memcpy_threads", pt->mt_cpu, false,
+			   "sender+receiver+engine");
+		add_result("cpu_per_kib_uring", len, pt->cpu[M_URING], "ns",
+			   "memcpy", pt->cpu[M_MEMCPY], false,
+			   "sender+receiver+engine");
+		add_result("bw_uring_vs_memcpy_threads", len,
+			   pt->mibs[M_URING], "MiB/s", "memcpy_threads",
+			   pt->mt_mibs, true, "same thread count");
 	}
 
 	/* ---- alignment */
