@@ -352,6 +352,8 @@ static void __attribute__((noreturn)) child_main(void)
 /* rank 0                                                              */
 /* ------------------------------------------------------------------ */
 
+#define REG_LEN		(1024 * 1024)
+
 static struct {
 	pid_t child;
 	int fd;
@@ -948,6 +950,121 @@ static void bench_cb(void)
 	cb_lat = NULL;
 }
 
+/* --------------------------------------------------------- registration */
+
+/*
+ * Registering 1 MiB again and again: the library's hot-buffer path
+ * (hcomm_reg_mem + hcomm_dereg of the same buffer: parked, no system
+ * call), the kernel's registration cache (raw REG_MEM + DEREG, a hit
+ * from the second on) and a fresh pin each time (HCOMM_REG_NOCACHE).
+ */
+struct reg_run {
+	struct hcomm_ctx *ctx;		/* library path */
+	void *buf;
+	uint32_t flags;			/* raw path */
+	uint64_t fails;
+};
+
+static int run_reg_lib(void *p, uint64_t n)
+{
+	struct reg_run *r = p;
+	struct hcomm_mr *mr;
+	int ret;
+
+	while (n--) {
+		ret = hcomm_reg_mem(r->ctx, r->buf, REG_LEN, HCOMM_ACCESS_ALL,
+				    &mr);
+		if (!ret)
+			ret = hcomm_dereg(mr);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static int run_reg_raw(void *p, uint64_t n)
+{
+	struct reg_run *r = p;
+
+	while (n--) {
+		struct hcomm_reg_mem reg = {
+			.addr = (uintptr_t)r->buf, .len = REG_LEN,
+			.access = HCOMM_ACCESS_ALL, .flags = r->flags,
+		};
+		struct hcomm_dereg d;
+
+		if (ioctl(S.fd, HCOMM_CMD_REG_MEM, &reg) < 0)
+			return -errno;
+		memset(&d, 0, sizeof(d));
+		d.region = reg.region;
+		if (ioctl(S.fd, HCOMM_CMD_DEREG, &d) < 0)
+			return -errno;
+	}
+	return 0;
+}
+
+static void bench_reg(void)
+{
+	struct reg_run r = { 0 };
+	struct meas m = { 0, 0, 0 };
+	double us[3] = { NAN, NAN, NAN };
+	struct hcomm_ctx_opts o = {
+		.mask = HCOMM_CTX_CACHE_LIMIT, .cache_limit = 4 * REG_LEN,
+	};
+	int ret, fd;
+
+	printf("\n== registering 1 MiB again and again, register + deregister (us; ratio = this / a fresh pin, < 1 is faster)\n");
+	r.buf = mmap(NULL, REG_LEN, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (r.buf == MAP_FAILED) {
+		fail("mmap of 1 MiB: %s", strerror(errno));
+		return;
+	}
+	ret = hcomm_open(&r.ctx, 0);
+	if (ret) {
+		fail("hcomm_open: %s (%s)", herr(ret), hcomm_errmsg());
+		goto out;
+	}
+	/* A raw context of its own with the kernel cache on for it. */
+	fd = S.fd;
+	S.fd = open(HCOMM_DEV, O_RDWR | O_CLOEXEC);
+	if (S.fd < 0 || ioctl(S.fd, HCOMM_CMD_SET_CTX, &o) < 0) {
+		fail("a raw context with cache_limit %llu: %s",
+		     (unsigned long long)o.cache_limit, strerror(errno));
+		goto close;
+	}
+	r.flags = HCOMM_REG_NOCACHE;
+	ret = measure(run_reg_raw, &r, &m, opt_time, opt_iters);
+	if (ret)
+		fail("REG_MEM NOCACHE + DEREG: %s", strerror(-ret));
+	else
+		us[0] = us_of(&m);
+	r.flags = 0;
+	ret = measure(run_reg_raw, &r, &m, opt_time, opt_iters);
+	if (ret)
+		fail("REG_MEM (kernel cache) + DEREG: %s", strerror(-ret));
+	else
+		us[1] = us_of(&m);
+	ret = measure(run_reg_lib, &r, &m, opt_time, opt_iters);
+	if (ret)
+		fail("hcomm_reg_mem + hcomm_dereg: %s (%s)", herr(ret),
+		     hcomm_errmsg());
+	else
+		us[2] = us_of(&m);
+	add_result("reg_dereg_kernel_cache_hit", REG_LEN, us[1], "us",
+		   "reg_dereg_fresh_pin", us[0], false, "raw REG_MEM + DEREG");
+	add_result("reg_dereg_library_hot", REG_LEN, us[2], "us",
+		   "reg_dereg_fresh_pin", us[0], false,
+		   "hcomm_reg_mem + hcomm_dereg, parked");
+close:
+	if (S.fd >= 0)
+		close(S.fd);
+	S.fd = fd;
+	hcomm_close(r.ctx);
+out:
+	munmap(r.buf, REG_LEN);
+}
+
 /* ------------------------------------------------------------ ping-pong */
 
 struct pp_ctx {
@@ -1280,6 +1397,12 @@ int main(int argc, char **argv)
 		int first = nresults;
 
 		bench_cb();
+		print_rows(first);
+	}
+	{
+		int first = nresults;
+
+		bench_reg();
 		print_rows(first);
 	}
 
