@@ -146,12 +146,31 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* p50 and p99 of the samples (sorted in place), the bad ones counted. */
+static void summarize(uint64_t *all, unsigned int count, struct result *r)
+{
+	unsigned int k, n = 0;
+
+	for (k = 0; k < count; k++) {
+		if (all[k] == UINT64_MAX)
+			r->bad++;
+		else
+			all[n++] = all[k];
+	}
+	r->n = n;
+	if (n) {
+		qsort(all, n, sizeof(*all), cmp_u64);
+		r->p50 = (double)all[n / 2];
+		r->p99 = (double)all[(size_t)((double)n * 0.99)];
+	}
+}
+
 static void measure(struct hcomm_win *win, unsigned int np,
 		    struct result *r)
 {
 	struct prod p[PROD_MAX];
 	uint64_t *all;
-	unsigned int i, k, per = opt_samples / np, n = 0;
+	unsigned int i, per = opt_samples / np;
 
 	memset(r, 0, sizeof(*r));
 	all = calloc((size_t)per * np, sizeof(*all));
@@ -174,18 +193,7 @@ static void measure(struct hcomm_win *win, unsigned int np,
 		if (p[i].rc && !r->rc)
 			r->rc = p[i].rc;
 	}
-	for (k = 0; k < per * np; k++) {
-		if (all[k] == UINT64_MAX)
-			r->bad++;
-		else
-			all[n++] = all[k];
-	}
-	r->n = n;
-	if (n) {
-		qsort(all, n, sizeof(*all), cmp_u64);
-		r->p50 = (double)all[n / 2];
-		r->p99 = (double)all[(size_t)((double)n * 0.99)];
-	}
+	summarize(all, per * np, r);
 	free(all);
 }
 
@@ -315,7 +323,7 @@ static int queue_main(int conf)
 		return 2;
 	}
 	for (i = 0; i < nprod && !rc; i++) {
-		unsigned int np = opt_prod[i], per = opt_samples / np, n = 0;
+		unsigned int np = opt_prod[i], per = opt_samples / np;
 		struct qprod p[PROD_MAX];
 		uint64_t *all = calloc((size_t)per * np, sizeof(*all));
 		struct result *r = &qres[conf][i];
@@ -335,18 +343,7 @@ static int queue_main(int conf)
 			if (p[j].rc && !rc)
 				rc = p[j].rc;
 		}
-		for (j = 0; j < per * np; j++) {
-			if (all[j] == UINT64_MAX)
-				r->bad++;
-			else
-				all[n++] = all[j];
-		}
-		r->n = n;
-		if (n) {
-			qsort(all, n, sizeof(*all), cmp_u64);
-			r->p50 = (double)all[n / 2];
-			r->p99 = (double)all[(size_t)((double)n * 0.99)];
-		}
+		summarize(all, per * np, r);
 		free(all);
 	}
 	if (!rc)

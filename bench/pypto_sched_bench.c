@@ -687,21 +687,16 @@ static int run_dag(int s, struct dag *d, bool warm, double *secs)
 	 * in --quick).  Then the runs, on one more graph: a graph built once
 	 * and run many times.
 	 */
-	for (r = 0; warm && r < reps; r++) {
+	for (r = warm ? 0 : reps; r <= reps; r++) {
 		d->priv = NULL;
 		d->build_s = NAN;
 		if (sy->build(d))
 			return -1;
 		if (!isnan(d->build_s))
 			bs[nb++] = d->build_s;
-		sy->unbuild(d);
+		if (r < reps)		/* the last one is run */
+			sy->unbuild(d);
 	}
-	d->priv = NULL;
-	d->build_s = NAN;
-	if (sy->build(d))
-		return -1;
-	if (!isnan(d->build_s))
-		bs[nb++] = d->build_s;
 	for (r = warm ? 0 : 1; r <= reps && !rc; r++) {
 		dag_reset(d);
 		rc = sy->run(d, &el);

@@ -37,8 +37,10 @@
 # --ref-rows 256"; HCOMM_DIST=0 skips it).
 # Then the network: two VMs of scripts/netvm.sh run scripts/net-bench-guest.sh
 # (hcomm_net_bench over rdma and tcp beside ib_write_bw, ib_write_lat and
-# iperf3 on the same devices; build/logs/net_bench.txt); HCOMM_NET=0 skips
-# it.
+# iperf3 on the same devices; build/logs/net_bench.txt), in short form:
+# sizes up to HCOMM_NET_BENCH_MAX (4 MiB; 67108864 for the whole table);
+# then RoCE -> TCP failover under a stream, the link cut HCOMM_FO_CUTS
+# times (3).  HCOMM_NET=0 skips both.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -202,6 +204,7 @@ if [ "${HCOMM_NET:-1}" != 0 ]; then
 	log "network: two VMs, hcomm_net_bench over rdma and tcp beside perftest and iperf3"
 	if scripts/netvm.sh run --n 2 --kernel "/boot/vmlinuz-$v" \
 		--log-dir "$logs/net-bench" --timeout 900 \
+		--env "HCOMM_NET_BENCH_MAX=${HCOMM_NET_BENCH_MAX:-4194304}" \
 		-- bash scripts/net-bench-guest.sh > "$logs/net_bench.log" 2>&1; then
 		:
 	else
@@ -215,10 +218,11 @@ if [ "${HCOMM_NET:-1}" != 0 ]; then
 	echo
 	echo "=== hcomm_net_bench, two VMs (also in $logs/net_bench.txt) ==="
 	cat "$logs/net_bench.txt"
-	log "failover: two VMs with two NICs, the RoCE link cut 5 times under a stream"
+	fo_cuts=${HCOMM_FO_CUTS:-3}
+	log "failover: two VMs with two NICs, the RoCE link cut $fo_cuts times under a stream"
 	if scripts/netvm.sh run --n 2 --nics 2 --prenetem \
 		--kernel "/boot/vmlinuz-$v" --log-dir "$logs/failover-bench" \
-		--timeout 900 -- bash scripts/failover-bench-guest.sh 5 \
+		--timeout 900 -- bash scripts/failover-bench-guest.sh "$fo_cuts" \
 		> "$logs/failover_bench.log" 2>&1; then
 		:
 	else

@@ -12,7 +12,9 @@
 # on vm2 putting into rank 1 on vm1).  vm2 prints a table of put bandwidth
 # by size and 8-byte latency with the ratios hcomm / tool (rdma against
 # perftest, tcp against iperf3), the 256 KiB row marked, and the probe's
-# own figures.  Exit status 0 when every step ran.
+# own figures.  HCOMM_NET_BENCH_MAX (bytes, default 64 MiB) is the
+# largest size of every bandwidth run (make demo's short form: 4 MiB).
+# Exit status 0 when every step ran.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
@@ -48,14 +50,18 @@ hb() {
 	HCOMM_TCP_DIGEST=$dg env ${spin:+HCOMM_SPIN_US=$spin} \
 	timeout 300 "$bench" --max "$3"
 }
-runs="rdma:25001:$((64 << 20)) tcp:25002:$((64 << 20))
-tcpnd:25004:$((64 << 20)) auto:25003:4096 rdmapoll:25005:8 tcppoll:25006:8"
+bmax=${HCOMM_NET_BENCH_MAX:-$((64 << 20))}
+runs="rdma:25001:$bmax tcp:25002:$bmax
+tcpnd:25004:$bmax auto:25003:4096 rdmapoll:25005:8 tcppoll:25006:8"
 
 # ib_write_bw for each size the bench puts, for 2 s each (its
 # -a mode runs a fixed count per size, 30 with -n 30: mostly start-up at
 # the small sizes, so a weak baseline), as many in flight as hcomm puts
 # (bw_depth: 16, or 4 MiB's worth up to 256, the bench's depth_of()).
-bw_sizes="8 64 512 4096 32768 65536 262144 1048576 4194304 16777216 67108864"
+bw_sizes=
+for s in 8 64 512 4096 32768 65536 262144 1048576 4194304 16777216 67108864; do
+	[ "$s" -le "$bmax" ] && bw_sizes="$bw_sizes $s"
+done
 bw_secs=${HCOMM_NET_BENCH_BW_SECS:-2}
 # From 16 MiB a count (-D counts too few messages of that size in 2 s)
 bw_depth() { local d=$(( (4 << 20) / $1 )); [ "$d" -lt 16 ] && d=16; [ "$d" -gt 256 ] && d=256; echo "$d"; }
