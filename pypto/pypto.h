@@ -296,7 +296,9 @@ void pypto_xport_destroy(struct pypto_xport *x);
  *
  * Worker 0 is the thread that calls pypto_run(); the others are threads
  * of a pool kept across runs (PYPTO_POOL=0, read by every run: threads
- * created and joined by each run instead).
+ * created and joined by each run instead).  An idle worker polls for
+ * PYPTO_SPIN_US (0 .. 1000000; built in 50, none with more workers than
+ * CPUs) before it parks.
  *
  * The transfer cap, for every graph: a device has (double_buffering ?
  * prefetch_depth + 1 : 1) slots and a transfer tile is issued only holding

@@ -56,6 +56,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,6 +154,9 @@ struct worker {
 	 */
 	uint64_t burst_t0;
 	int burst_kind;
+	/* Out of work since (0: it is not), and polls since (idle_spin). */
+	uint64_t idle_since;
+	uint32_t polls;
 	struct pypto_evbuf *eb;
 	struct round *round;		/* being filled */
 	struct round *pend;		/* retired, some request not done yet */
@@ -208,6 +212,7 @@ struct sched {
 	uint32_t ndq;			/* initialised */
 	uint32_t cap;			/* slots per device */
 	struct evcount ec;
+	uint64_t spin_ns;		/* idle_spin()'s budget (0: none) */
 	/*
 	 * Tiles done: by workers in their own counters (w->ndone), by other
 	 * threads (transport and collective callbacks) here.  The run is
@@ -241,6 +246,36 @@ struct sched {
 };
 
 static __thread struct worker *cur_worker;
+
+/*
+ * How long an idle worker polls before it parks: PYPTO_SPIN_US (0 ..
+ * 1000000), else 50 us - none when the run has more workers than this
+ * thread may use CPUs (polling would take a CPU from a working thread).
+ */
+static int idle_spin_ns(uint32_t workers, uint64_t *out)
+{
+	const char *e = getenv("PYPTO_SPIN_US");
+	cpu_set_t set;
+	char *end;
+	unsigned long v;
+
+	if (e) {
+		errno = 0;
+		v = strtoul(e, &end, 10);
+		if (errno || !*e || *end || *e == '-' || v > 1000000)
+			return pypto__fail(PYPTO_ERR_INVAL,
+					   "PYPTO_SPIN_US=\"%s\": microseconds, 0 .. 1000000",
+					   e);
+		*out = (uint64_t)v * 1000;
+		return 0;
+	}
+	*out = 0;
+	if (sched_getaffinity(0, sizeof(set), &set) ||
+	    (uint32_t)CPU_COUNT(&set) < workers)
+		return 0;
+	*out = 50000;
+	return 0;
+}
 
 /*
  * Record the run's first failure; err comes from pypto__fail() in this
@@ -1071,6 +1106,35 @@ static void burst_close(struct worker *w)
 	w->burst_kind = 0;
 }
 
+/*
+ * A worker that found no work looks again for up to s->spin_ns before it
+ * parks: a short run ends, or the next ready tile comes, sooner than a
+ * futex wake-up would bring the worker back (and a run cannot return
+ * before its parked workers woke and left).  true: look again.
+ */
+static bool idle_spin(struct worker *w)
+{
+	uint64_t now;
+
+	if (!w->s->spin_ns)
+		return false;
+	if (++w->polls & 63) {
+		__builtin_ia32_pause();
+		return true;
+	}
+	now = pypto__now_ns();
+	if (!w->idle_since) {
+		w->idle_since = now;
+		return true;
+	}
+	if (now - w->idle_since < w->s->spin_ns) {
+		sched_yield();
+		return true;
+	}
+	w->idle_since = 0;
+	return false;
+}
+
 static void run_tile(struct worker *w, struct pypto_tile *t)
 {
 	struct sched *s = w->s;
@@ -1080,6 +1144,7 @@ static void run_tile(struct worker *w, struct pypto_tile *t)
 	uint64_t t0, t1;
 	int rc;
 
+	w->idle_since = 0;
 	if (t->kind == PYPTO_TRANSFER) {
 		burst_close(w);
 		xfer_issue(w, t);
@@ -1247,6 +1312,8 @@ static void *worker_main(void *arg)
 			run_tile(w, &s->g->tiles[v]);
 			continue;
 		}
+		if (idle_spin(w))
+			continue;
 		atomic_store_explicit(&w->idle, true, memory_order_relaxed);
 		key = ec_prepare(&s->ec);
 		if (atomic_load_explicit(&s->finished, memory_order_acquire) ||
@@ -1589,6 +1656,12 @@ PYPTO_EXPORT int pypto_run(struct pypto_graph *g, const struct pypto_config *ucf
 		goto out;
 	}
 	memset(s.w, 0, sizeof(*s.w) * s.nw);
+	rc = idle_spin_ns(s.nw, &s.spin_ns);
+	if (rc) {
+		free(s.w);
+		s.w = NULL;
+		goto out;
+	}
 	for (i = 0; i < s.nw; i++) {
 		struct worker *w = &s.w[i];
 

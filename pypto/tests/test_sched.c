@@ -489,6 +489,19 @@ static void test_pool(void)
 	   cc[0].rc, cc[1].rc, cc[0].ntid, cc[1].ntid, same);
 	free(cc);
 
+	/* Idle workers park at once, or refuse a bad budget by name. */
+	setenv("PYPTO_SPIN_US", "0", 1);
+	rc = run_wide(w, 40, 4, 1000, tid2, &n2);
+	ok(rc == 0, "PYPTO_SPIN_US=0 (idle workers park at once): rc %d", rc);
+	setenv("PYPTO_SPIN_US", "1000001", 1);
+	rc = run_wide(w, 40, 4, 0, tid2, &n2);
+	ok(rc == -PYPTO_ERR_INVAL && strstr(pypto_errmsg(), "PYPTO_SPIN_US"),
+	   "PYPTO_SPIN_US=1000001: rc %d (%s)", rc, pypto_errmsg());
+	setenv("PYPTO_SPIN_US", "soon", 1);
+	rc = run_wide(w, 40, 4, 0, tid2, &n2);
+	ok(rc == -PYPTO_ERR_INVAL, "PYPTO_SPIN_US=soon: rc %d", rc);
+	unsetenv("PYPTO_SPIN_US");
+
 	/* Runs inside tiles: each on its tile's thread as worker 0. */
 	pypto_graph_create(&g);
 	for (i = 0; i < 50; i++)
