@@ -154,9 +154,6 @@ struct worker {
 	 */
 	uint64_t burst_t0;
 	int burst_kind;
-	/* Out of work since (0: it is not), and polls since (idle_spin). */
-	uint64_t idle_since;
-	uint32_t polls;
 	struct pypto_evbuf *eb;
 	struct round *round;		/* being filled */
 	struct round *pend;		/* retired, some request not done yet */
@@ -1106,33 +1103,36 @@ static void burst_close(struct worker *w)
 	w->burst_kind = 0;
 }
 
+static bool work_visible(struct worker *w);
+
 /*
- * A worker that found no work looks again for up to s->spin_ns before it
- * parks: a short run ends, or the next ready tile comes, sooner than a
- * futex wake-up would bring the worker back (and a run cannot return
- * before its parked workers woke and left).  true: look again.
+ * A worker that found no work watches for some (or the run's end) for up
+ * to s->spin_ns before it parks: a short run ends, or the next ready tile
+ * comes, sooner than a futex wake-up would bring the worker back (and a
+ * run cannot return before its parked workers woke and left).  It only
+ * reads; true: there is something, look again.
  */
 static bool idle_spin(struct worker *w)
 {
-	uint64_t now;
+	struct sched *s = w->s;
+	uint64_t end;
+	uint32_t k;
 
-	if (!w->s->spin_ns)
+	if (!s->spin_ns)
 		return false;
-	if (++w->polls & 63) {
-		__builtin_ia32_pause();
-		return true;
-	}
-	now = pypto__now_ns();
-	if (!w->idle_since) {
-		w->idle_since = now;
-		return true;
-	}
-	if (now - w->idle_since < w->s->spin_ns) {
+	end = pypto__now_ns() + s->spin_ns;
+	for (k = 1;; k++) {
+		if (atomic_load_explicit(&s->finished, memory_order_acquire) ||
+		    work_visible(w))
+			return true;
+		if (k & 63) {
+			__builtin_ia32_pause();
+			continue;
+		}
+		if (pypto__now_ns() >= end)
+			return false;
 		sched_yield();
-		return true;
 	}
-	w->idle_since = 0;
-	return false;
 }
 
 static void run_tile(struct worker *w, struct pypto_tile *t)
@@ -1144,7 +1144,6 @@ static void run_tile(struct worker *w, struct pypto_tile *t)
 	uint64_t t0, t1;
 	int rc;
 
-	w->idle_since = 0;
 	if (t->kind == PYPTO_TRANSFER) {
 		burst_close(w);
 		xfer_issue(w, t);
