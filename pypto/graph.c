@@ -115,6 +115,7 @@ static int new_tile(struct pypto_graph *g, const char *who, const char *name,
 	t->kind = (uint8_t)kind;
 	t->affinity = affinity;
 	t->device = -1;
+	t->rank = PYPTO_RANK_TARGET;
 	t->cost = 1.0;
 	set_name(t, name, g->n);
 	g->n++;
@@ -547,6 +548,39 @@ PYPTO_EXPORT int pypto_tile_affinity(const struct pypto_graph *g,
 	const struct pypto_tile *t = get_tile(g, tile, "pypto_tile_affinity");
 
 	return t ? t->affinity : -PYPTO_ERR_INVAL;
+}
+
+PYPTO_EXPORT int pypto_tile_set_rank(struct pypto_graph *g, uint32_t tile,
+				     int rank)
+{
+	struct pypto_tile *t;
+
+	if (!g || tile >= g->n)
+		return pypto__fail(PYPTO_ERR_INVAL, "pypto_tile_set_rank: no "
+				   "tile %u", tile);
+	t = &g->tiles[tile];
+	if (t->kind != PYPTO_TRANSFER)
+		return pypto__fail(PYPTO_ERR_INVAL, "pypto_tile_set_rank: "
+				   "tile %s is not a transfer", t->name);
+	if (rank < PYPTO_RANK_TARGET)
+		return pypto__fail(PYPTO_ERR_INVAL, "pypto_tile_set_rank: "
+				   "tile %s: rank %d (PYPTO_RANK_TARGET or "
+				   ">= 0)", t->name, rank);
+	t->rank = rank;
+	return 0;
+}
+
+PYPTO_EXPORT int pypto_tile_rank(const struct pypto_graph *g, uint32_t tile,
+				 int *rank)
+{
+	const struct pypto_tile *t = get_tile(g, tile, "pypto_tile_rank");
+
+	if (!t || !rank || t->kind != PYPTO_TRANSFER)
+		return pypto__fail(PYPTO_ERR_INVAL, "pypto_tile_rank: tile %u "
+				   "%s", tile, !t ? "does not exist" : !rank ?
+				   "rank is NULL" : "is not a transfer");
+	*rank = t->rank;
+	return 0;
 }
 
 PYPTO_EXPORT unsigned int pypto_tile_inputs(const struct pypto_graph *g,

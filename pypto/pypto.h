@@ -174,6 +174,18 @@ int pypto_tile_kind(const struct pypto_graph *g, uint32_t tile);
  * against pypto_graph_tiles() when that matters.
  */
 int pypto_tile_affinity(const struct pypto_graph *g, uint32_t tile);
+/*
+ * The rank whose part of the window a transfer tile's transfers move to
+ * or from.  PYPTO_RANK_TARGET (every transfer tile's default) is the
+ * transport's target (pypto_xport_hcomm's target); a graph may read and
+ * write several ranks this way.  pypto_run() refuses a rank outside the
+ * communicator (the memcpy double has one memory: any rank is it).
+ * -PYPTO_ERR_INVAL for a bad id, a tile that is not a transfer, or a
+ * rank below PYPTO_RANK_TARGET.  pypto_tile_rank() stores the rank set.
+ */
+#define PYPTO_RANK_TARGET	(-1)
+int pypto_tile_set_rank(struct pypto_graph *g, uint32_t tile, int rank);
+int pypto_tile_rank(const struct pypto_graph *g, uint32_t tile, int *rank);
 /* Static input count and consumer list (valid until the graph changes). */
 unsigned int pypto_tile_inputs(const struct pypto_graph *g, uint32_t tile);
 unsigned int pypto_tile_consumers(const struct pypto_graph *g, uint32_t tile,
@@ -272,6 +284,55 @@ const char *pypto_xport_name(const struct pypto_xport *x);
 int pypto_xport_inject_failure(struct pypto_xport *x, uint64_t n,
 			       uint64_t count);
 void pypto_xport_destroy(struct pypto_xport *x);
+
+/*
+ * Mirrors (libhcomm transport): rank mirror's part of the window holds
+ * the same bytes as rank's at every offset the runs' transfers use (the
+ * caller keeps it so: both written alike, or copied).  When rank is lost
+ * during a run (libhcomm's PEER_LOST, or hcomm_comm_peer_lost() when a
+ * transfer to it fails first), the run re-places rank's transfer tiles
+ * that had not completed on mirror - or further along the chain of
+ * mirrors, past every lost rank: a get reads the copy, a put writes it -
+ * and goes on.  Transfers that completed before the loss stay done (a
+ * get's bytes are here; a put's bytes were at the lost rank: see the
+ * run's diagnosis).  A lost rank without a live mirror fails the run as
+ * soon as the loss is known while any of its transfer tiles has not
+ * completed (pypto_graph_loss_plan() tells which beforehand).  One mirror
+ * per rank (another call replaces it; mirror = -1 removes it), 16 ranks
+ * with a mirror at most.  -PYPTO_ERR_INVAL for a transport that is not
+ * libhcomm's, a rank or mirror outside the communicator, rank == mirror;
+ * -PYPTO_ERR_LIMIT past 16.
+ */
+#define PYPTO_MIRRORS_MAX	16
+int pypto_xport_hcomm_mirror(struct pypto_xport *x, int rank, int mirror);
+
+/*
+ * Static analysis of a rank's loss: what a run of g over x would do if
+ * rank were lost before any of its transfers completed, with the
+ * mirrors declared now.
+ */
+struct pypto_loss_plan {
+	uint32_t transfers;	/* transfer tiles that move data to or from
+				 * rank */
+	uint32_t replaced;	/* of them, re-placed on a live mirror (all
+				 * or none: one chain of mirrors) */
+	int32_t mirror;		/* where they would go, or -1 */
+	int32_t first_stranded;	/* the first of them without a live
+				 * mirror, or -1 */
+	uint32_t stranded;	/* tiles that could not run: those transfer
+				 * tiles and every tile that depends on
+				 * them, through any path */
+	uint32_t reserved;
+};
+/*
+ * Fills *p for rank (0 .. the communicator's size - 1); also counts
+ * ranks already lost along the chain of mirrors as lost.  x is the
+ * transport the graph would run over (NULL or the memcpy double: no rank
+ * is ever lost, every count is 0 but transfers).  -PYPTO_ERR_INVAL for
+ * NULL g or p, a rank outside the communicator.
+ */
+int pypto_graph_loss_plan(struct pypto_graph *g, const struct pypto_xport *x,
+			  int rank, struct pypto_loss_plan *p);
 
 /* ------------------------------------------------------------------ */
 /* Dynamic phase                                                      */
@@ -395,12 +456,12 @@ struct pypto_stats {
 	uint64_t xfer_waits;
 	/*
 	 * Links (a run over libhcomm; pypto_run_link_events() has each
-	 * event): events about the run's target rank during the run, the
+	 * event): events about the ranks the run's transfers reach, the
 	 * failovers among them and their stall (each from the link-down to
 	 * the failed-over event, summed), the transfer tiles in flight at a
 	 * link-down that completed later (delayed by the failover: the
 	 * transport replays their descriptors exactly once, libpypto does
-	 * not issue them again), and whether the target was lost.
+	 * not issue them again), and whether one of those ranks was lost.
 	 */
 	uint32_t link_events;
 	uint32_t failovers;
@@ -420,6 +481,14 @@ struct pypto_stats {
 	uint64_t allreduce_bytes;
 	uint64_t coll_flight_ns;
 	uint64_t coll_overlap_ns;
+	/*
+	 * Transfer tiles re-placed on a mirror of a lost rank
+	 * (pypto_xport_hcomm_mirror; each counted once), and the ranks the
+	 * run uses that were lost during it (peer_lost is 1 when any was).
+	 */
+	uint64_t tiles_replaced;
+	uint32_t ranks_lost;
+	uint32_t reserved2;
 };
 
 /*
@@ -471,6 +540,8 @@ struct pypto_event {
 
 /* A transfer in flight when its link went down (completed by failover). */
 #define PYPTO_EVF_DELAYED	(1U << 0)
+/* A transfer re-placed on a mirror of its lost rank (this attempt). */
+#define PYPTO_EVF_REPLACED	(1U << 1)
 
 /* All events of a run, sorted by t0 (valid until pypto_run_free). */
 unsigned int pypto_run_events(const struct pypto_run *r,
@@ -479,12 +550,14 @@ unsigned int pypto_run_events(const struct pypto_run *r,
 /*
  * Link events of a run over libhcomm: pypto_run() listens to its
  * communicator (hcomm_comm_event_listen) while the run lasts and keeps
- * each event about the run's target rank (32 at most; stats.link_events
- * counts them all).  A LINK_DOWN marks the transfer tiles in flight then
- * (tiles_in_flight; their events carry PYPTO_EVF_DELAYED unless they
- * failed and were issued again).  Once the target is lost (the PEER_LOST
- * event, or hcomm_comm_peer_lost() when a transfer fails first) no
- * transfer is issued again: the run fails naming the lost rank.
+ * each event about the ranks its transfers reach (32 at most;
+ * stats.link_events counts them all).  A LINK_DOWN marks the transfer
+ * tiles in flight to that rank then (tiles_in_flight; their events carry
+ * PYPTO_EVF_DELAYED unless they failed and were issued again).  Once a
+ * rank is lost (the PEER_LOST event, or hcomm_comm_peer_lost() when a
+ * transfer fails first) nothing is issued to it again: its transfer
+ * tiles go to a mirror (pypto_xport_hcomm_mirror), or the run fails
+ * naming the lost rank.
  */
 struct pypto_link_event {
 	uint64_t t_ns;			/* since the run's start */

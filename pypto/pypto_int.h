@@ -91,6 +91,12 @@ struct pypto_tile {
 	uint64_t t_issue_ns;		/* transfer: when its round went out */
 	uint16_t issue_worker;
 	_Atomic uint8_t delayed;	/* in flight at a link-down (sched.c) */
+	_Atomic uint8_t xdone;		/* transfer: completed (sched.c; read
+					 * by the event thread at a loss) */
+	_Atomic uint8_t replaced;	/* transfer: issued to a mirror once */
+	_Atomic int32_t issued_rank;	/* transfer: where this attempt went
+					 * (the issuing worker writes it
+					 * before the round goes out) */
 	bool slot;			/* transfer: holds one of its device's
 					 * slots (sched.c: the cap) */
 	struct pypto_tile *wnext;	/* transfer: in its device's queue of
@@ -100,6 +106,8 @@ struct pypto_tile {
 	/* Static (graph.c). */
 	uint8_t kind;			/* enum pypto_kind */
 	int32_t affinity;		/* as given, or PYPTO_ANY_DEVICE */
+	int32_t rank;			/* transfer: PYPTO_RANK_TARGET or a
+					 * rank (pypto_tile_set_rank) */
 	int32_t device;			/* placement: set by validation */
 	uint32_t ndeps;			/* static input count */
 	uint32_t *consumers;		/* output_consumers */
@@ -204,6 +212,14 @@ struct pypto_xport {
 	uint64_t win_len;
 	bool no_window;			/* hcomm without a window: collectives
 					 * only (no transfer tiles) */
+	/*
+	 * pypto_xport_hcomm_mirror(): mirror[i] holds what mirror_of[i]
+	 * holds.  Written by the caller between runs only (like every
+	 * setting of the transport); read by the run's threads.
+	 */
+	int32_t mirror_of[PYPTO_MIRRORS_MAX], mirror[PYPTO_MIRRORS_MAX];
+	uint32_t nmirror;
+	int32_t nranks;			/* the communicator's size, or 0 */
 	/* Failure injection. */
 	uint64_t inj_every, inj_max;
 	_Atomic uint64_t inj_seen, inj_done;
@@ -215,6 +231,8 @@ struct pypto_xport {
  * the destination).
  */
 bool pypto__xport_inject(struct pypto_xport *x, const struct hcomm_xfer_desc *d);
+/* The mirror of rank (pypto_xport_hcomm_mirror), or -1. */
+int pypto__xport_mirror(const struct pypto_xport *x, int rank);
 /* Tests: the memcpy double takes ns more per descriptor (a slow engine,
  * one descriptor at a time). */
 void pypto__xport_memcpy_delay(struct pypto_xport *x, uint64_t ns);

@@ -234,15 +234,73 @@ struct sched {
 	bool ar_lock_init;
 	pthread_mutex_t ar_lock;
 	_Atomic uint64_t ar_done, ar_ns, ar_bytes;
-	/* Link events: the listener, and the target's loss (set once).
+	/* Link events: the listener, and lost ranks.
 	 * comm is also the allreduces' communicator (NULL: one rank). */
 	struct hcomm_comm *comm;
 	int listen_id;
-	atomic_bool peer_lost;
+	atomic_bool peer_lost;		/* some rank the run uses was lost */
 	char lost_why[160];		/* r->lev_lock; fixed once peer_lost */
+	int lost_first;			/* the rank lost_why is about */
+	/*
+	 * Ranks (a run over libhcomm with transfer tiles): a bit per rank of
+	 * the communicator.  uses: the ranks the run's transfers may reach
+	 * (the tiles' ranks and their mirrors), written before the workers
+	 * start, read-only after.  lost: set once per rank (note_lost, under
+	 * r->lev_lock), read anywhere.
+	 */
+	uint64_t *uses;
+	_Atomic uint64_t *lost;
+	uint32_t nranks;
+	_Atomic uint32_t nlost;
+	_Atomic uint64_t replaced;	/* tiles re-placed on a mirror */
 };
 
 static __thread struct worker *cur_worker;
+
+/* ---- ranks: where a transfer goes, lost ranks, mirrors ------------------ */
+
+static bool bit_test(const uint64_t *set, uint32_t n, int rank)
+{
+	return set && rank >= 0 && (uint32_t)rank < n &&
+	       (set[rank / 64] >> (rank % 64)) & 1;
+}
+
+static bool rank_lost(const struct sched *s, int rank)
+{
+	return s->lost && rank >= 0 && (uint32_t)rank < s->nranks &&
+	       (atomic_load_explicit(&s->lost[rank / 64],
+				     memory_order_acquire) >> (rank % 64)) & 1;
+}
+
+/* Why rank was lost, for a message (lost_why is fixed once set). */
+static const char *lost_why(const struct sched *s, int rank)
+{
+	return rank == s->lost_first ? s->lost_why :
+	       "libhcomm reports it lost";
+}
+
+/* The rank a transfer tile names (its own, or the transport's target). */
+static int tile_rank(const struct sched *s, const struct pypto_tile *t)
+{
+	return t->rank == PYPTO_RANK_TARGET ? s->x->target : t->rank;
+}
+
+/*
+ * Where a transfer to rank goes now: rank while it lives, else the first
+ * live rank along its chain of mirrors; -1 if there is none (a chain of
+ * lost ranks, or a cycle of them).
+ */
+static int live_rank(const struct sched *s, int rank)
+{
+	unsigned int hops;
+
+	for (hops = 0; hops <= PYPTO_MIRRORS_MAX && rank >= 0; hops++) {
+		if (!rank_lost(s, rank))
+			return rank;
+		rank = pypto__xport_mirror(s->x, rank);
+	}
+	return -1;
+}
 
 /*
  * How long an idle worker polls before it parks: PYPTO_SPIN_US (0 ..
@@ -601,8 +659,28 @@ static void round_add_tile(struct worker *w, struct pypto_tile *t)
 {
 	struct sched *s = w->s;
 	uint64_t now = pypto__now_ns();
+	int rank = tile_rank(s, t);
 	uint32_t i, r;
 
+	/* A lost rank's tile goes to its first live mirror. */
+	if (atomic_load_explicit(&s->peer_lost, memory_order_acquire)) {
+		int to = live_rank(s, rank);
+
+		if (to < 0) {
+			sched_fail(s, pypto__fail(PYPTO_ERR_IO,
+						  "transfer tile %s cannot run: rank %d was lost (%s) and no live mirror holds its data (pypto_xport_hcomm_mirror)",
+						  t->name, rank,
+						  lost_why(s, rank)));
+			return;
+		}
+		if (to != rank &&
+		    !atomic_exchange_explicit(&t->replaced, 1,
+					      memory_order_relaxed))
+			atomic_fetch_add_explicit(&s->replaced, 1,
+						  memory_order_relaxed);
+		rank = to;
+	}
+	atomic_store_explicit(&t->issued_rank, rank, memory_order_relaxed);
 	if (!t->attempt)
 		w->n_transfer++;	/* re-issues count in xfer_retries */
 	t->t_issue_ns = now;
@@ -637,7 +715,7 @@ static void round_add_tile(struct worker *w, struct pypto_tile *t)
 			rd->n++;
 			d->op = xf->op == PYPTO_GET ? HCOMM_OP_GET :
 						      HCOMM_OP_PUT;
-			d->target = s->x->target;
+			d->target = rank;
 			d->target_off = xf->win_off + r * xf->win_stride;
 			d->local = (uint64_t)(uintptr_t)xf->local +
 				   r * xf->local_stride;
@@ -758,18 +836,52 @@ static void slot_release(struct sched *s, struct pypto_tile *t)
 }
 
 /*
- * The target rank is gone (libhcomm's PEER_LOST event, or its word when
- * a transfer failed first): record why once, then tell the workers.
+ * A rank the run uses is gone (libhcomm's PEER_LOST event, or its word
+ * when a transfer failed first): record it once.  Then the static
+ * analysis of what is left: a transfer tile that has not completed and
+ * has no live rank to go to (no mirror, or every mirror lost) can never
+ * run, nor can anything after it, so the run fails now, naming it.  The
+ * others are re-placed as they are issued (round_add_tile) or as their
+ * attempt in flight fails (xfer_tile_done).
  */
-static void note_lost(struct sched *s, const char *why)
+static void note_lost(struct sched *s, int rank, const char *why)
 {
+	uint64_t bit = 1ULL << (rank % 64);
+	bool fresh = false;
+	uint32_t i;
+
+	if (!s->lost || rank < 0 || (uint32_t)rank >= s->nranks ||
+	    !bit_test(s->uses, s->nranks, rank))
+		return;
 	pthread_mutex_lock(&s->r->lev_lock);
-	if (!atomic_load_explicit(&s->peer_lost, memory_order_relaxed)) {
-		snprintf(s->lost_why, sizeof(s->lost_why), "%s", why);
+	if (!(atomic_load_explicit(&s->lost[rank / 64],
+				   memory_order_relaxed) & bit)) {
+		fresh = true;
+		if (!atomic_load_explicit(&s->peer_lost,
+					  memory_order_relaxed)) {
+			snprintf(s->lost_why, sizeof(s->lost_why), "%s", why);
+			s->lost_first = rank;
+		}
+		atomic_fetch_or_explicit(&s->lost[rank / 64], bit,
+					 memory_order_release);
+		atomic_fetch_add_explicit(&s->nlost, 1, memory_order_relaxed);
 		atomic_store_explicit(&s->peer_lost, true,
 				      memory_order_release);
 	}
 	pthread_mutex_unlock(&s->r->lev_lock);
+	for (i = 0; fresh && i < s->g->n; i++) {
+		struct pypto_tile *t = &s->g->tiles[i];
+
+		if (t->kind != PYPTO_TRANSFER ||
+		    atomic_load_explicit(&t->xdone, memory_order_acquire) ||
+		    live_rank(s, tile_rank(s, t)) >= 0)
+			continue;
+		sched_fail(s, pypto__fail(PYPTO_ERR_IO,
+					  "transfer tile %s cannot run: rank %d was lost (%s) and no live mirror holds its data (pypto_xport_hcomm_mirror)",
+					  t->name, tile_rank(s, t),
+					  lost_why(s, tile_rank(s, t))));
+		break;
+	}
 }
 
 /* The last descriptor of transfer tile t completed (any thread). */
@@ -778,6 +890,7 @@ static void xfer_tile_done(struct sched *s, struct pypto_tile *t)
 	uint64_t now = pypto__now_ns();
 	bool failed = atomic_load_explicit(&t->xfer_failed,
 					   memory_order_acquire);
+	int rk = atomic_load_explicit(&t->issued_rank, memory_order_relaxed);
 
 	atomic_fetch_add_explicit(&s->xfer_ns, now - t->t_issue_ns,
 				  memory_order_relaxed);
@@ -790,15 +903,18 @@ static void xfer_tile_done(struct sched *s, struct pypto_tile *t)
 			.stage = PYPTO_STAGE_TRANSFER,
 			.attempt = (uint8_t)(t->attempt > 255 ? 255 : t->attempt),
 			.device = t->device,
-			.flags = atomic_load_explicit(&t->delayed,
-						      memory_order_relaxed) ?
-				 PYPTO_EVF_DELAYED : 0,
+			.flags = (atomic_load_explicit(&t->delayed,
+						       memory_order_relaxed) ?
+				  PYPTO_EVF_DELAYED : 0) |
+				 (rk != tile_rank(s, t) ?
+				  PYPTO_EVF_REPLACED : 0),
 		};
 
 		if (eb)
 			pypto__ev_record(s->r, eb, &e);
 	}
 	if (!failed) {
+		atomic_store_explicit(&t->xdone, 1, memory_order_release);
 		atomic_fetch_add_explicit(&s->xfer_bytes, t->bytes,
 					  memory_order_relaxed);
 		if (atomic_load_explicit(&t->delayed, memory_order_relaxed))
@@ -809,15 +925,26 @@ static void xfer_tile_done(struct sched *s, struct pypto_tile *t)
 		tile_done(s, cur_worker, t);
 		return;
 	}
-	/* A lost rank: issuing again cannot help, the run ends here. */
-	if (!atomic_load_explicit(&s->peer_lost, memory_order_acquire) &&
-	    s->comm && hcomm_comm_peer_lost(s->comm, s->x->target) == 1)
-		note_lost(s, "libhcomm reports it lost");
-	if (atomic_load_explicit(&s->peer_lost, memory_order_acquire)) {
-		sched_fail(s, pypto__fail(PYPTO_ERR_IO,
-					  "transfer tile %s failed and is not issued again: rank %d was lost (%s)",
-					  t->name, s->x->target,
-					  s->lost_why));
+	/*
+	 * A lost rank: issuing to it again cannot help.  A live mirror
+	 * takes the tile (re-placed, not a retry); without one the run
+	 * ends here.
+	 */
+	rk = atomic_load_explicit(&t->issued_rank, memory_order_relaxed);
+	if (!rank_lost(s, rk) && s->comm &&
+	    hcomm_comm_peer_lost(s->comm, rk) == 1)
+		note_lost(s, rk, "libhcomm reports it lost");
+	if (rank_lost(s, rk)) {
+		if (live_rank(s, tile_rank(s, t)) < 0) {
+			sched_fail(s, pypto__fail(PYPTO_ERR_IO,
+						  "transfer tile %s failed and is not issued again: rank %d was lost (%s) and no live mirror holds its data",
+						  t->name, rk,
+						  lost_why(s, rk)));
+			return;
+		}
+		t->attempt++;
+		atomic_store_explicit(&t->delayed, 0, memory_order_relaxed);
+		make_ready(s, cur_worker, t);
 		return;
 	}
 	if (t->attempt >= s->cfg->max_retries) {
@@ -1351,13 +1478,18 @@ static void sched_on_event(struct hcomm_comm *c, const struct hcomm_event *ev,
 	uint32_t i, n = 0;
 
 	(void)c;
-	if (ev->peer != s->x->target || ev->time_ns < r->t0_ns)
+	if (ev->time_ns < r->t0_ns ||
+	    (ev->peer != s->x->target && !bit_test(s->uses, s->nranks,
+						   ev->peer)))
 		return;
 	if (ev->type == HCOMM_EVENT_LINK_DOWN) {
 		for (i = 0; i < s->g->n; i++) {
 			struct pypto_tile *t = &s->g->tiles[i];
 
 			if (t->kind == PYPTO_TRANSFER &&
+			    atomic_load_explicit(&t->issued_rank,
+						 memory_order_relaxed) ==
+			    ev->peer &&
 			    atomic_load_explicit(&t->xfer_pending,
 						 memory_order_relaxed)) {
 				atomic_store_explicit(&t->delayed, 1,
@@ -1367,7 +1499,7 @@ static void sched_on_event(struct hcomm_comm *c, const struct hcomm_event *ev,
 		}
 	}
 	if (ev->type == HCOMM_EVENT_PEER_LOST)
-		note_lost(s, ev->why);
+		note_lost(s, ev->peer, ev->why);
 	pthread_mutex_lock(&r->lev_lock);
 	r->lev_seen++;
 	if (r->nlev < PYPTO_LINK_EVENTS_MAX) {
@@ -1395,6 +1527,8 @@ static void link_stats(struct sched *s, struct pypto_stats *st)
 	st->link_events = r->lev_seen;
 	st->tiles_delayed = atomic_load(&s->delayed);
 	st->peer_lost = atomic_load(&s->peer_lost);
+	st->ranks_lost = atomic_load(&s->nlost);
+	st->tiles_replaced = atomic_load(&s->replaced);
 	for (i = 0; i < r->nlev; i++) {
 		const struct pypto_link_event *le = &r->lev[i];
 
@@ -1532,8 +1666,146 @@ static int check_graph(struct pypto_graph *g, struct pypto_xport *x)
 			return pypto__fail(PYPTO_ERR_INVAL,
 					   "transfer tile %s has no rows",
 					   g->tiles[i].name);
+		if (x->nranks && g->tiles[i].rank >= x->nranks)
+			return pypto__fail(PYPTO_ERR_INVAL,
+					   "transfer tile %s names rank %d, outside 0..%d",
+					   g->tiles[i].name, g->tiles[i].rank,
+					   x->nranks - 1);
 	}
 	return 0;
+}
+
+/* Mark rank and its chain of mirrors in set (n ranks); cycle-safe. */
+static void mark_chain(const struct pypto_xport *x, uint64_t *set,
+		       uint32_t n, int rank)
+{
+	unsigned int hops;
+
+	for (hops = 0; hops <= PYPTO_MIRRORS_MAX && rank >= 0 &&
+	     (uint32_t)rank < n && !bit_test(set, n, rank); hops++) {
+		set[rank / 64] |= 1ULL << (rank % 64);
+		rank = pypto__xport_mirror(x, rank);
+	}
+}
+
+/*
+ * A run over libhcomm: the ranks its transfers may reach and the lost
+ * set.  A rank libhcomm already knows lost counts as lost from the start
+ * (its tiles go to a mirror at once, or the run fails before anything
+ * runs).
+ */
+static int ranks_setup(struct sched *s)
+{
+	const struct pypto_graph *g = s->g;
+	uint32_t words, i;
+
+	s->nranks = (uint32_t)s->x->nranks;
+	s->lost_first = -1;
+	words = (s->nranks + 63) / 64;
+	s->uses = calloc(words, sizeof(*s->uses));
+	s->lost = calloc(words, sizeof(*s->lost));
+	if (!s->uses || !s->lost)
+		return pypto__fail(PYPTO_ERR_NOMEM, "rank sets of %u ranks",
+				   s->nranks);
+	mark_chain(s->x, s->uses, s->nranks, s->x->target);
+	for (i = 0; g->nxfer && i < g->n; i++)
+		if (g->tiles[i].kind == PYPTO_TRANSFER)
+			mark_chain(s->x, s->uses, s->nranks,
+				   tile_rank(s, &g->tiles[i]));
+	for (i = 0; i < s->nranks; i++)
+		if (bit_test(s->uses, s->nranks, (int)i) &&
+		    (int)i != hcomm_comm_rank(s->comm) &&
+		    hcomm_comm_peer_lost(s->comm, (int)i) == 1)
+			note_lost(s, (int)i, "lost before the run");
+	return 0;
+}
+
+PYPTO_EXPORT int pypto_graph_loss_plan(struct pypto_graph *g,
+				       const struct pypto_xport *x, int rank,
+				       struct pypto_loss_plan *p)
+{
+	struct hcomm_comm *comm = x && x->ops->comm ?
+				  x->ops->comm((struct pypto_xport *)x) : NULL;
+	uint32_t nr = comm ? (uint32_t)x->nranks : 0, i, head = 0, tail = 0;
+	uint32_t *queue = NULL;
+	uint64_t *lost = NULL;
+	uint8_t *mark = NULL;
+	int rc = 0;
+
+	if (!g || !p)
+		return pypto__fail(PYPTO_ERR_INVAL, "pypto_graph_loss_plan: "
+				   "NULL argument");
+	if (rank < 0 || (nr && (uint32_t)rank >= nr))
+		return pypto__fail(PYPTO_ERR_INVAL, "pypto_graph_loss_plan: "
+				   "rank %d outside 0..%d", rank,
+				   nr ? (int)nr - 1 : INT_MAX);
+	memset(p, 0, sizeof(*p));
+	p->mirror = -1;
+	p->first_stranded = -1;
+	if (g->n) {
+		queue = malloc(sizeof(*queue) * g->n);
+		mark = calloc(g->n, 1);
+	}
+	if (nr)
+		lost = calloc((nr + 63) / 64, sizeof(*lost));
+	if ((g->n && (!queue || !mark)) || (nr && !lost)) {
+		rc = pypto__fail(PYPTO_ERR_NOMEM, "pypto_graph_loss_plan");
+		goto out;
+	}
+	if (nr) {
+		struct sched s = { .x = (struct pypto_xport *)x,
+				   .lost = (_Atomic uint64_t *)lost,
+				   .nranks = nr };
+
+		for (i = 0; i < nr; i++)
+			if ((int)i == rank ||
+			    ((int)i != hcomm_comm_rank(comm) &&
+			     hcomm_comm_peer_lost(comm, (int)i) == 1))
+				lost[i / 64] |= 1ULL << (i % 64);
+		for (i = 0; i < g->n; i++) {
+			const struct pypto_tile *t = &g->tiles[i];
+			int rk, to;
+
+			if (t->kind != PYPTO_TRANSFER)
+				continue;
+			rk = tile_rank(&s, t);
+			if (rk != rank)
+				continue;
+			p->transfers++;
+			to = live_rank(&s, rk);
+			if (to >= 0) {
+				p->replaced++;
+				p->mirror = to;
+				continue;
+			}
+			if (p->first_stranded < 0)
+				p->first_stranded = (int32_t)i;
+			mark[i] = 1;
+			queue[tail++] = i;
+		}
+	} else {
+		for (i = 0; i < g->n; i++)
+			p->transfers += g->tiles[i].kind == PYPTO_TRANSFER &&
+					(g->tiles[i].rank == rank ||
+					 (g->tiles[i].rank == PYPTO_RANK_TARGET &&
+					  x && x->target == rank));
+	}
+	/* what depends on a stranded tile, through any path */
+	while (head < tail) {
+		const struct pypto_tile *t = &g->tiles[queue[head++]];
+
+		for (i = 0; i < t->nconsumers; i++)
+			if (!mark[t->consumers[i]]) {
+				mark[t->consumers[i]] = 1;
+				queue[tail++] = t->consumers[i];
+			}
+	}
+	p->stranded = tail;
+out:
+	free(queue);
+	free(mark);
+	free(lost);
+	return rc;
 }
 
 /*
@@ -1575,6 +1847,8 @@ static void sched_free(struct sched *s)
 	free(s->ar);
 	if (s->ar_lock_init)
 		pthread_mutex_destroy(&s->ar_lock);
+	free(s->uses);
+	free((void *)s->lost);
 }
 
 PYPTO_EXPORT int pypto_run(struct pypto_graph *g, const struct pypto_config *ucfg,
@@ -1704,11 +1978,19 @@ PYPTO_EXPORT int pypto_run(struct pypto_graph *g, const struct pypto_config *ucf
 		t->slot = false;
 		t->wnext = NULL;
 		atomic_store(&t->delayed, 0);
+		atomic_store(&t->xdone, 0);
+		atomic_store(&t->replaced, 0);
+		atomic_store(&t->issued_rank, -1);
 	}
 	s.comm = x && x->ops->comm ? x->ops->comm(x) : NULL;
 	rc = ar_setup(&s);
 	if (rc)
 		goto out;
+	if (s.comm && x->nranks > 0) {
+		rc = ranks_setup(&s);
+		if (rc)
+			goto out;
+	}
 	if (x && x->ops->run_begin) {
 		rc = x->ops->run_begin(x);
 		if (rc)

@@ -739,8 +739,12 @@ static void diag_links(const struct pypto_run *r, FILE *f)
 		"stall %s in all, %" PRIu64 " transfer tile(s) delayed%s\n",
 		st->link_events, st->failovers,
 		pypto__fmt_ns(b1, sizeof(b1), (double)st->failover_stall_ns),
-		st->tiles_delayed, st->peer_lost ? ", the target rank was "
-		"lost" : "");
+		st->tiles_delayed, st->peer_lost ? ", a rank was lost" : "");
+	if (st->ranks_lost)
+		fprintf(f, "  ranks lost          %u; %" PRIu64 " transfer "
+			"tile(s) re-placed on a mirror (transfers completed "
+			"before a loss stay done: a put's bytes were at the "
+			"lost rank)\n", st->ranks_lost, st->tiles_replaced);
 	for (i = 0; i < r->nlev; i++) {
 		const struct pypto_link_event *le = &r->lev[i];
 
@@ -764,7 +768,9 @@ static void diag_links(const struct pypto_run *r, FILE *f)
 		} else if (le->type == HCOMM_EVENT_FAILED_OVER) {
 			have_down = false;
 		} else if (le->type == HCOMM_EVENT_PEER_LOST) {
-			fprintf(f, ": the run fails, nothing is issued again");
+			fprintf(f, st->tiles_replaced ?
+				": its unfinished transfer tiles go to a mirror" :
+				": nothing is issued to it again");
 		}
 		fprintf(f, ": %s\n", le->why);
 	}
@@ -782,6 +788,17 @@ static void diag_links(const struct pypto_run *r, FILE *f)
 	}
 	if (shown)
 		fprintf(f, "%s\n", st->tiles_delayed > shown ? ", ..." : "");
+	for (i = 0, shown = 0; i < r->nev && shown < 8; i++) {
+		const struct pypto_event *e = &r->ev[i];
+
+		if (!(e->flags & PYPTO_EVF_REPLACED))
+			continue;
+		fprintf(f, "%s%s", shown ? ", " : "    re-placed tiles: ",
+			e->tile < r->g->n ? r->g->tiles[e->tile].name : "?");
+		shown++;
+	}
+	if (shown)
+		fprintf(f, "%s\n", st->tiles_replaced > shown ? ", ..." : "");
 }
 
 /*
@@ -1247,8 +1264,10 @@ static void trace_stats(FILE *f, const struct pypto_run *r, uint64_t nflows)
 	pypto__json_num(f, st->engine_util);
 	fprintf(f, ",\"link_events\":%u,\"failovers\":%u,"
 		"\"failover_stall_ns\":%" PRIu64 ",\"tiles_delayed\":%"
-		PRIu64 ",\"peer_lost\":%d", st->link_events, st->failovers,
-		st->failover_stall_ns, st->tiles_delayed, st->peer_lost);
+		PRIu64 ",\"peer_lost\":%d,\"ranks_lost\":%u,"
+		"\"tiles_replaced\":%" PRIu64, st->link_events, st->failovers,
+		st->failover_stall_ns, st->tiles_delayed, st->peer_lost,
+		st->ranks_lost, st->tiles_replaced);
 	fprintf(f, ",\"tiles_allreduce\":%" PRIu64 ",\"allreduce_ns\":%"
 		PRIu64 ",\"allreduce_bytes\":%" PRIu64 ",\"coll_flight_ns\":%"
 		PRIu64 ",\"coll_overlap_ns\":%" PRIu64, st->tiles_allreduce,
@@ -1324,10 +1343,11 @@ static int trace_file(FILE *f, const void *arg)
 		pypto__json_str(f, name, false);
 		fprintf(f, ",\"kind\":\"%s\",\"stage\":\"%s\",\"worker\":%u,"
 			"\"device\":%" PRId32 ",\"bytes\":%" PRIu64
-			",\"attempt\":%u,\"delayed\":%d}}",
+			",\"attempt\":%u,\"delayed\":%d,\"replaced\":%d}}",
 			pypto__kind_name(kind), stage_name(e->stage),
 			e->worker, e->device, e->bytes, e->attempt,
-			!!(e->flags & PYPTO_EVF_DELAYED));
+			!!(e->flags & PYPTO_EVF_DELAYED),
+			!!(e->flags & PYPTO_EVF_REPLACED));
 	}
 	/* link events: global instant markers across the timeline */
 	for (i = 0; i < r->nlev; i++) {

@@ -248,6 +248,7 @@ PYPTO_EXPORT int pypto_xport_hcomm(struct pypto_xport **out,
 	hx->base.local_base = local_base;
 	hx->base.win_len = win ? hcomm_win_size(win, target) : 0;
 	hx->base.no_window = !win;
+	hx->base.nranks = hcomm_comm_size(comm);
 	hx->comm = comm;
 	hx->win = win;
 	rc = parse_inject(&hx->base);
@@ -258,6 +259,52 @@ PYPTO_EXPORT int pypto_xport_hcomm(struct pypto_xport **out,
 fail:
 	free(hx);
 	return rc;
+}
+
+PYPTO_EXPORT int pypto_xport_hcomm_mirror(struct pypto_xport *x, int rank,
+					  int mirror)
+{
+	uint32_t i;
+
+	if (!x || x->ops != &hcomm_ops)
+		return pypto__fail(PYPTO_ERR_INVAL, "pypto_xport_hcomm_mirror: "
+				   "%s is not libhcomm's transport",
+				   x ? x->ops->name : "NULL");
+	if (rank < 0 || rank >= x->nranks || mirror < -1 ||
+	    mirror >= x->nranks || rank == mirror)
+		return pypto__fail(PYPTO_ERR_INVAL, "pypto_xport_hcomm_mirror: "
+				   "rank %d, mirror %d (ranks 0..%d, mirror -1 "
+				   "removes, not the rank itself)", rank, mirror,
+				   x->nranks - 1);
+	for (i = 0; i < x->nmirror && x->mirror_of[i] != rank; i++)
+		;
+	if (mirror < 0) {
+		if (i < x->nmirror) {
+			x->nmirror--;
+			x->mirror_of[i] = x->mirror_of[x->nmirror];
+			x->mirror[i] = x->mirror[x->nmirror];
+		}
+		return 0;
+	}
+	if (i == PYPTO_MIRRORS_MAX)
+		return pypto__fail(PYPTO_ERR_LIMIT, "pypto_xport_hcomm_mirror: "
+				   "%d ranks have a mirror already",
+				   PYPTO_MIRRORS_MAX);
+	x->mirror_of[i] = rank;
+	x->mirror[i] = mirror;
+	if (i == x->nmirror)
+		x->nmirror++;
+	return 0;
+}
+
+int pypto__xport_mirror(const struct pypto_xport *x, int rank)
+{
+	uint32_t i;
+
+	for (i = 0; x && i < x->nmirror; i++)
+		if (x->mirror_of[i] == rank)
+			return x->mirror[i];
+	return -1;
 }
 
 /* ---- memcpy test double ---------------------------------------------- */

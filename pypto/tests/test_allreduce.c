@@ -216,6 +216,7 @@ static int me, np, nth;
 static struct hcomm_comm *comm;
 static struct pypto_xport *xp;
 static bool have_win;		/* xp has a window */
+static struct hcomm_win *gwin;	/* it */
 
 static __attribute__((format(printf, 2, 3)))
 void check(int cond, const char *fmt, ...)
@@ -554,6 +555,293 @@ static void t_stall(void)
 	unbuild(&w);
 }
 
+/* ---- mirrors: a lost rank's transfers re-placed ---------------------- */
+
+#define MW_CHUNK	16384
+#define MW_N		32			/* chunks: gets */
+#define MW_KILL		(MW_N * MW_CHUNK)	/* rank 1's flag word */
+#define MW_BYTES	(MW_KILL + 4096)
+#define MW_SIG		0			/* rank 0 -> 2: done */
+
+static char mwin[MW_BYTES] __attribute__((aligned(4096)));
+static bool win_all;		/* every rank has a window (mwin) */
+
+static uint8_t mw_byte(size_t i)
+{
+	return (uint8_t)(i * 131 + (i >> 9));
+}
+
+struct mw_sum {
+	const uint8_t *buf;
+	size_t off;
+	size_t bad;
+};
+
+static int mw_sum_fn(void *arg, const struct pypto_exec *ex)
+{
+	struct mw_sum *m = arg;
+	size_t i;
+
+	(void)ex;
+	m->bad = 0;
+	for (i = 0; i < MW_CHUNK; i++)
+		m->bad += m->buf[i] != mw_byte(m->off + i);
+	return 0;
+}
+
+/* Rank 0's host tile: until libhcomm knows rank 1 is gone (20 s at most). */
+static int mw_wait_fn(void *arg, const struct pypto_exec *ex)
+{
+	int i;
+
+	(void)arg;
+	(void)ex;
+	for (i = 0; i < 20000 && hcomm_comm_peer_lost(comm, 1) != 1; i++)
+		sleep_ms(1);
+	return hcomm_comm_peer_lost(comm, 1) == 1 ? 0 : 1;
+}
+
+struct mw_graph {
+	struct pypto_graph *g;
+	uint8_t *lbuf;
+	struct mw_sum sum[MW_N];
+	uint64_t one;
+	int get[MW_N], kill, wait;
+};
+
+/*
+ * Rank 0's graph: MW_N gets of MW_CHUNK bytes, even chunks from rank 1
+ * and odd ones from rank 2 (which hold the same bytes), each checked by a
+ * compute tile; after the first half a put sets rank 1's flag (it exits
+ * then) and a host tile waits until libhcomm knows; the second half's
+ * gets come after it.
+ */
+static int mw_build(struct mw_graph *m)
+{
+	int k, id, rc = 0;
+
+	memset(m, 0, sizeof(*m));
+	m->one = 1;
+	m->lbuf = aligned_alloc(4096, MW_N * MW_CHUNK);
+	if (!m->lbuf || pypto_graph_create(&m->g))
+		return -1;
+	for (k = 0; k < MW_N && !rc; k++) {
+		struct pypto_xfer x = {
+			.op = PYPTO_GET, .rows = 1, .row_bytes = MW_CHUNK,
+			.local = m->lbuf + (size_t)k * MW_CHUNK,
+			.win_off = (uint64_t)k * MW_CHUNK,
+		};
+		char name[32];
+
+		snprintf(name, sizeof(name), "get%d", k);
+		m->get[k] = pypto_add_transfer(m->g, name, &x, 1, -1);
+		rc = m->get[k] < 0 ||
+		     pypto_tile_set_rank(m->g, m->get[k], k % 2 ? 2 : 1);
+		m->sum[k].buf = m->lbuf + (size_t)k * MW_CHUNK;
+		m->sum[k].off = (size_t)k * MW_CHUNK;
+		snprintf(name, sizeof(name), "sum%d", k);
+		id = pypto_add_compute(m->g, name, mw_sum_fn, &m->sum[k], -1);
+		rc = rc || id < 0 || pypto_add_dep(m->g, m->get[k], id);
+	}
+	if (!rc) {
+		struct pypto_xfer x = {
+			.op = PYPTO_PUT, .rows = 1, .row_bytes = 8,
+			.local = &m->one, .win_off = MW_KILL,
+		};
+
+		m->kill = pypto_add_transfer(m->g, "kill1", &x, 1, -1);
+		m->wait = pypto_add_host(m->g, "wait1", mw_wait_fn, NULL, -1);
+		rc = m->kill < 0 || m->wait < 0 ||
+		     pypto_tile_set_rank(m->g, m->kill, 1) ||
+		     pypto_add_dep(m->g, m->kill, m->wait);
+	}
+	for (k = 0; k < MW_N / 2 && !rc; k++)
+		rc = pypto_add_dep(m->g, m->get[k] + 1, m->kill);
+	for (k = MW_N / 2; k < MW_N && !rc; k++)
+		rc = pypto_add_dep(m->g, m->wait, m->get[k]);
+	return rc ? -1 : 0;
+}
+
+static size_t mw_bad(const struct mw_graph *m)
+{
+	size_t bad = 0;
+	int k;
+
+	for (k = 0; k < MW_N; k++)
+		bad += m->sum[k].bad;
+	return bad;
+}
+
+/* The events of a run flagged re-placed (transfer stage). */
+static unsigned int mw_replaced_events(const struct pypto_run *r)
+{
+	const struct pypto_event *ev;
+	unsigned int i, n = pypto_run_events(r, &ev), c = 0;
+
+	for (i = 0; i < n; i++)
+		c += ev[i].stage == PYPTO_STAGE_TRANSFER &&
+		     (ev[i].flags & PYPTO_EVF_REPLACED);
+	return c;
+}
+
+static void mw_rank0(void)
+{
+	struct pypto_config cfg = rank_cfg();
+	struct pypto_loss_plan p;
+	struct pypto_xport *mx = NULL;
+	struct pypto_run *run = NULL;
+	const struct pypto_stats *st;
+	struct mw_graph m;
+	char *diag = NULL;
+	size_t dlen = 0;
+	uint64_t t0, t1;
+	int rc, r1 = -1, id;
+	FILE *f;
+
+	rc = mw_build(&m);
+	check(rc == 0, "mirror: rank 0's graph of %u tiles builds (%s)",
+	      m.g ? pypto_graph_tiles(m.g) : 0, rc ? pypto_errmsg() : "ok");
+	/* arguments */
+	check(pypto_xport_hcomm_mirror(xp, 1, 1) == -PYPTO_ERR_INVAL &&
+	      pypto_xport_hcomm_mirror(xp, 3, 0) == -PYPTO_ERR_INVAL &&
+	      pypto_xport_hcomm_mirror(xp, 1, 3) == -PYPTO_ERR_INVAL &&
+	      pypto_xport_hcomm_mirror(xp, -1, 0) == -PYPTO_ERR_INVAL &&
+	      pypto_xport_hcomm_mirror(NULL, 1, 2) == -PYPTO_ERR_INVAL &&
+	      !pypto_xport_memcpy(&mx, mwin, 64) &&
+	      pypto_xport_hcomm_mirror(mx, 1, 2) == -PYPTO_ERR_INVAL,
+	      "mirror: refused for rank == mirror, ranks outside 0..2, NULL "
+	      "and the memcpy double");
+	pypto_xport_destroy(mx);
+	check(pypto_tile_set_rank(m.g, m.get[0] + 1, 2) == -PYPTO_ERR_INVAL &&
+	      pypto_tile_set_rank(m.g, m.get[0], -2) == -PYPTO_ERR_INVAL &&
+	      pypto_tile_set_rank(m.g, 100000, 1) == -PYPTO_ERR_INVAL &&
+	      pypto_tile_rank(m.g, m.get[1], &r1) == 0 && r1 == 2 &&
+	      pypto_tile_rank(m.g, m.wait, &r1) == -PYPTO_ERR_INVAL &&
+	      pypto_graph_loss_plan(m.g, xp, 3, &p) == -PYPTO_ERR_INVAL &&
+	      pypto_graph_loss_plan(m.g, xp, 1, NULL) == -PYPTO_ERR_INVAL,
+	      "mirror: a rank only for transfer tiles, >= -1; the plan "
+	      "refuses rank 3 and NULL");
+	{
+		struct pypto_graph *g = NULL;
+		struct pypto_xfer x = {
+			.op = PYPTO_GET, .rows = 1, .row_bytes = 8,
+			.local = &m.one,
+		};
+
+		rc = -1;
+		if (!pypto_graph_create(&g) &&
+		    (id = pypto_add_transfer(g, "far", &x, 1, -1)) >= 0 &&
+		    !pypto_tile_set_rank(g, id, 5))
+			rc = pypto_run(g, &cfg, xp, NULL);
+		check(rc == -PYPTO_ERR_INVAL &&
+		      strstr(pypto_errmsg(), "names rank 5, outside 0..2"),
+		      "mirror: a run refuses a tile naming rank 5 of 3 (%s)",
+		      pypto_errmsg());
+		pypto_graph_destroy(g);
+	}
+	/* static analysis, without and with the mirror */
+	rc = pypto_graph_loss_plan(m.g, xp, 1, &p);
+	check(rc == 0 && p.transfers == MW_N / 2 + 1 && p.replaced == 0 &&
+	      p.mirror == -1 && p.first_stranded == m.get[0] &&
+	      p.stranded == MW_N + 2 + MW_N / 2,
+	      "mirror: without one, losing rank 1 strands its %u transfers "
+	      "(first get0) and everything after them: %u tiles", p.transfers,
+	      p.stranded);
+	rc = pypto_xport_hcomm_mirror(xp, 1, 2) ||
+	     pypto_graph_loss_plan(m.g, xp, 1, &p);
+	check(rc == 0 && p.transfers == MW_N / 2 + 1 &&
+	      p.replaced == p.transfers && p.mirror == 2 &&
+	      p.first_stranded == -1 && p.stranded == 0,
+	      "mirror: with rank 2 mirroring rank 1, all %u would go to rank "
+	      "%d, none stranded", p.replaced, p.mirror);
+	/* the run: rank 1 exits half way */
+	memset(m.lbuf, 0, MW_N * MW_CHUNK);
+	t0 = now_ns();
+	rc = pypto_run(m.g, &cfg, xp, &run);
+	t1 = now_ns();
+	st = pypto_run_stats(run);
+	check(rc == 0 && mw_bad(&m) == 0, "mirror: rank 1 lost half way, the "
+	      "run completes in %.3f s and all %d chunks hold the right "
+	      "bytes (%zu wrong; %s)", (t1 - t0) / 1e9, MW_N, mw_bad(&m),
+	      rc ? pypto_errmsg() : "ok");
+	check(st && st->peer_lost && st->ranks_lost == 1 &&
+	      st->tiles_replaced == MW_N / 4 &&
+	      mw_replaced_events(run) == MW_N / 4 && st->xfer_retries == 0,
+	      "mirror: 1 rank lost, rank 1's %d gets after it re-placed on "
+	      "rank 2 (stats %llu, flagged events %u), no retry", MW_N / 4,
+	      st ? (unsigned long long)st->tiles_replaced : 0ULL,
+	      run ? mw_replaced_events(run) : 0);
+	f = open_memstream(&diag, &dlen);
+	if (f && run) {
+		pypto_run_diagnose(run, f);
+		fclose(f);
+	}
+	check(diag && strstr(diag, "ranks lost          1; 8 transfer tile(s) "
+			     "re-placed on a mirror") &&
+	      strstr(diag, "re-placed tiles: get") &&
+	      strstr(diag, "its unfinished transfer tiles go to a mirror"),
+	      "mirror: the diagnosis names the loss and the re-placed tiles");
+	if (diag && !strstr(diag, "re-placed tiles: get"))
+		fputs(diag, stderr);
+	free(diag);
+	pypto_run_free(run);
+	/* again: rank 1 is lost from the start, all its tiles go to 2 */
+	memset(m.lbuf, 0, MW_N * MW_CHUNK);
+	run = NULL;
+	rc = pypto_run(m.g, &cfg, xp, &run);
+	st = pypto_run_stats(run);
+	check(rc == 0 && mw_bad(&m) == 0 && st &&
+	      st->tiles_replaced == MW_N / 2 + 1 && st->ranks_lost == 1,
+	      "mirror: the next run sends all %d of rank 1's transfers to "
+	      "rank 2 (%llu), right bytes (%zu wrong; %s)", MW_N / 2 + 1,
+	      st ? (unsigned long long)st->tiles_replaced : 0ULL, mw_bad(&m),
+	      rc ? pypto_errmsg() : "ok");
+	pypto_run_free(run);
+	/* without the mirror the run fails before anything runs */
+	rc = pypto_xport_hcomm_mirror(xp, 1, -1);
+	t0 = now_ns();
+	if (!rc)
+		rc = pypto_run(m.g, &cfg, xp, NULL);
+	t1 = now_ns();
+	check(rc == -PYPTO_ERR_IO && strstr(pypto_errmsg(), "rank 1 was lost") &&
+	      strstr(pypto_errmsg(), "no live mirror") &&
+	      t1 - t0 < 2000000000ULL, "mirror: without it the run fails at "
+	      "once (%.3f s) naming rank 1 and the stranded tile: %s",
+	      (t1 - t0) / 1e9, pypto_errmsg());
+	rc = hcomm_put_signal(gwin, 2, MW_KILL, &m.one, 8,
+			      MW_SIG, 1);
+	check(rc == 0, "mirror: rank 2 told to finish (%d)", rc);
+	pypto_graph_destroy(m.g);
+	free(m.lbuf);
+}
+
+/* Ranks 1 and 2 hold the same bytes; rank 1 exits when its flag is set. */
+static void t_mirror(void)
+{
+	volatile uint64_t *flag = (volatile uint64_t *)(mwin + MW_KILL);
+	size_t i;
+	int k;
+
+	for (i = 0; i < MW_KILL; i++)
+		mwin[i] = (char)(me ? mw_byte(i) : 0);
+	*flag = 0;
+	if (hcomm_barrier(comm)) {
+		fprintf(stderr, "rank %d: barrier: %s\n", me, hcomm_errmsg());
+		if (me == 0)
+			check(0, "mirror: barrier");
+		return;
+	}
+	if (me == 0) {
+		mw_rank0();
+	} else if (me == 1) {
+		for (k = 0; k < 60000 && !*flag; k++)
+			sleep_ms(1);
+		_exit(0);
+	} else if (hcomm_signal_wait(comm, MW_SIG, 1, 60000) < 0) {
+		fprintf(stderr, "rank 2: rank 0 never said done\n");
+	}
+}
+
 static char winbuf[4096];
 
 /* broken: fn leaves the communicator failed (its teardown may fail). */
@@ -569,12 +857,14 @@ static int rank_main(void (*fn)(void), bool broken)
 		return 1;
 	}
 	/* 2 ranks with a window; 3 without: allreduce tiles need none */
-	have_win = np == 2;
-	ret = have_win ? hcomm_win_create(comm, winbuf, sizeof(winbuf),
-					  &win) : 0;
+	have_win = np == 2 || win_all;
+	ret = have_win ? hcomm_win_create(comm, win_all ? mwin : winbuf,
+					  win_all ? sizeof(mwin) :
+					  sizeof(winbuf), &win) : 0;
+	gwin = win;
 	if (!ret)
-		ret = pypto_xport_hcomm(&xp, comm, win, me,
-					have_win ? winbuf : NULL);
+		ret = pypto_xport_hcomm(&xp, comm, win, me, have_win ?
+					(win_all ? mwin : winbuf) : NULL);
 	if (!ret && !broken)
 		ret = hcomm_comm_set_coll_timeout(comm, 30000);
 	if (ret) {
@@ -946,5 +1236,7 @@ int main(void)
 	world("sum", 3, t_sum, 3, false);
 	world("death", 3, t_death, 2, true);
 	world("stall", 3, t_stall, 3, true);
+	win_all = true;
+	world("mirror", 3, t_mirror, 1, true);
 	return tap_done("pypto-allreduce");
 }

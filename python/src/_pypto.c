@@ -534,6 +534,8 @@ static PyObject *run_stats(RunObject *self, PyObject *unused)
 	    PyLong_FromUnsignedLongLong(s->failover_stall_ns));
 	SET("tiles_delayed", PyLong_FromUnsignedLongLong(s->tiles_delayed));
 	SET("peer_lost", PyBool_FromLong(s->peer_lost));
+	SET("ranks_lost", PyLong_FromUnsignedLong(s->ranks_lost));
+	SET("tiles_replaced", PyLong_FromUnsignedLongLong(s->tiles_replaced));
 	SET("tiles_allreduce",
 	    PyLong_FromUnsignedLongLong(s->tiles_allreduce));
 	SET("allreduce_ns", PyLong_FromUnsignedLongLong(s->allreduce_ns));
