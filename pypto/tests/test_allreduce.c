@@ -209,6 +209,7 @@ struct check {
 
 static struct shared {
 	int nchecks;
+	int mw_pid, mw_stopped;		/* t_mirror's rank 1 */
 	struct check c[MAX_CHECKS];
 } *sh;
 
@@ -589,16 +590,26 @@ static int mw_sum_fn(void *arg, const struct pypto_exec *ex)
 	return 0;
 }
 
-/* Rank 0's host tile: until libhcomm knows rank 1 is gone (20 s at most). */
-static int mw_wait_fn(void *arg, const struct pypto_exec *ex)
+/* Rank 0's host tiles: until rank 1 has stopped itself (SIGSTOP)... */
+static int mw_stopped_fn(void *arg, const struct pypto_exec *ex)
 {
 	int i;
 
 	(void)arg;
 	(void)ex;
-	for (i = 0; i < 20000 && hcomm_comm_peer_lost(comm, 1) != 1; i++)
+	for (i = 0; i < 10000 && !__atomic_load_n(&sh->mw_stopped,
+						  __ATOMIC_ACQUIRE); i++)
 		sleep_ms(1);
-	return hcomm_comm_peer_lost(comm, 1) == 1 ? 0 : 1;
+	return __atomic_load_n(&sh->mw_stopped, __ATOMIC_ACQUIRE) ? 0 : 1;
+}
+
+/* ... and 200 ms later (the gets to it are in flight meanwhile) kill it. */
+static int mw_kill_fn(void *arg, const struct pypto_exec *ex)
+{
+	(void)arg;
+	(void)ex;
+	sleep_ms(200);
+	return kill(sh->mw_pid, SIGKILL) ? 1 : 0;
 }
 
 struct mw_graph {
@@ -606,15 +617,15 @@ struct mw_graph {
 	uint8_t *lbuf;
 	struct mw_sum sum[MW_N];
 	uint64_t one;
-	int get[MW_N], kill, wait;
+	int get[MW_N], flag, stopped, kill;
 };
 
 /*
  * Rank 0's graph: MW_N gets of MW_CHUNK bytes, even chunks from rank 1
  * and odd ones from rank 2 (which hold the same bytes), each checked by a
- * compute tile; after the first half a put sets rank 1's flag (it exits
- * then) and a host tile waits until libhcomm knows; the second half's
- * gets come after it.
+ * compute tile; after the first half a put sets rank 1's flag, it stops
+ * itself, and once it has the second half's gets go out, those to rank 1
+ * staying in flight until a host tile kills it.
  */
 static int mw_build(struct mw_graph *m)
 {
@@ -649,16 +660,19 @@ static int mw_build(struct mw_graph *m)
 			.local = &m->one, .win_off = MW_KILL,
 		};
 
-		m->kill = pypto_add_transfer(m->g, "kill1", &x, 1, -1);
-		m->wait = pypto_add_host(m->g, "wait1", mw_wait_fn, NULL, -1);
-		rc = m->kill < 0 || m->wait < 0 ||
-		     pypto_tile_set_rank(m->g, m->kill, 1) ||
-		     pypto_add_dep(m->g, m->kill, m->wait);
+		m->flag = pypto_add_transfer(m->g, "flag1", &x, 1, -1);
+		m->stopped = pypto_add_host(m->g, "stopped1", mw_stopped_fn,
+					    NULL, -1);
+		m->kill = pypto_add_host(m->g, "kill1", mw_kill_fn, NULL, -1);
+		rc = m->flag < 0 || m->stopped < 0 || m->kill < 0 ||
+		     pypto_tile_set_rank(m->g, m->flag, 1) ||
+		     pypto_add_dep(m->g, m->flag, m->stopped) ||
+		     pypto_add_dep(m->g, m->stopped, m->kill);
 	}
 	for (k = 0; k < MW_N / 2 && !rc; k++)
-		rc = pypto_add_dep(m->g, m->get[k] + 1, m->kill);
+		rc = pypto_add_dep(m->g, m->get[k] + 1, m->flag);
 	for (k = MW_N / 2; k < MW_N && !rc; k++)
-		rc = pypto_add_dep(m->g, m->wait, m->get[k]);
+		rc = pypto_add_dep(m->g, m->stopped, m->get[k]);
 	return rc ? -1 : 0;
 }
 
@@ -672,15 +686,24 @@ static size_t mw_bad(const struct mw_graph *m)
 	return bad;
 }
 
-/* The events of a run flagged re-placed (transfer stage). */
-static unsigned int mw_replaced_events(const struct pypto_run *r)
+/*
+ * The events of a run flagged re-placed (transfer stage); *after_fail:
+ * those of a second attempt (the first, in flight to rank 1, failed).
+ */
+static unsigned int mw_replaced_events(const struct pypto_run *r,
+				       unsigned int *after_fail)
 {
 	const struct pypto_event *ev;
-	unsigned int i, n = pypto_run_events(r, &ev), c = 0;
+	unsigned int i, n = pypto_run_events(r, &ev), c = 0, a = 0;
 
 	for (i = 0; i < n; i++)
-		c += ev[i].stage == PYPTO_STAGE_TRANSFER &&
-		     (ev[i].flags & PYPTO_EVF_REPLACED);
+		if (ev[i].stage == PYPTO_STAGE_TRANSFER &&
+		    (ev[i].flags & PYPTO_EVF_REPLACED)) {
+			c++;
+			a += ev[i].attempt > 0;
+		}
+	if (after_fail)
+		*after_fail = a;
 	return c;
 }
 
@@ -696,6 +719,7 @@ static void mw_rank0(void)
 	size_t dlen = 0;
 	uint64_t t0, t1;
 	int rc, r1 = -1, id;
+	unsigned int nrep, nfail = 0;
 	FILE *f;
 
 	rc = mw_build(&m);
@@ -716,7 +740,7 @@ static void mw_rank0(void)
 	      pypto_tile_set_rank(m.g, m.get[0], -2) == -PYPTO_ERR_INVAL &&
 	      pypto_tile_set_rank(m.g, 100000, 1) == -PYPTO_ERR_INVAL &&
 	      pypto_tile_rank(m.g, m.get[1], &r1) == 0 && r1 == 2 &&
-	      pypto_tile_rank(m.g, m.wait, &r1) == -PYPTO_ERR_INVAL &&
+	      pypto_tile_rank(m.g, m.kill, &r1) == -PYPTO_ERR_INVAL &&
 	      pypto_graph_loss_plan(m.g, xp, 3, &p) == -PYPTO_ERR_INVAL &&
 	      pypto_graph_loss_plan(m.g, xp, 1, NULL) == -PYPTO_ERR_INVAL,
 	      "mirror: a rank only for transfer tiles, >= -1; the plan "
@@ -743,7 +767,7 @@ static void mw_rank0(void)
 	rc = pypto_graph_loss_plan(m.g, xp, 1, &p);
 	check(rc == 0 && p.transfers == MW_N / 2 + 1 && p.replaced == 0 &&
 	      p.mirror == -1 && p.first_stranded == m.get[0] &&
-	      p.stranded == MW_N + 2 + MW_N / 2,
+	      p.stranded == MW_N + 3 + MW_N / 2,
 	      "mirror: without one, losing rank 1 strands its %u transfers "
 	      "(first get0) and everything after them: %u tiles", p.transfers,
 	      p.stranded);
@@ -764,13 +788,15 @@ static void mw_rank0(void)
 	      "run completes in %.3f s and all %d chunks hold the right "
 	      "bytes (%zu wrong; %s)", (t1 - t0) / 1e9, MW_N, mw_bad(&m),
 	      rc ? pypto_errmsg() : "ok");
+	nrep = run ? mw_replaced_events(run, &nfail) : 0;
 	check(st && st->peer_lost && st->ranks_lost == 1 &&
-	      st->tiles_replaced == MW_N / 4 &&
-	      mw_replaced_events(run) == MW_N / 4 && st->xfer_retries == 0,
+	      st->tiles_replaced == MW_N / 4 && nrep == MW_N / 4 &&
+	      nfail > 0 && st->xfer_retries == 0,
 	      "mirror: 1 rank lost, rank 1's %d gets after it re-placed on "
-	      "rank 2 (stats %llu, flagged events %u), no retry", MW_N / 4,
-	      st ? (unsigned long long)st->tiles_replaced : 0ULL,
-	      run ? mw_replaced_events(run) : 0);
+	      "rank 2 (stats %llu, flagged events %u, %u of them after their "
+	      "attempt in flight to rank 1 failed), no retry", MW_N / 4,
+	      st ? (unsigned long long)st->tiles_replaced : 0ULL, nrep,
+	      nfail);
 	f = open_memstream(&diag, &dlen);
 	if (f && run) {
 		pypto_run_diagnose(run, f);
@@ -834,8 +860,12 @@ static void t_mirror(void)
 	if (me == 0) {
 		mw_rank0();
 	} else if (me == 1) {
+		/* stopped, the gets to it stay in flight; rank 0 kills it */
+		sh->mw_pid = (int)getpid();
 		for (k = 0; k < 60000 && !*flag; k++)
 			sleep_ms(1);
+		__atomic_store_n(&sh->mw_stopped, 1, __ATOMIC_RELEASE);
+		raise(SIGSTOP);
 		_exit(0);
 	} else if (hcomm_signal_wait(comm, MW_SIG, 1, 60000) < 0) {
 		fprintf(stderr, "rank 2: rank 0 never said done\n");
@@ -925,8 +955,14 @@ static void world(const char *name, int n, void (*fn)(void), int survivors,
 		_exit(st);
 	}
 	for (r = 0; r < n; r++) {
+		/* t_mirror's rank 1 is killed by rank 0, or here once 0 ended */
+		if (win_all && r == 1)
+			kill(pid[r], SIGKILL);
 		while (waitpid(pid[r], &st, 0) < 0 && errno == EINTR)
 			;
+		if (win_all && r == 1 && WIFSIGNALED(st) &&
+		    WTERMSIG(st) == SIGKILL)
+			continue;
 		if (!WIFEXITED(st) || WEXITSTATUS(st))
 			bad++;
 	}
