@@ -669,6 +669,33 @@ static int rx_wc_errno(enum ibv_wc_status s)
 static int rx_peer_dead(const struct rx_peer *p);
 
 /*
+ * How long p's lanes with WRs in flight have gone without progress (the
+ * longest; 0 when none has WRs out): the silence the keep-alive measures,
+ * for a failure something else noticed (the peer's failover, a flushed
+ * WR), so that the failover's stall counts from the last progress here.
+ */
+static uint64_t rx_peer_silent(const struct rx *rx, const struct rx_peer *p)
+{
+	uint64_t now = hcomm__now_ns(), silent = 0, since, t;
+	unsigned int l;
+
+	for (l = 0; l < rx->nlanes; l++) {
+		const struct rx_conn *k = &p->conns[l];
+
+		if (!k->qp || __atomic_load_n(&k->head, __ATOMIC_ACQUIRE) ==
+			      __atomic_load_n(&k->seen, __ATOMIC_ACQUIRE))
+			continue;
+		since = __atomic_load_n(&k->progress_ns, __ATOMIC_RELAXED);
+		t = __atomic_load_n(&k->busy_ns, __ATOMIC_RELAXED);
+		if (t > since)
+			since = t;
+		if (now > since && now - since > silent)
+			silent = now - since;
+	}
+	return silent;
+}
+
+/*
  * rx->fo_lock and p->fo_lock held, p not dead, destroy not begun: p's
  * next failover begins (ACTIVE; the failover thread takes it from here).
  */
@@ -725,7 +752,8 @@ void rx_peer_fail(struct rx *rx, struct rx_peer *p, int type, int err,
 			va_start(ap, fmt);
 			vsnprintf(p->why, sizeof(p->why), fmt, ap);
 			va_end(ap);
-			rx_fo_start(rx, p, silent_ns);
+			rx_fo_start(rx, p, silent_ns ? silent_ns :
+					rx_peer_silent(rx, p));
 			claimed = 1;
 		}
 		pthread_mutex_unlock(&p->fo_lock);
