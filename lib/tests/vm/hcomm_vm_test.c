@@ -3773,6 +3773,7 @@ static int case_failover(const char *how, int cuts)
 	struct fo_cutter cut = { .how = how };
 	uint64_t t0, t_last, n, want, t_end = 0, t_done = 0, rd_mark = 0;
 	uint64_t gaps[FO_CUTS_MAX] = { 0 }, bytes[3] = { 0 }, dur[3] = { 0 };
+	bool paired;			/* one failover per cut */
 	uint64_t stall[FO_CUTS_MAX], t_ph;
 	int peer, j, rc, cutting = 0, s, fb, nfo = 0, nrec = 0, nld, i;
 	int ph = 0, ph_now, cut_done = 0;
@@ -3946,6 +3947,7 @@ static int case_failover(const char *how, int cuts)
 		out("%d failovers for %d cuts: %d keep-alive false alarm(s) on "
 		    "the live link (busy machine), each failed over and back",
 		    nld, cuts, nld - cuts);
+	paired = nld == cuts;
 	cuts = nld < FO_CUTS_MAX ? nld : FO_CUTS_MAX;
 	for (i = 0; i < cuts; i++) {
 		if (!ev_nth(HCOMM_EVENT_LINK_DOWN, peer, i, &ev) ||
@@ -3956,6 +3958,20 @@ static int case_failover(const char *how, int cuts)
 		      "on %d (#%" PRIu64 "), failed-over to %d (#%" PRIu64 ")",
 		      i + 1, ev.xport, ev.seq, evf.xport, evf.seq);
 		stall[i] = evf.silent_ns;
+		/*
+		 * The stall holds the silence before the link-down, also
+		 * when the peer noticed first: the longest wait here (which
+		 * ends when the replay completes, before FAILED_OVER) is no
+		 * longer, but for the scheduling of this thread (50 ms of
+		 * slack).  Not with false alarms: the cuts and the events
+		 * do not pair up then.
+		 */
+		if (paired)
+			CHECK(evf.silent_ns + 50000000ULL >= gaps[i],
+			      "cut %d: stall %.1f ms, shorter than the longest "
+			      "wait for a completion here (%.1f ms)", i + 1,
+			      (double)evf.silent_ns / 1e6,
+			      (double)gaps[i] / 1e6);
 		out("cut %d: link-down after %.1f ms of silence, on tcp %.1f "
 		    "ms later: stall %.1f ms; longest wait for a completion "
 		    "here %.1f ms", i + 1, (double)ev.silent_ns / 1e6,
