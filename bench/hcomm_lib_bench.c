@@ -953,14 +953,18 @@ static void bench_cb(void)
 /* --------------------------------------------------------- registration */
 
 /*
- * Registering 1 MiB again and again: the library's hot-buffer path
- * (hcomm_reg_mem + hcomm_dereg of the same buffer: parked, no system
- * call), the kernel's registration cache (raw REG_MEM + DEREG, a hit
- * from the second on) and a fresh pin each time (HCOMM_REG_NOCACHE).
+ * Registering the same buffer again and again, at 1, 16 and 64 MiB: the
+ * library's hot-buffer path (hcomm_reg_mem + hcomm_dereg of the same
+ * buffer: parked, no system call), the kernel's registration cache (raw
+ * REG_MEM + DEREG, a hit from the second on) and a fresh pin each time
+ * (HCOMM_REG_NOCACHE); beside them two GET_INFO ioctls, the floor of two
+ * system calls into the module.  A hit costs a lookup whatever the size;
+ * a pin grows with it.
  */
 struct reg_run {
 	struct hcomm_ctx *ctx;		/* library path */
 	void *buf;
+	uint64_t len;
 	uint32_t flags;			/* raw path */
 	uint64_t fails;
 };
@@ -972,7 +976,7 @@ static int run_reg_lib(void *p, uint64_t n)
 	int ret;
 
 	while (n--) {
-		ret = hcomm_reg_mem(r->ctx, r->buf, REG_LEN, HCOMM_ACCESS_ALL,
+		ret = hcomm_reg_mem(r->ctx, r->buf, r->len, HCOMM_ACCESS_ALL,
 				    &mr);
 		if (!ret)
 			ret = hcomm_dereg(mr);
@@ -988,7 +992,7 @@ static int run_reg_raw(void *p, uint64_t n)
 
 	while (n--) {
 		struct hcomm_reg_mem reg = {
-			.addr = (uintptr_t)r->buf, .len = REG_LEN,
+			.addr = (uintptr_t)r->buf, .len = r->len,
 			.access = HCOMM_ACCESS_ALL, .flags = r->flags,
 		};
 		struct hcomm_dereg d;
@@ -1003,21 +1007,43 @@ static int run_reg_raw(void *p, uint64_t n)
 	return 0;
 }
 
+/* Two system calls into the module that do (almost) nothing. */
+static int run_two_ioctls(void *p, uint64_t n)
+{
+	struct hcomm_info info;
+
+	(void)p;
+	while (n--) {
+		memset(&info, 0, sizeof(info));
+		if (ioctl(S.fd, HCOMM_CMD_GET_INFO, &info) < 0)
+			return -errno;
+		memset(&info, 0, sizeof(info));
+		if (ioctl(S.fd, HCOMM_CMD_GET_INFO, &info) < 0)
+			return -errno;
+	}
+	return 0;
+}
+
+#define REG_MAX		(64ULL << 20)
+
 static void bench_reg(void)
 {
+	static const uint64_t lens[] = { REG_LEN, 16ULL << 20, REG_MAX };
 	struct reg_run r = { 0 };
 	struct meas m = { 0, 0, 0 };
-	double us[3] = { NAN, NAN, NAN };
+	double us[3], floor_us = NAN;
 	struct hcomm_ctx_opts o = {
-		.mask = HCOMM_CTX_CACHE_LIMIT, .cache_limit = 4 * REG_LEN,
+		.mask = HCOMM_CTX_CACHE_LIMIT, .cache_limit = 2 * REG_MAX,
 	};
+	char name[64];
+	unsigned int i;
 	int ret, fd;
 
-	printf("\n== registering 1 MiB again and again, register + deregister (us; ratio = this / a fresh pin, < 1 is faster)\n");
-	r.buf = mmap(NULL, REG_LEN, PROT_READ | PROT_WRITE,
+	printf("\n== registering one buffer again and again, register + deregister (us; ratio = this / a fresh pin of the same size, < 1 is faster)\n");
+	r.buf = mmap(NULL, REG_MAX, PROT_READ | PROT_WRITE,
 		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	if (r.buf == MAP_FAILED) {
-		fail("mmap of 1 MiB: %s", strerror(errno));
+		fail("mmap of %llu MiB: %s", REG_MAX >> 20, strerror(errno));
 		return;
 	}
 	ret = hcomm_open(&r.ctx, 0);
@@ -1033,36 +1059,50 @@ static void bench_reg(void)
 		     (unsigned long long)o.cache_limit, strerror(errno));
 		goto close;
 	}
-	r.flags = HCOMM_REG_NOCACHE;
-	ret = measure(run_reg_raw, &r, &m, opt_time, opt_iters);
+	ret = measure(run_two_ioctls, &r, &m, opt_time, opt_iters);
 	if (ret)
-		fail("REG_MEM NOCACHE + DEREG: %s", strerror(-ret));
+		fail("GET_INFO: %s", strerror(-ret));
 	else
-		us[0] = us_of(&m);
-	r.flags = 0;
-	ret = measure(run_reg_raw, &r, &m, opt_time, opt_iters);
-	if (ret)
-		fail("REG_MEM (kernel cache) + DEREG: %s", strerror(-ret));
-	else
-		us[1] = us_of(&m);
-	ret = measure(run_reg_lib, &r, &m, opt_time, opt_iters);
-	if (ret)
-		fail("hcomm_reg_mem + hcomm_dereg: %s (%s)", herr(ret),
-		     hcomm_errmsg());
-	else
-		us[2] = us_of(&m);
-	add_result("reg_dereg_kernel_cache_hit", REG_LEN, us[1], "us",
-		   "reg_dereg_fresh_pin", us[0], false, "raw REG_MEM + DEREG");
-	add_result("reg_dereg_library_hot", REG_LEN, us[2], "us",
-		   "reg_dereg_fresh_pin", us[0], false,
-		   "hcomm_reg_mem + hcomm_dereg, parked");
+		floor_us = us_of(&m);
+	for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		us[0] = us[1] = us[2] = NAN;
+		r.len = lens[i];
+		r.flags = HCOMM_REG_NOCACHE;
+		ret = measure(run_reg_raw, &r, &m, opt_time, opt_iters);
+		if (ret)
+			fail("REG_MEM NOCACHE + DEREG: %s", strerror(-ret));
+		else
+			us[0] = us_of(&m);
+		r.flags = 0;
+		ret = measure(run_reg_raw, &r, &m, opt_time, opt_iters);
+		if (ret)
+			fail("REG_MEM (kernel cache) + DEREG: %s",
+			     strerror(-ret));
+		else
+			us[1] = us_of(&m);
+		ret = measure(run_reg_lib, &r, &m, opt_time, opt_iters);
+		if (ret)
+			fail("hcomm_reg_mem + hcomm_dereg: %s (%s)", herr(ret),
+			     hcomm_errmsg());
+		else
+			us[2] = us_of(&m);
+		add_result("reg_dereg_kernel_cache_hit", r.len, us[1], "us",
+			   "reg_dereg_fresh_pin", us[0], false,
+			   "raw REG_MEM + DEREG");
+		add_result("reg_dereg_library_hot", r.len, us[2], "us",
+			   "reg_dereg_fresh_pin", us[0], false,
+			   "hcomm_reg_mem + hcomm_dereg, parked");
+		snprintf(name, sizeof(name), "reg_dereg_kernel_cache_hit");
+		add_result(name, r.len, us[1], "us", "two_ioctls_get_info",
+			   floor_us, false, "the system-call floor");
+	}
 close:
 	if (S.fd >= 0)
 		close(S.fd);
 	S.fd = fd;
 	hcomm_close(r.ctx);
 out:
-	munmap(r.buf, REG_LEN);
+	munmap(r.buf, REG_MAX);
 }
 
 /* ------------------------------------------------------------ ping-pong */
