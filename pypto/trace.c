@@ -721,6 +721,27 @@ static bool worker_spread(const struct pypto_run *r, uint32_t workers,
 	return true;
 }
 
+/* "    <what> tiles: a, b, ...": the first 8 events with flag, of total. */
+static void diag_flagged(const struct pypto_run *r, FILE *f, uint8_t flag,
+			 const char *what, uint64_t total)
+{
+	uint32_t i, shown = 0;
+
+	for (i = 0; i < r->nev && shown < 8; i++) {
+		const struct pypto_event *e = &r->ev[i];
+
+		if (!(e->flags & flag))
+			continue;
+		if (!shown)
+			fprintf(f, "    %s tiles: ", what);
+		fprintf(f, "%s%s", shown ? ", " : "",
+			e->tile < r->g->n ? r->g->tiles[e->tile].name : "?");
+		shown++;
+	}
+	if (shown)
+		fprintf(f, "%s\n", total > shown ? ", ..." : "");
+}
+
 /*
  * The run's link events (libhcomm): when, which link, the stall of each
  * failover, and the transfer tiles it delayed (by name, from the events).
@@ -730,7 +751,7 @@ static void diag_links(const struct pypto_run *r, FILE *f)
 	const struct pypto_stats *st = &r->st;
 	uint64_t down = 0;
 	bool have_down = false;
-	uint32_t i, shown = 0;
+	uint32_t i;
 	char b1[32];
 
 	if (!st->link_events)
@@ -777,28 +798,9 @@ static void diag_links(const struct pypto_run *r, FILE *f)
 	if (st->link_events > r->nlev)
 		fprintf(f, "    (%u more not kept)\n",
 			st->link_events - r->nlev);
-	for (i = 0; i < r->nev && shown < 8; i++) {
-		const struct pypto_event *e = &r->ev[i];
-
-		if (!(e->flags & PYPTO_EVF_DELAYED))
-			continue;
-		fprintf(f, "%s%s", shown ? ", " : "    delayed tiles: ",
-			e->tile < r->g->n ? r->g->tiles[e->tile].name : "?");
-		shown++;
-	}
-	if (shown)
-		fprintf(f, "%s\n", st->tiles_delayed > shown ? ", ..." : "");
-	for (i = 0, shown = 0; i < r->nev && shown < 8; i++) {
-		const struct pypto_event *e = &r->ev[i];
-
-		if (!(e->flags & PYPTO_EVF_REPLACED))
-			continue;
-		fprintf(f, "%s%s", shown ? ", " : "    re-placed tiles: ",
-			e->tile < r->g->n ? r->g->tiles[e->tile].name : "?");
-		shown++;
-	}
-	if (shown)
-		fprintf(f, "%s\n", st->tiles_replaced > shown ? ", ..." : "");
+	diag_flagged(r, f, PYPTO_EVF_DELAYED, "delayed", st->tiles_delayed);
+	diag_flagged(r, f, PYPTO_EVF_REPLACED, "re-placed",
+		     st->tiles_replaced);
 }
 
 /*
