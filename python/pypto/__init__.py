@@ -165,7 +165,8 @@ class Graph:
             return add(fn, name=name or fn.__name__, deps=deps, **kw)
         return wrap
 
-    def _xfer(self, op, array, offset, name, deps, affinity, win_stride):
+    def _xfer(self, op, array, offset, name, deps, affinity, win_stride,
+              rank=None):
         import numpy as np
         a = np.asarray(array)
         if op == ext.PYPTO_GET and not a.flags.writeable:
@@ -192,7 +193,9 @@ class Graph:
         ws = row_bytes if win_stride is None else int(win_stride)
         name = name or ("put" if op == ext.PYPTO_PUT else "get")
         rc = self._g.add_xfer(name, op, flat, rows, row_bytes, lstride,
-                              int(offset), ws, affinity)
+                              int(offset), ws, affinity,
+                              ext.PYPTO_RANK_TARGET if rank is None
+                              else int(rank))
         if rc < 0:
             raise pypto_error(rc)
         t = Tile(rc, name)
@@ -201,18 +204,21 @@ class Graph:
         return t
 
     def put(self, array, offset, name=None, deps=(), affinity=ANY_DEVICE,
-            win_stride=None):
+            win_stride=None, rank=None):
         """A transfer tile: array (C-contiguous, or a 2-D block of rows)
         into the device memory at byte offset (rows win_stride apart,
-        default packed).  The run's device= is the device memory."""
+        default packed).  The run's device= is the device memory: this
+        rank's, or with rank= (a run with comm=) that rank's device
+        array."""
         return self._xfer(ext.PYPTO_PUT, array, offset, name, deps,
-                          affinity, win_stride)
+                          affinity, win_stride, rank)
 
     def get(self, array, offset, name=None, deps=(), affinity=ANY_DEVICE,
-            win_stride=None):
-        """A transfer tile: device memory at offset into array."""
+            win_stride=None, rank=None):
+        """A transfer tile: device memory at offset (rank's, with
+        rank=) into array."""
         return self._xfer(ext.PYPTO_GET, array, offset, name, deps,
-                          affinity, win_stride)
+                          affinity, win_stride, rank)
 
     def dep(self, before, after):
         """after runs only once before has finished."""
@@ -260,7 +266,7 @@ class Graph:
         if rc:
             raise pypto_error(rc)
 
-    def run(self, config=None, device=None, comm=None):
+    def run(self, config=None, device=None, comm=None, mirrors=None):
         """Run to completion on the work-stealing workers (the GIL is
         released while the C scheduler runs).  device: the memory the
         transfer tiles address (a writable C-contiguous numpy array).
@@ -269,7 +275,11 @@ class Graph:
         module is loaded); creating and freeing the window are collective,
         so every rank of comm makes the same run() calls.  Without comm,
         libpypto's memcpy test transport moves the bytes (one process, no
-        module).  Returns a Run; a failure raises, with the Run as .run."""
+        module).  mirrors (with comm): {rank: mirror} - mirror's device
+        array holds rank's bytes; if rank is lost during the run, its
+        transfer tiles that had not completed go to mirror
+        (pypto_xport_hcomm_mirror; stats "tiles_replaced").  Returns a
+        Run; a failure raises, with the Run as .run."""
         if device is not None:
             import numpy as np
             if not (isinstance(device, np.ndarray) and
@@ -277,7 +287,12 @@ class Graph:
                 raise ValueError("device: a writable C-contiguous array")
         elif comm is not None:
             raise ValueError("comm: the transfers need a device= array")
-        rc, rec, hc = ext.run(self._g, config, device, _comm_cap(comm))
+        if mirrors is not None and comm is None:
+            raise ValueError("mirrors: only with comm=")
+        pairs = None if mirrors is None else \
+            [(int(k), int(v)) for k, v in dict(mirrors).items()]
+        rc, rec, hc = ext.run(self._g, config, device, _comm_cap(comm),
+                              pairs)
         run = _record(Run(rec)) if rec is not None else None
         _hcomm_failure(hc, run)
         if rc:

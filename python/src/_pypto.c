@@ -297,10 +297,11 @@ static PyObject *graph_add_xfer(GraphObject *self, PyObject *a)
 	const char *name;
 	PyObject *obj;
 	Py_buffer b;
-	int aff, rc;
+	int aff, rc, rank = PYPTO_RANK_TARGET;
 
-	if (!PyArg_ParseTuple(a, "sIOIKKKKi", &name, &op, &obj, &rows,
-			      &row_bytes, &lstride, &woff, &wstride, &aff))
+	if (!PyArg_ParseTuple(a, "sIOIKKKKi|i", &name, &op, &obj, &rows,
+			      &row_bytes, &lstride, &woff, &wstride, &aff,
+			      &rank))
 		return NULL;
 	/* any layout: the Python layer checked the rows fit the buffer */
 	if (PyObject_GetBuffer(obj, &b, op == PYPTO_GET ? PyBUF_WRITABLE :
@@ -326,6 +327,13 @@ static PyObject *graph_add_xfer(GraphObject *self, PyObject *a)
 	if (PyList_Append(self->keep, obj))
 		return NULL;
 	rc = pypto_add_transfer(self->g, name, &x, 1, aff);
+	/* the rank it reaches (pypto_tile_set_rank); the tile stays */
+	if (rc >= 0 && rank != PYPTO_RANK_TARGET) {
+		int err = pypto_tile_set_rank(self->g, (uint32_t)rc, rank);
+
+		if (err)
+			rc = err;
+	}
 	return PyLong_FromLong(rc);
 }
 
@@ -697,10 +705,11 @@ static PyObject *hc_failure(int hc_rc)
 }
 
 /*
- * run(graph, config, device, comm) -> (rc, Run or None, hcomm failure or
- * None).  device: None (no transfer tiles) or a writable buffer, the
- * memory the transfer tiles address (make_xport: comm None or a
- * communicator capsule).
+ * run(graph, config, device, comm, mirrors) -> (rc, Run or None, hcomm
+ * failure or None).  device: None (no transfer tiles) or a writable
+ * buffer, the memory the transfer tiles address (make_xport: comm None
+ * or a communicator capsule).  mirrors: None or a sequence of (rank,
+ * mirror) pairs for pypto_xport_hcomm_mirror (needs comm).
  */
 static PyObject *py_run(PyObject *self, PyObject *a)
 {
@@ -710,15 +719,42 @@ static PyObject *py_run(PyObject *self, PyObject *a)
 	struct pypto_run *r = NULL;
 	struct pypto_config cfg;
 	PyObject *conf, *ro, *dev = Py_None, *ocomm = Py_None;
+	PyObject *omir = Py_None;
+	int mir[PYPTO_MIRRORS_MAX][2];
+	Py_ssize_t nmir = 0, i;
 	GraphObject *g;
 	int rc = 0, hc_rc = 0, frc;
 	Py_buffer b;
 
 	(void)self;
-	if (!PyArg_ParseTuple(a, "O!O|OO", &GraphType, &g, &conf, &dev, &ocomm))
+	if (!PyArg_ParseTuple(a, "O!O|OOO", &GraphType, &g, &conf, &dev,
+			      &ocomm, &omir))
 		return NULL;
 	if (config_from_dict(conf, &cfg))
 		return NULL;
+	if (omir != Py_None) {
+		PyObject *seq = PySequence_Fast(omir, "mirrors: (rank, mirror) "
+						"pairs");
+
+		if (!seq)
+			return NULL;
+		nmir = PySequence_Fast_GET_SIZE(seq);
+		if (nmir > PYPTO_MIRRORS_MAX || (nmir && ocomm == Py_None)) {
+			Py_DECREF(seq);
+			PyErr_Format(PyExc_ValueError, "mirrors: %s",
+				     ocomm == Py_None ? "only with comm=" :
+				     "16 at most");
+			return NULL;
+		}
+		for (i = 0; i < nmir; i++)
+			if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i),
+					      "ii;mirrors: (rank, mirror) pairs",
+					      &mir[i][0], &mir[i][1])) {
+				Py_DECREF(seq);
+				return NULL;
+			}
+		Py_DECREF(seq);
+	}
 	if (ocomm != Py_None) {
 		comm = comm_of(ocomm);
 		if (!comm)
@@ -731,6 +767,8 @@ static PyObject *py_run(PyObject *self, PyObject *a)
 	Py_BEGIN_ALLOW_THREADS
 	if (dev != Py_None)
 		rc = make_xport(comm, b.buf, (size_t)b.len, &x, &win, &hc_rc);
+	for (i = 0; !rc && x && i < nmir; i++)
+		rc = pypto_xport_hcomm_mirror(x, mir[i][0], mir[i][1]);
 	if (!rc)
 		rc = pypto_run(g->g, &cfg, x, &r);
 	frc = drop_xport(x, win);
@@ -1260,6 +1298,7 @@ PyMODINIT_FUNC PyInit__pypto(void)
 #define C(x) PyModule_AddIntConstant(m, #x, x)
 	C(PYPTO_COMPUTE); C(PYPTO_HOST); C(PYPTO_TRANSFER); C(PYPTO_ALLREDUCE);
 	C(PYPTO_ANY_DEVICE); C(PYPTO_DUMP_DOT); C(PYPTO_DUMP_JSON);
+	C(PYPTO_RANK_TARGET);
 	C(PYPTO_ERR_INVAL); C(PYPTO_ERR_NOMEM); C(PYPTO_DEADLOCK);
 	C(PYPTO_ERR_IO); C(PYPTO_ERR_TASK); C(PYPTO_ERR_SYS);
 	C(PYPTO_ERR_LIMIT); C(PYPTO_PUT); C(PYPTO_GET);

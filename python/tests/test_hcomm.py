@@ -42,3 +42,16 @@ def test_allreduce_job(n):
     for r, (rc, out) in enumerate(outs):
         assert rc == 0 and "FAIL" not in out, "rank %d:\n%s" % (r, out)
         assert out.count("ok ") >= 30, out
+
+
+def test_ranks_job():
+    """Transfers to several ranks by rank=, mirrors declared, bad ones
+    refused (3 ranks over tcp; the lost-rank re-placement itself is
+    pypto/tests/test_allreduce.c's "mirror" case)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    outs = run_rank_job(3, "pypto-ranks-%d" % os.getpid(),
+                        [os.path.join(here, "rank_ranks.py")],
+                        HCOMM_TRANSPORT="tcp")
+    for r, (rc, out) in enumerate(outs):
+        assert rc == 0 and "FAIL" not in out, "rank %d:\n%s" % (r, out)
+    assert outs[0][1].count("ok ") == 7, outs[0][1]
