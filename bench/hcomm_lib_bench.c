@@ -1035,7 +1035,6 @@ static void bench_reg(void)
 	struct hcomm_ctx_opts o = {
 		.mask = HCOMM_CTX_CACHE_LIMIT, .cache_limit = 2 * REG_MAX,
 	};
-	char name[64];
 	unsigned int i;
 	int ret, fd;
 
@@ -1092,9 +1091,9 @@ static void bench_reg(void)
 		add_result("reg_dereg_library_hot", r.len, us[2], "us",
 			   "reg_dereg_fresh_pin", us[0], false,
 			   "hcomm_reg_mem + hcomm_dereg, parked");
-		snprintf(name, sizeof(name), "reg_dereg_kernel_cache_hit");
-		add_result(name, r.len, us[1], "us", "two_ioctls_get_info",
-			   floor_us, false, "the system-call floor");
+		add_result("reg_dereg_kernel_cache_hit", r.len, us[1], "us",
+			   "two_ioctls_get_info", floor_us, false,
+			   "the system-call floor");
 	}
 close:
 	if (S.fd >= 0)

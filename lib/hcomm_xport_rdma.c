@@ -669,6 +669,22 @@ static int rx_wc_errno(enum ibv_wc_status s)
 static int rx_peer_dead(const struct rx_peer *p);
 
 /*
+ * A lane's last progress (its last CQE, or the moment it became busy if
+ * later) in *since; true when it has WRs out (polled ones, reaped or
+ * stashed, are no longer out).  What the keep-alive judges a lane by.
+ */
+static bool rx_lane_since(const struct rx_conn *k, uint64_t *since)
+{
+	uint64_t t = __atomic_load_n(&k->busy_ns, __ATOMIC_RELAXED);
+
+	*since = __atomic_load_n(&k->progress_ns, __ATOMIC_RELAXED);
+	if (t > *since)
+		*since = t;
+	return __atomic_load_n(&k->head, __ATOMIC_ACQUIRE) !=
+	       __atomic_load_n(&k->seen, __ATOMIC_ACQUIRE);
+}
+
+/*
  * How long p's lanes with WRs in flight have gone without progress (the
  * longest; 0 when none has WRs out): the silence the keep-alive measures,
  * for a failure something else noticed (the peer's failover, a flushed
@@ -676,22 +692,13 @@ static int rx_peer_dead(const struct rx_peer *p);
  */
 static uint64_t rx_peer_silent(const struct rx *rx, const struct rx_peer *p)
 {
-	uint64_t now = hcomm__now_ns(), silent = 0, since, t;
+	uint64_t now = hcomm__now_ns(), silent = 0, since;
 	unsigned int l;
 
-	for (l = 0; l < rx->nlanes; l++) {
-		const struct rx_conn *k = &p->conns[l];
-
-		if (!k->qp || __atomic_load_n(&k->head, __ATOMIC_ACQUIRE) ==
-			      __atomic_load_n(&k->seen, __ATOMIC_ACQUIRE))
-			continue;
-		since = __atomic_load_n(&k->progress_ns, __ATOMIC_RELAXED);
-		t = __atomic_load_n(&k->busy_ns, __ATOMIC_RELAXED);
-		if (t > since)
-			since = t;
-		if (now > since && now - since > silent)
+	for (l = 0; l < rx->nlanes; l++)
+		if (p->conns[l].qp && rx_lane_since(&p->conns[l], &since) &&
+		    now > since && now - since > silent)
 			silent = now - since;
-	}
 	return silent;
 }
 
@@ -3672,6 +3679,7 @@ static void rx_keepalive(struct rx *rx)
 		for (l = 0; l < rx->nlanes; l++) {
 			struct rx_conn *k = &p->conns[l];
 			uint64_t since, t;
+			bool out;
 
 			if (!k->qp)
 				continue;
@@ -3684,16 +3692,10 @@ static void rx_keepalive(struct rx *rx)
 				busy = 1;
 				continue;
 			}
-			since = __atomic_load_n(&k->progress_ns,
-						__ATOMIC_RELAXED);
-			t = __atomic_load_n(&k->busy_ns, __ATOMIC_RELAXED);
-			if (t > since)
-				since = t;
+			out = rx_lane_since(k, &since);
 			if (since > last)
 				last = since;
-			/* polled (reaped or stashed) WRs are no longer out */
-			if (__atomic_load_n(&k->head, __ATOMIC_ACQUIRE) ==
-			    __atomic_load_n(&k->seen, __ATOMIC_ACQUIRE))
+			if (!out)
 				continue;
 			busy = 1;
 			if (now > since && now - since > silent) {

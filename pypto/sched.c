@@ -265,11 +265,17 @@ static bool bit_test(const uint64_t *set, uint32_t n, int rank)
 	       (set[rank / 64] >> (rank % 64)) & 1;
 }
 
+/* rank is in lost (n ranks; NULL: none is); lost may change meanwhile. */
+static bool lost_test(const _Atomic uint64_t *lost, uint32_t n, int rank)
+{
+	return lost && rank >= 0 && (uint32_t)rank < n &&
+	       (atomic_load_explicit(&lost[rank / 64],
+				     memory_order_acquire) >> (rank % 64)) & 1;
+}
+
 static bool rank_lost(const struct sched *s, int rank)
 {
-	return s->lost && rank >= 0 && (uint32_t)rank < s->nranks &&
-	       (atomic_load_explicit(&s->lost[rank / 64],
-				     memory_order_acquire) >> (rank % 64)) & 1;
+	return lost_test(s->lost, s->nranks, rank);
 }
 
 /* Why rank was lost, for a message (lost_why is fixed once set). */
@@ -279,28 +285,47 @@ static const char *lost_why(const struct sched *s, int rank)
 	       "libhcomm reports it lost";
 }
 
-/* The rank a transfer tile names (its own, or the transport's target). */
+/* The rank a transfer tile names (its own, or x's target). */
+static int tile_rank_of(const struct pypto_xport *x,
+			const struct pypto_tile *t)
+{
+	return t->rank == PYPTO_RANK_TARGET ? x->target : t->rank;
+}
+
 static int tile_rank(const struct sched *s, const struct pypto_tile *t)
 {
-	return t->rank == PYPTO_RANK_TARGET ? s->x->target : t->rank;
+	return tile_rank_of(s->x, t);
 }
 
 /*
- * Where a transfer to rank goes now: rank while it lives, else the first
- * live rank along its chain of mirrors; -1 if there is none (a chain of
- * lost ranks, or a cycle of them).
+ * Where a transfer to rank goes with the ranks of lost (n ranks) gone:
+ * rank while it lives, else the first live rank along its chain of x's
+ * mirrors; -1 if there is none (a chain of lost ranks, or a cycle).
  */
-static int live_rank(const struct sched *s, int rank)
+static int live_rank_of(const struct pypto_xport *x,
+			const _Atomic uint64_t *lost, uint32_t n, int rank)
 {
 	unsigned int hops;
 
 	for (hops = 0; hops <= PYPTO_MIRRORS_MAX && rank >= 0; hops++) {
-		if (!rank_lost(s, rank))
+		if (!lost_test(lost, n, rank))
 			return rank;
-		rank = pypto__xport_mirror(s->x, rank);
+		rank = pypto__xport_mirror(x, rank);
 	}
 	return -1;
 }
+
+static int live_rank(const struct sched *s, int rank)
+{
+	return live_rank_of(s->x, s->lost, s->nranks, rank);
+}
+
+/*
+ * Transfer tile t names rank, which was lost, and no live rank holds its
+ * data: the run fails, naming both.
+ */
+static void fail_stranded(struct sched *s, const struct pypto_tile *t,
+			  int rank);
 
 /*
  * How long an idle worker polls before it parks: PYPTO_SPIN_US (0 ..
@@ -667,10 +692,7 @@ static void round_add_tile(struct worker *w, struct pypto_tile *t)
 		int to = live_rank(s, rank);
 
 		if (to < 0) {
-			sched_fail(s, pypto__fail(PYPTO_ERR_IO,
-						  "transfer tile %s cannot run: rank %d was lost (%s) and no live mirror holds its data (pypto_xport_hcomm_mirror)",
-						  t->name, rank,
-						  lost_why(s, rank)));
+			fail_stranded(s, t, rank);
 			return;
 		}
 		if (to != rank &&
@@ -876,12 +898,17 @@ static void note_lost(struct sched *s, int rank, const char *why)
 		    atomic_load_explicit(&t->xdone, memory_order_acquire) ||
 		    live_rank(s, tile_rank(s, t)) >= 0)
 			continue;
-		sched_fail(s, pypto__fail(PYPTO_ERR_IO,
-					  "transfer tile %s cannot run: rank %d was lost (%s) and no live mirror holds its data (pypto_xport_hcomm_mirror)",
-					  t->name, tile_rank(s, t),
-					  lost_why(s, tile_rank(s, t))));
+		fail_stranded(s, t, tile_rank(s, t));
 		break;
 	}
+}
+
+static void fail_stranded(struct sched *s, const struct pypto_tile *t,
+			  int rank)
+{
+	sched_fail(s, pypto__fail(PYPTO_ERR_IO,
+				  "transfer tile %s cannot run: rank %d was lost (%s) and no live mirror holds its data (pypto_xport_hcomm_mirror)",
+				  t->name, rank, lost_why(s, rank)));
 }
 
 /* The last descriptor of transfer tile t completed (any thread). */
@@ -930,7 +957,6 @@ static void xfer_tile_done(struct sched *s, struct pypto_tile *t)
 	 * takes the tile (re-placed, not a retry); without one the run
 	 * ends here.
 	 */
-	rk = atomic_load_explicit(&t->issued_rank, memory_order_relaxed);
 	if (!rank_lost(s, rk) && s->comm &&
 	    hcomm_comm_peer_lost(s->comm, rk) == 1)
 		note_lost(s, rk, "libhcomm reports it lost");
@@ -1753,10 +1779,6 @@ PYPTO_EXPORT int pypto_graph_loss_plan(struct pypto_graph *g,
 		goto out;
 	}
 	if (nr) {
-		struct sched s = { .x = (struct pypto_xport *)x,
-				   .lost = (_Atomic uint64_t *)lost,
-				   .nranks = nr };
-
 		for (i = 0; i < nr; i++)
 			if ((int)i == rank ||
 			    ((int)i != hcomm_comm_rank(comm) &&
@@ -1768,11 +1790,12 @@ PYPTO_EXPORT int pypto_graph_loss_plan(struct pypto_graph *g,
 
 			if (t->kind != PYPTO_TRANSFER)
 				continue;
-			rk = tile_rank(&s, t);
+			rk = tile_rank_of(x, t);
 			if (rk != rank)
 				continue;
 			p->transfers++;
-			to = live_rank(&s, rk);
+			to = live_rank_of(x, (const _Atomic uint64_t *)lost, nr,
+					  rk);
 			if (to >= 0) {
 				p->replaced++;
 				p->mirror = to;
@@ -1786,9 +1809,8 @@ PYPTO_EXPORT int pypto_graph_loss_plan(struct pypto_graph *g,
 	} else {
 		for (i = 0; i < g->n; i++)
 			p->transfers += g->tiles[i].kind == PYPTO_TRANSFER &&
-					(g->tiles[i].rank == rank ||
-					 (g->tiles[i].rank == PYPTO_RANK_TARGET &&
-					  x && x->target == rank));
+					(x ? tile_rank_of(x, &g->tiles[i]) :
+					 g->tiles[i].rank) == rank;
 	}
 	/* what depends on a stranded tile, through any path */
 	while (head < tail) {
