@@ -381,6 +381,7 @@ net_run() {
 		esac
 	fi
 	echo "[check] net-$label: rc=$rc, $p passed, $f failed ($(since "$t")s)" >&2
+	[ "$f" = 0 ] || net_failed+=("$logs/check-net-$label.log")
 	row test "net/$label-x$nv" "$p" "$f" "$s" "$(since "$t")" "$note"
 }
 net_one() {	# role label cases...: lib/tests/vm/net.sh
@@ -388,7 +389,7 @@ net_one() {	# role label cases...: lib/tests/vm/net.sh
 	shift 2
 	net_run "$r" "$label" net bash lib/tests/vm/net.sh --quick "$@"
 }
-net_env=() net_opts=()
+net_env=() net_opts=() net_failed=()
 if [ "${HCOMM_NET:-1}" = 1 ] && [ "${kmod_ok[stock612]:-0}" = 1 ]; then
 	net_one stock612 stock612
 	# Open MPI's mpirun across the two VMs (lib/tests/vm/mpi.sh)
@@ -464,7 +465,7 @@ if [ "$tf" -gt 0 ]; then
 	echo "their messages (first 30):"
 	for x in "$logs"/check-*.log "$logs"/vm-*.log "$logs"/vm-*.log.out; do
 		[ -f "$x" ] || continue
-		grep -aE 'FAIL|timed out|alarm|Call Trace|BUG:|WARNING:' "$x" |
+		grep -aE 'FAIL|timed out|alarm|Call Trace|BUG:|WARNING:|Oops|PANIC|detected stall' "$x" |
 			grep -avE '^[[:space:]#]*(ok|not ok) |rtc_cmos' |
 			cut -c1-300 | sed "s|^|  $(basename "$x"): |"
 	done | head -n 30
@@ -485,6 +486,16 @@ if [ "$tf" -gt 0 ]; then
 			}
 			{ b[n % 12] = $0; n++ }' "$x"
 	done | awk '/#  +FAIL / { c++ } c <= 5' | head -n 80
+	# and, for each failed network suite, how each VM ended and the
+	# kernel problem netvm.sh saw on a console (the line before a
+	# "Call Trace" says what it was: Oops, RCU stall, lockup, ...)
+	if [ "${#net_failed[@]}" -gt 0 ]; then
+		echo "network suites that failed, how their VMs ended:"
+		for x in "${net_failed[@]}"; do
+			grep -aE '^netvm: (vm[0-9]+ rc=|rc=)|KERNEL PROBLEM|^netvm:   |^not ok ' "$x" |
+				head -n 40 | cut -c1-300 | sed "s|^|  $(basename "$x"): |"
+		done
+	fi
 	# and the rows that counted them, last: a CI log keeps only its
 	# tail, and a VM that timed out or crashed has no "not ok" line
 	echo "rows with failures:"

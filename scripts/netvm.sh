@@ -498,7 +498,7 @@ kernel_problems() { # console
 	pat="$pat|turning off the locking correctness validator|lockdep: .*too low"
 	pat="$pat|kmemleak: .* new suspected memory leaks"
 	pat="$pat|INFO: task .* blocked|Call Trace|Kernel panic|Oops|general protection fault"
-	pat="$pat|soft lockup|hard LOCKUP|RCU stall|rcu_sched self-detected stall|UBSAN:"
+	pat="$pat|soft lockup|hard LOCKUP|RCU stall|rcu_[a-z]+ (self-)?detected stall|UBSAN:"
 	allow='\] Lock dependency validator: |\] kasan: KernelAddressSanitizer initialized'
 	allow="$allow|\] kmemleak: Kernel memory leak detector initialized"
 	grep -aE '\[ *[0-9]+\.[0-9]+\] ' "$1" | grep -aE "$pat" | grep -avE "$allow" || true
@@ -562,7 +562,7 @@ start_vm() { # i
 	append="$append netvm_run=$run netvm_id=$i${keep:+ netvm_keep=$keep}"
 	holder=$(recorded_pid "$run" holder) || die "the namespace holder is gone"
 	nsenter -t "$holder" -n -- qemu-system-x86_64 \
-		-M q35 -cpu "$cpu" -m "${mem}M" -smp "$smp" \
+		-M q35 -accel "${NETVM_ACCEL:-tcg}" -cpu "$cpu" -m "${mem}M" -smp "$smp" \
 		-nodefaults -display none -no-reboot \
 		-kernel "$kernel" -initrd "$initrd" -append "$append" \
 		-serial "file:$run/vm$i.console" -serial "file:$run/vm$i.out" \

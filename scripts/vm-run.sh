@@ -381,7 +381,7 @@ if [ "$scan" = 1 ]; then
 	pat="$pat|turning off the locking correctness validator|lockdep: .*too low"
 	pat="$pat|kmemleak: .* new suspected memory leaks"
 	pat="$pat|INFO: task .* blocked|Call Trace|Kernel panic|Oops|general protection fault"
-	pat="$pat|soft lockup|hard LOCKUP|RCU stall|rcu_sched self-detected stall|UBSAN:"
+	pat="$pat|soft lockup|hard LOCKUP|RCU stall|rcu_[a-z]+ (self-)?detected stall|UBSAN:"
 	# Boot chatter of the debug kernel that merely names these facilities.
 	# (Exact lines only: a broad allow could hide "BUG: MAX_LOCKDEP_... too low".)
 	allow='\] Lock dependency validator: |\] kasan: KernelAddressSanitizer initialized'

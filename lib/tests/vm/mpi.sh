@@ -31,6 +31,9 @@
 # coll-perf-rdma.log and coll-perf-tcp.log in the log directory.
 # HCOMM_MPI_COLL_XPS: the transports (default "rdma tcp");
 # HCOMM_MPI_COLL_ENV: "VAR=value ..." for every rank of them.
+# HCOMM_MPI_COLL_MPI_RDMA, HCOMM_MPI_COLL_MPI_TCP: more mpirun arguments
+# for that transport's run (e.g. Open MPI's UCX over rxe0 for rdma:
+# "--mca pml ucx --mca pml_ucx_devices any -x UCX_NET_DEVICES=rxe0:1").
 #
 # Output: TAP from each VM, then "mpi: N passed, N failed, N skipped"
 # (vm2: the mpirun cases; vm1: its sshd checks; a harness adds the lines
@@ -510,9 +513,14 @@ for xp in $collxps; do
 	hosts=$(ip_of 2):1,$(ip_of 1):1
 	t=$(now)
 	count_ssh
-	echo "# $c: mpirun -np 2 --host $hosts -x HCOMM_TRANSPORT=$xp ${collenv[*]} $bench $collperf"
+	case $xp in
+	rdma) mpix=${HCOMM_MPI_COLL_MPI_RDMA:-} ;;
+	tcp) mpix=${HCOMM_MPI_COLL_MPI_TCP:-} ;;
+	*) mpix= ;;
+	esac
+	echo "# $c: mpirun -np 2 --host $hosts $mpix -x HCOMM_TRANSPORT=$xp ${collenv[*]} $bench $collperf"
 	# shellcheck disable=SC2086 # ARGS are words
-	timeout -k 10 "${HCOMM_MPI_COLL_TIMEOUT:-900}" "${mpi_common[@]}" \
+	timeout -k 10 "${HCOMM_MPI_COLL_TIMEOUT:-900}" "${mpi_common[@]}" $mpix \
 		-np 2 --host "$hosts" -x "HCOMM_TRANSPORT=$xp" "${collenv[@]}" \
 		-x "HCOMM_ROOT_ADDR=$(ip_of 2):$((26000 + j))" \
 		"$bench" $collperf > "$priv/out" 2>&1 < /dev/null
