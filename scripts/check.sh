@@ -81,12 +81,16 @@ case " $roles " in *" debug "*)
 	;;
 esac
 phase install-deps scripts/install-deps.sh
-phase build-lib make -C lib
-phase build-selftests make -C selftests
-phase build-pypto make -C pypto
+# Every program the host tests run is built here, on every CPU (the
+# sanitizer builds of the libraries' tests included): the test runs
+# themselves stay one program at a time.
+jobs=$(nproc)
+phase build-lib make -C lib -j"$jobs" check-build
+phase build-selftests make -C selftests -j"$jobs"
+phase build-pypto make -C pypto -j"$jobs" check-build
 phase build-python make -C python	# the C extension under pypto/hcomm
-phase build-bench make -C bench		# its pypto_* programs link libpypto
-phase build-libvm make -C lib/tests/vm
+phase build-bench make -C bench -j"$jobs"	# its pypto_* programs link libpypto
+phase build-libvm make -C lib/tests/vm -j"$jobs"
 phase man-pages make -C man check
 phase lint scripts/lint.sh
 
@@ -115,12 +119,12 @@ build_kmod() {
 		out=$repo/build/kmod/${kver[$r]}
 	fi
 	mkdir -p "$out"
-	phase "build-kmod-$r" make -C kernel KDIR="${kdir[$r]}" O="$out" && kmod_ok[$r]=1
+	phase "build-kmod-$r" make -C kernel -j"$jobs" KDIR="${kdir[$r]}" O="$out" && kmod_ok[$r]=1
 	kko[$r]=$out/hcomm.ko
 	if [ "$r" = debug ]; then
 		# The paths of kernels without IO_URING_F_CANCEL, for lockdep.
 		phase build-kmod-debug-compat61 env HCOMM_COMPAT_61=1 \
-			make -C kernel KDIR="${kdir[$r]}" O="$out-compat61"
+			make -C kernel -j"$jobs" KDIR="${kdir[$r]}" O="$out-compat61"
 		export HCOMM_KO_COMPAT61=$out-compat61/hcomm.ko
 	fi
 }

@@ -21,7 +21,7 @@
 # own network. Defaults: --n 2, --nics 1, --kernel the newest
 # /boot/vmlinuz-6.12.*, --kver auto (modules version from the file name;
 # none: the 9p chain is built in), --mem 1024, --smp 1, --cpu qemu64 (or
-# NETVM_CPU: qemu's -cpu), --mtu 1500,
+# NETVM_CPU: qemu's -cpu; NETVM_ACCEL: its -accel, tcg), --mtu 1500,
 # --timeout 900 (for the whole run), --run /var/tmp/hcomm-net/run.<pid>
 # (shared read-write with every guest at the same path: not under /tmp,
 # which is private in the guests), --log-dir build/logs/net-<timestamp>.
