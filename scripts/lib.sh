@@ -52,10 +52,10 @@ tcg_crash() {
 	traces=$(cat "$@" 2>/dev/null | sed -n '/Call Trace:/,/end trace/p')
 	[ -n "$traces" ] || return 1
 	printf '%s\n' "$traces" | grep -qE '\[hcomm\]|hcomm_' && return 1
-	for fl in $(cat "$@" 2>/dev/null |
-		    grep -aoE 'EFLAGS: [0-9a-f]{1,16}' | sed 's/EFLAGS: //' | sort -u); do
+	while read -r fl; do
 		[ $(( 0x$fl & 0xffffffffffc08028 )) != 0 ] && return 0
-	done
+	done < <(cat "$@" 2>/dev/null |
+		 grep -aoE 'EFLAGS: [0-9a-f]{1,16}' | sed 's/EFLAGS: //' | sort -u)
 	cat "$@" 2>/dev/null | grep -aqE 'Oops: int3' && return 0
 	cat "$@" 2>/dev/null |
 		grep -aqE 'WARNING: CPU: [0-9]+ PID: [0-9]+ at arch/x86/kernel/traps\.c:[0-9]+ exc_debug_kernel' &&
