@@ -52,10 +52,13 @@ tcg_crash() {
 	traces=$(cat "$@" 2>/dev/null | sed -n '/Call Trace:/,/end trace/p')
 	[ -n "$traces" ] || return 1
 	printf '%s\n' "$traces" | grep -qE '\[hcomm\]|hcomm_' && return 1
-	while read -r fl; do
-		[ $(( 0x$fl & 0xffffffffffc08028 )) != 0 ] && return 0
-	done < <(cat "$@" 2>/dev/null |
-		 grep -aoE 'EFLAGS: [0-9a-f]{1,16}' | sed 's/EFLAGS: //' | sort -u)
+	# (sourced by sh scripts too: no bash-only syntax in this file;
+	# the dump prints EFLAGS as 8 hex digits)
+	# shellcheck disable=SC2013
+	for fl in $(cat "$@" 2>/dev/null |
+		    grep -aoE 'EFLAGS: [0-9a-f]{8}' | sed 's/EFLAGS: //' | sort -u); do
+		[ $(( 0x$fl & 0xffc08028 )) != 0 ] && return 0
+	done
 	cat "$@" 2>/dev/null | grep -aqE 'Oops: int3' && return 0
 	cat "$@" 2>/dev/null |
 		grep -aqE 'WARNING: CPU: [0-9]+ PID: [0-9]+ at arch/x86/kernel/traps\.c:[0-9]+ exc_debug_kernel' &&
