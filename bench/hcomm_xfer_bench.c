@@ -1360,11 +1360,85 @@ static int run_batch_ioctl(void *p, uint64_t n)
 	return 0;
 }
 
+/*
+ * The same BATCH transfers as ONE command: HCOMM_CMD_XFER_BATCH with the
+ * descriptor array, through io_uring (one SQE, one CQE; CQE32 rings get
+ * the count) or ioctl.
+ */
+static struct hcomm_xfer_batch batch_cmd;
+
+static int run_batch_cmd_uring(void *p, uint64_t n)
+{
+	(void)p;
+	while (n--) {
+		struct io_uring_sqe *sqe = io_uring_get_sqe(&S.ring);
+		struct io_uring_cqe *cqe;
+		int ret;
+
+		if (!sqe)
+			return -EBUSY;
+		prep_cmd(sqe, S.fd, HCOMM_CMD_XFER_BATCH, &batch_cmd, 1);
+		ret = io_uring_submit(&S.ring);
+		if (ret != 1)
+			return ret < 0 ? ret : -EIO;
+		ret = io_uring_wait_cqe(&S.ring, &cqe);
+		if (ret)
+			return ret;
+		ret = cqe->res;
+		if (!ret && (S.ring.flags & IORING_SETUP_CQE32) &&
+		    cqe->big_cqe[0] != BATCH)
+			ret = -EIO;
+		io_uring_cqe_seen(&S.ring, cqe);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static int run_batch_cmd_ioctl(void *p, uint64_t n)
+{
+	(void)p;
+	while (n--) {
+		batch_cmd.done = 0;
+		if (ioctl(S.fd, HCOMM_CMD_XFER_BATCH, &batch_cmd) < 0)
+			return -errno;
+		if (batch_cmd.done != BATCH)
+			return -EIO;
+	}
+	return 0;
+}
+
+/* XFER_BATCH of the BATCH descriptors by @run; NAN when it failed. */
+static double batch_cmd_rate(int (*run)(void *, uint64_t), const char *what,
+			     char *eng, size_t englen)
+{
+	struct stats a, b;
+	struct meas m;
+	int ret;
+
+	memset(&batch_cmd, 0, sizeof(batch_cmd));
+	batch_cmd.descs = (uintptr_t)batch_x;
+	batch_cmd.count = BATCH;
+	remote_poison(0, BATCH * BATCH_LEN);
+	stats_read(&a);
+	ret = measure(run, NULL, &m, opt_time, opt_iters);
+	stats_read(&b);
+	if (eng)
+		stats_engine(&a, &b, eng, englen);
+	if (ret) {
+		fail("%s: %s", what, strerror(-ret));
+		return NAN;
+	}
+	if (remote_verify(what, 0, 0, BATCH * BATCH_LEN))
+		return NAN;
+	return (double)m.iters * BATCH / m.secs;
+}
+
 static void bench_batch(void)
 {
 	struct stats a, b;
 	struct meas m;
-	double ru = NAN, ri = NAN, rn = NAN;
+	double ru = NAN, ri = NAN, rn = NAN, rb, rbi;
 	char eng[24] = "";
 	unsigned int i;
 	int ret;
@@ -1407,6 +1481,21 @@ static void bench_batch(void)
 		   "rate_ioctl_each", ri, true, eng);
 	add_result("rate_uring_batch1000", BATCH_LEN, ru, "xfers/s",
 		   "rate_nop_batch1000", rn, true, eng);
+
+	if (!(S.info.features & HCOMM_FEAT_XFER_BATCH)) {
+		printf("# the module has no XFER_BATCH\n");
+		return;
+	}
+	rb = batch_cmd_rate(run_batch_cmd_uring, "XFER_BATCH by io_uring",
+			    eng, sizeof(eng));
+	rbi = batch_cmd_rate(run_batch_cmd_ioctl, "XFER_BATCH by ioctl",
+			     NULL, 0);
+	add_result("rate_xfer_batch_cmd1000", BATCH_LEN, rb, "xfers/s",
+		   "rate_nop_batch1000", rn, true, eng);
+	add_result("rate_xfer_batch_cmd1000", BATCH_LEN, rb, "xfers/s",
+		   "rate_ioctl_each", ri, true, eng);
+	add_result("rate_xfer_batch_ioctl1000", BATCH_LEN, rbi, "xfers/s",
+		   "rate_ioctl_each", ri, true, "");
 }
 
 /* ------------------------------------------------------ registration */

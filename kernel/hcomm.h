@@ -38,7 +38,7 @@
 #define HCOMM_WAIT_BUCKETS	64
 
 /* Number of commands: HCOMM_CMD_* numbers are 0 .. HCOMM_NR_CMDS - 1. */
-#define HCOMM_NR_CMDS	12
+#define HCOMM_NR_CMDS	13
 
 struct dma_buf;
 struct dma_buf_attachment;
@@ -458,6 +458,8 @@ void hcomm_ctx_cancel_all(struct hcomm_ctx *ctx);
 unsigned int hcomm_ctx_cancel_orphans(struct hcomm_ctx *ctx);
 int hcomm_xfer(struct hcomm_ctx *ctx, struct hcomm_xfer *arg,
 	       const struct hcomm_cmd_io *io, void __user *uarg);
+int hcomm_xfer_batch(struct hcomm_ctx *ctx, struct hcomm_xfer_batch *arg,
+		     const struct hcomm_cmd_io *io);
 int hcomm_fence(struct hcomm_ctx *ctx, struct hcomm_fence *arg,
 		const struct hcomm_cmd_io *io);
 int hcomm_db_wait(struct hcomm_ctx *ctx, struct hcomm_db_wait *arg,

@@ -66,7 +66,7 @@ static int hcomm_cmd_get_info(struct hcomm_ctx *ctx, void __user *uarg,
 	info.abi_version = HCOMM_ABI_VERSION;
 	info.features = HCOMM_FEAT_URING_CMD | HCOMM_FEAT_DMABUF |
 			HCOMM_FEAT_HUGE_EXTENTS | HCOMM_FEAT_XFER |
-			HCOMM_FEAT_REG_CACHE;
+			HCOMM_FEAT_REG_CACHE | HCOMM_FEAT_XFER_BATCH;
 	if (IS_ENABLED(CONFIG_DMABUF_MOVE_NOTIFY))
 		info.features |= HCOMM_FEAT_DMABUF_MOVE_NOTIFY;
 	info.max_region_size = READ_ONCE(hcomm_max_region_size);
@@ -262,6 +262,28 @@ static int hcomm_cmd_xfer(struct hcomm_ctx *ctx, void __user *uarg,
 	return hcomm_xfer(ctx, &arg, io, io->ioucmd ? NULL : uarg);
 }
 
+static int hcomm_cmd_xfer_batch(struct hcomm_ctx *ctx, void __user *uarg,
+				const struct hcomm_cmd_io *io)
+{
+	struct hcomm_xfer_batch arg;
+	int ret;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	ret = hcomm_xfer_batch(ctx, &arg, io);
+	if (io->ioucmd) {
+		/* the count in the second word (IORING_SETUP_CQE32 rings) */
+		if (ret)
+			atomic64_inc(&hcomm_stats.cmd_errors);
+		hcomm_uring_cmd_done(io->ioucmd, ret, arg.done, io->issue_flags);
+		return -EIOCBQUEUED;
+	}
+	/* after a failure too: done says how many landed */
+	if (copy_to_user(uarg, &arg, sizeof(arg)))
+		return -EFAULT;
+	return ret;
+}
+
 static int hcomm_cmd_cancel(struct hcomm_ctx *ctx, void __user *uarg,
 			    const struct hcomm_cmd_io *io)
 {
@@ -361,6 +383,8 @@ static const struct hcomm_cmd_desc hcomm_cmds[HCOMM_NR_CMDS] = {
 		HCOMM_CMD_SET_QOS, false, hcomm_cmd_set_qos },
 	[_IOC_NR(HCOMM_CMD_SET_CTX)] = {
 		HCOMM_CMD_SET_CTX, true, hcomm_cmd_set_ctx },
+	[_IOC_NR(HCOMM_CMD_XFER_BATCH)] = {
+		HCOMM_CMD_XFER_BATCH, false, hcomm_cmd_xfer_batch },
 };
 
 /*

@@ -993,7 +993,7 @@ static void hcomm_xfer_cancel(struct hcomm_op *op)
 	spin_unlock(&ctx->op_lock);
 }
 
-static int hcomm_xfer_check(struct hcomm_xfer *arg)
+static int hcomm_xfer_check(const struct hcomm_xfer *arg)
 {
 	const u32 db = HCOMM_XFER_DB_ADD | HCOMM_XFER_DB_SET;
 	const u32 known = db | HCOMM_XFER_DB_REMOTE | HCOMM_XFER_NO_INLINE;
@@ -1211,6 +1211,168 @@ out_dst:
 	hcomm_region_put(dst);
 out_src:
 	hcomm_region_put(src);
+	return ret;
+}
+
+/*
+ * One region named by the descriptors of a batch: the last key looked up
+ * for that role (source or destination), with its reference.  Owned by
+ * the batch's submitting thread, on its stack, for the batch's length.
+ */
+struct hcomm_batch_slot {
+	struct hcomm_region *r;
+	u64 key;
+	u32 rev;
+};
+
+/*
+ * The region of @key for @need, looked up again only when the key
+ * differs from the last one in @slot.  A kept region that was revoked
+ * since answers -ENOENT, as a new lookup would; the rights of another
+ * context's region are checked again by hcomm_region_enter() when its
+ * revision moved.
+ */
+static struct hcomm_region *hcomm_batch_region(struct hcomm_ctx *ctx,
+					       struct hcomm_batch_slot *slot,
+					       u64 key, u32 need)
+{
+	struct hcomm_region *r;
+	u32 rev;
+
+	if (slot->r && slot->key == key)
+		return READ_ONCE(slot->r->revoked) ? ERR_PTR(-ENOENT) : slot->r;
+	r = hcomm_key_lookup(ctx, key, need, &rev);
+	if (IS_ERR(r))
+		return r;
+	if (slot->r)
+		hcomm_region_put(slot->r);
+	slot->r = r;
+	slot->key = key;
+	slot->rev = rev;
+	return r;
+}
+
+/* One descriptor of a batch, as XFER's inline path would carry it out. */
+static int hcomm_batch_one(struct hcomm_ctx *ctx, const struct hcomm_xfer *d,
+			   struct hcomm_batch_slot *ss,
+			   struct hcomm_batch_slot *ds, u32 inline_max,
+			   kuid_t euid, const struct hcomm_cmd_io *io)
+{
+	bool signal = d->flags & (HCOMM_XFER_DB_ADD | HCOMM_XFER_DB_SET);
+	struct hcomm_region *src, *dst;
+	struct hcomm_ctx *db_ctx = NULL;
+	int ret;
+
+	ret = hcomm_xfer_check(d);
+	if (ret)
+		return ret;
+	if (d->tag || d->len > inline_max || (d->flags & HCOMM_XFER_NO_INLINE))
+		return -EINVAL;
+	src = hcomm_batch_region(ctx, ss, d->src_key, HCOMM_ACCESS_REMOTE_READ);
+	if (IS_ERR(src))
+		return PTR_ERR(src);
+	dst = hcomm_batch_region(ctx, ds, d->dst_key, HCOMM_ACCESS_LOCAL_WRITE);
+	if (IS_ERR(dst))
+		return PTR_ERR(dst);
+	if (src->type != HCOMM_REGION_HOST || dst->type != HCOMM_REGION_HOST)
+		return -EOPNOTSUPP;
+	ret = hcomm_xfer_range(src, d->src_off, d->len, false, io);
+	if (!ret)
+		ret = hcomm_xfer_range(dst, d->dst_off, d->len, true, io);
+	if (ret)
+		return ret;
+	if (signal) {
+		db_ctx = (d->flags & HCOMM_XFER_DB_REMOTE) ? dst->ctx : ctx;
+		ret = hcomm_db_check(db_ctx, d->db_index);
+		if (ret)
+			return ret;
+	}
+	ret = hcomm_region_enter(src, ctx, euid, HCOMM_ACCESS_REMOTE_READ,
+				 &ss->rev);
+	if (ret)
+		return ret;
+	ret = hcomm_region_enter(dst, ctx, euid, HCOMM_ACCESS_LOCAL_WRITE,
+				 &ds->rev);
+	if (ret) {
+		hcomm_region_exit(src, ctx, ss->rev);
+		return ret;
+	}
+	hcomm_copy(dst, d->dst_off, src, d->src_off, d->len);
+	hcomm_region_exit(dst, ctx, ds->rev);
+	hcomm_region_exit(src, ctx, ss->rev);
+	if (signal)
+		hcomm_db_signal(db_ctx, d->db_index, d->db_value,
+				d->flags & HCOMM_XFER_DB_SET);
+	return 0;
+}
+
+/* Descriptors copied in from the user's array at a time. */
+#define HCOMM_BATCH_CHUNK	8
+
+/**
+ * hcomm_xfer_batch() - HCOMM_CMD_XFER_BATCH.
+ * @ctx:  the caller's context.
+ * @arg:  copy of the user's argument; @arg->done is set.
+ * @io:   how the command arrived.
+ *
+ * Carries out the descriptors in order, each as an inline XFER, until the
+ * first that fails.  The caller reports @arg->done (ioctl: copied out;
+ * io_uring: the CQE's second word).
+ *
+ * Return: 0 or the failing descriptor's -errno.
+ */
+int hcomm_xfer_batch(struct hcomm_ctx *ctx, struct hcomm_xfer_batch *arg,
+		     const struct hcomm_cmd_io *io)
+{
+	const struct hcomm_xfer __user *udesc = u64_to_user_ptr(arg->descs);
+	struct hcomm_xfer buf[HCOMM_BATCH_CHUNK];
+	struct hcomm_batch_slot ss = {}, ds = {};
+	kuid_t euid = current_euid();
+	u64 bytes = 0;
+	u32 i = 0, k, n, inline_max;
+	int ret = 0;
+
+	arg->done = 0;
+	if (arg->flags || arg->reserved0 || arg->reserved[0] ||
+	    arg->reserved[1])
+		return -EINVAL;
+	if (!arg->count || arg->count > HCOMM_BATCH_MAX ||
+	    !IS_ALIGNED(arg->descs, 8))
+		return -EINVAL;
+	inline_max = min_t(u32, READ_ONCE(ctx->max_inline),
+			   HCOMM_MAX_INLINE_CAP);
+	while (i < arg->count) {
+		n = min_t(u32, arg->count - i, HCOMM_BATCH_CHUNK);
+		if (copy_from_user(buf, udesc + i, n * sizeof(buf[0]))) {
+			ret = -EFAULT;
+			break;
+		}
+		for (k = 0; k < n; k++) {
+			ret = hcomm_batch_one(ctx, &buf[k], &ss, &ds,
+					      inline_max, euid, io);
+			if (ret)
+				break;
+			bytes += buf[k].len;
+		}
+		i += k;
+		if (ret)
+			break;
+		/* Long batches: let others run, and let a dying task go. */
+		if (i < arg->count && !(i % (4 * HCOMM_BATCH_CHUNK))) {
+			if (fatal_signal_pending(current)) {
+				ret = -EINTR;
+				break;
+			}
+			cond_resched();
+		}
+	}
+	if (ss.r)
+		hcomm_region_put(ss.r);
+	if (ds.r)
+		hcomm_region_put(ds.r);
+	atomic64_add(i, &hcomm_stats.xfer_inline);
+	atomic64_add(bytes, &hcomm_stats.xfer_bytes);
+	arg->done = i;
 	return ret;
 }
 

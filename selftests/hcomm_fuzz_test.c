@@ -59,7 +59,7 @@
 #undef TEST_TIMEOUT_DEFAULT
 #define TEST_TIMEOUT_DEFAULT 7200
 
-#define NCMD		16
+#define NCMD		17
 #define MAXT		16
 #define NBUF		12
 #define NREG		48
@@ -77,17 +77,18 @@
 enum {
 	C_INFO, C_REG, C_DMABUF, C_DEREG, C_QUERY, C_XFER, C_CANCEL, C_FENCE,
 	C_WAIT, C_GRANT, C_QOS, C_CTX, C_MMAP, C_BADCMD, C_MAPCHG, C_LIFE,
+	C_BATCH,
 };
 
 static const char *const cmd_name[NCMD] = {
 	"GET_INFO", "REG_MEM", "REG_DMABUF", "DEREG", "QUERY", "XFER",
 	"CANCEL", "FENCE", "DB_WAIT", "GRANT", "SET_QOS", "SET_CTX", "mmap",
-	"bad-cmd", "map-change", "fork/fd/ring",
+	"bad-cmd", "map-change", "fork/fd/ring", "XFER_BATCH",
 };
 
 /* how often each is drawn (out of the sum) */
 static const unsigned int cmd_weight[NCMD] = {
-	3, 14, 3, 8, 5, 20, 3, 3, 4, 6, 2, 2, 4, 6, 5, 3,
+	3, 14, 3, 8, 5, 20, 3, 3, 4, 6, 2, 2, 4, 6, 5, 3, 6,
 };
 
 /* errnos a command may end with (besides 0) */
@@ -648,6 +649,12 @@ static int do_query(struct thr *t, int fd)
 	return issue(t, fd, HCOMM_CMD_QUERY, &a, false);
 }
 
+/*
+ * A random transfer descriptor into *a; *canary: it names a key of the
+ * victim (then only a missing grant can stop it, when it is well formed).
+ */
+static void fuzz_xfer_desc(struct thr *t, struct hcomm_xfer *a, bool *canary);
+
 static int do_xfer(struct thr *t, int fd)
 {
 	struct hcomm_xfer a = { 0 };
@@ -655,51 +662,7 @@ static int do_xfer(struct thr *t, int fd)
 	bool canary;
 	int ret;
 
-	a.src_key = fuzz_key(t);
-	a.dst_key = fuzz_key(t);
-	a.src_off = chance(t, 80) ? below(t, 64 * KiB) : fuzz_u64(t, MiB);
-	a.dst_off = chance(t, 80) ? below(t, 64 * KiB) : fuzz_u64(t, MiB);
-	a.len = chance(t, 85) ? below(t, 128 * KiB) : fuzz_u64(t, MiB);
-	a.tag = below(t, 4);
-	a.flags = chance(t, 85) ? (uint32_t)below(t, 16) : (uint32_t)rnd(t);
-	a.db_index = chance(t, 85) ? (uint32_t)below(t, 8) : (uint32_t)rnd(t);
-	a.db_value = below(t, 4);
-	if (chance(t, 4))
-		a.reserved0 = (uint32_t)rnd(t);
-	if (chance(t, 4))
-		a.reserved[below(t, 2)] = rnd(t);
-	if (chance(t, 4))
-		a.done = rnd(t);
-	canary = !t->victim && (is_victims(t, a.src_key) ||
-				is_victims(t, a.dst_key));
-	if (!t->victim && t->nreg && chance(t, 10)) {
-		/*
-		 * A well-formed transfer between a key of the victim (a
-		 * canary, or live, revoked or not) and one of our live
-		 * regions, in bounds: only the missing grant can stop it.
-		 */
-		struct region *r = &t->reg[below(t, t->nreg)];
-		uint64_t vk = atomic_load(chance(t, 50) ?
-			&t->sh->victim_key[below(t, NCANARY)] :
-			&t->sh->victim_scratch_key[below(t, NKEEP)]);
-
-		canary = vk != 0;
-		a.len = 1 + below(t, r->len < 4096 ? r->len : 4096);
-		a.src_off = a.dst_off = 0;
-		a.flags &= HCOMM_XFER_NO_INLINE;
-		a.db_index = 0;
-		a.db_value = 0;
-		a.done = 0;
-		a.reserved0 = 0;
-		a.reserved[0] = a.reserved[1] = 0;
-		if (chance(t, 50)) {
-			a.src_key = vk;
-			a.dst_key = r->key;
-		} else {
-			a.src_key = r->key;
-			a.dst_key = vk;
-		}
-	}
+	fuzz_xfer_desc(t, &a, &canary);
 	note(t, "XFER fd %d src 0x%llx+%llu dst 0x%llx+%llu len %llu flags "
 	     "0x%x db %u%s%s", fd, (unsigned long long)a.src_key,
 	     (unsigned long long)a.src_off, (unsigned long long)a.dst_key,
@@ -722,6 +685,115 @@ static int do_xfer(struct thr *t, int fd)
 			  (unsigned long long)a.dst_key,
 			  (unsigned long long)a.len);
 	return ret == 1 ? 0 : ret;
+}
+
+/*
+ * XFER_BATCH of 1 .. 16 random descriptors, mostly small enough for the
+ * inline path, sometimes with a victim's key; the batch's own fields
+ * sometimes wrong.  A descriptor with a victim's key (never granted) must
+ * fail: the batch must stop there (done at most its index).
+ */
+static int do_batch(struct thr *t, int fd)
+{
+	struct hcomm_xfer d[16];
+	struct hcomm_xfer_batch b = { 0 };
+	unsigned int n = 1 + (unsigned int)below(t, 16), i, vi = ~0u;
+	bool canary;
+	int ret;
+
+	memset(d, 0, sizeof(d));
+	for (i = 0; i < n; i++) {
+		fuzz_xfer_desc(t, &d[i], &canary);
+		if (chance(t, 80))
+			d[i].len = below(t, 512);
+		if (chance(t, 90))
+			d[i].tag = 0;
+		if (chance(t, 60))
+			d[i].flags &= ~HCOMM_XFER_NO_INLINE;
+		if (canary && d[i].len && vi == ~0u)
+			vi = i;
+	}
+	b.descs = (uintptr_t)d;
+	b.count = n;
+	if (chance(t, 3))
+		b.descs = chance(t, 50) ? b.descs + 1 + below(t, 7) : rnd(t);
+	if (chance(t, 3))
+		b.count = chance(t, 50) ? 0 : (uint32_t)rnd(t);
+	if (chance(t, 3))
+		b.flags = (uint32_t)rnd(t);
+	if (chance(t, 3))
+		b.reserved[below(t, 2)] = rnd(t);
+	b.done = ~0u;
+	note(t, "XFER_BATCH fd %d of %u descriptors at 0x%llx, count %u%s",
+	     fd, n, (unsigned long long)b.descs, b.count,
+	     vi != ~0u ? " (a victim's key)" : "");
+	if (vi != ~0u && b.descs == (uintptr_t)d && b.count == n) {
+		/* by ioctl: done says how far it went */
+		ret = ioctl(fd, HCOMM_CMD_XFER_BATCH, &b) < 0 ? -errno : 0;
+		t->vtries++;
+		if (!ret || (b.done != ~0u && b.done > vi)) {
+			t->vok++;
+			violation(t, "XFER_BATCH passed descriptor %u with a "
+				  "key of the victim (never granted): %d, "
+				  "done %u", vi, ret, b.done);
+		} else if (t->vtries <= 8) {
+			t->verr[t->vtries - 1] = -ret;
+		}
+		return ret;
+	}
+	return issue(t, fd, HCOMM_CMD_XFER_BATCH, &b, false);
+}
+
+static void fuzz_xfer_desc(struct thr *t, struct hcomm_xfer *p, bool *canary)
+{
+	struct hcomm_xfer a = { 0 };
+
+	a.src_key = fuzz_key(t);
+	a.dst_key = fuzz_key(t);
+	a.src_off = chance(t, 80) ? below(t, 64 * KiB) : fuzz_u64(t, MiB);
+	a.dst_off = chance(t, 80) ? below(t, 64 * KiB) : fuzz_u64(t, MiB);
+	a.len = chance(t, 85) ? below(t, 128 * KiB) : fuzz_u64(t, MiB);
+	a.tag = below(t, 4);
+	a.flags = chance(t, 85) ? (uint32_t)below(t, 16) : (uint32_t)rnd(t);
+	a.db_index = chance(t, 85) ? (uint32_t)below(t, 8) : (uint32_t)rnd(t);
+	a.db_value = below(t, 4);
+	if (chance(t, 4))
+		a.reserved0 = (uint32_t)rnd(t);
+	if (chance(t, 4))
+		a.reserved[below(t, 2)] = rnd(t);
+	if (chance(t, 4))
+		a.done = rnd(t);
+	*canary = !t->victim && (is_victims(t, a.src_key) ||
+				 is_victims(t, a.dst_key));
+	if (!t->victim && t->nreg && chance(t, 10)) {
+		/*
+		 * A well-formed transfer between a key of the victim (a
+		 * canary, or live, revoked or not) and one of our live
+		 * regions, in bounds: only the missing grant can stop it.
+		 */
+		struct region *r = &t->reg[below(t, t->nreg)];
+		uint64_t vk = atomic_load(chance(t, 50) ?
+			&t->sh->victim_key[below(t, NCANARY)] :
+			&t->sh->victim_scratch_key[below(t, NKEEP)]);
+
+		*canary = vk != 0;
+		a.len = 1 + below(t, r->len < 4096 ? r->len : 4096);
+		a.src_off = a.dst_off = 0;
+		a.flags &= HCOMM_XFER_NO_INLINE;
+		a.db_index = 0;
+		a.db_value = 0;
+		a.done = 0;
+		a.reserved0 = 0;
+		a.reserved[0] = a.reserved[1] = 0;
+		if (chance(t, 50)) {
+			a.src_key = vk;
+			a.dst_key = r->key;
+		} else {
+			a.src_key = r->key;
+			a.dst_key = vk;
+		}
+	}
+	*p = a;
 }
 
 static int do_cancel(struct thr *t, int fd)
@@ -989,6 +1061,7 @@ static int run_one(struct thr *t, unsigned int c)
 	case C_MMAP: return do_mmap(t, fd);
 	case C_BADCMD: return do_badcmd(t, fd);
 	case C_MAPCHG: map_change(t); return 0;
+	case C_BATCH: return do_batch(t, fd);
 	default: return do_life(t, fd);
 	}
 }

@@ -91,6 +91,10 @@ TEST(field_offsets)
 	ASSERT_EQ(8, OFF(hcomm_qos, priority));
 	ASSERT_EQ(32, sizeof(struct hcomm_ctx_opts));
 	ASSERT_EQ(8, OFF(hcomm_ctx_opts, cache_limit));
+	ASSERT_EQ(40, sizeof(struct hcomm_xfer_batch));
+	ASSERT_EQ(8, OFF(hcomm_xfer_batch, count));
+	ASSERT_EQ(16, OFF(hcomm_xfer_batch, done));
+	ASSERT_EQ(24, OFF(hcomm_xfer_batch, reserved));
 
 	ASSERT_EQ(0, OFF(hcomm_dereg, region));
 	ASSERT_EQ(4, OFF(hcomm_dereg, flags));
@@ -161,6 +165,8 @@ TEST(feature_and_access_bits)
 	ASSERT_EQ(8, HCOMM_FEAT_HUGE_EXTENTS);
 	ASSERT_EQ(16, HCOMM_FEAT_XFER);
 	ASSERT_EQ(32, HCOMM_FEAT_REG_CACHE);
+	ASSERT_EQ(128, HCOMM_FEAT_XFER_BATCH);
+	ASSERT_EQ(4096, HCOMM_BATCH_MAX);
 	ASSERT_EQ(512, HCOMM_GEN_SLOTS);
 	ASSERT_EQ(0x10000000ULL, HCOMM_MMAP_GENERATION);
 	ASSERT_EQ(7, HCOMM_ACCESS_ALL);

@@ -600,6 +600,218 @@ TEST_F(hcomm, doorbell_signal)
 	ASSERT_EQ(0, munmap(db, full));
 }
 
+/* ------------------------------------------------------------------ */
+/* XFER_BATCH                                                          */
+/* ------------------------------------------------------------------ */
+
+#define BATCH_SETUP() do { \
+	XFER_SETUP(); \
+	if (!(self->info.features & HCOMM_FEAT_XFER_BATCH)) \
+		SKIP(return, "module without HCOMM_FEAT_XFER_BATCH"); \
+} while (0)
+
+/* XFER_BATCH of @n descriptors; *done from the ioctl or big_cqe[0]. */
+static int batch_submit(FIXTURE_DATA(hcomm) *self, const struct hcomm_xfer *d,
+			uint32_t n, uint32_t *done)
+{
+	struct hcomm_xfer_batch b;
+	struct hx_cqe c;
+	int ret;
+
+	memset(&b, 0, sizeof(b));
+	b.descs = (uintptr_t)d;
+	b.count = n;
+	b.done = 0xdeadbeef;	/* ioctl: must be overwritten */
+	c.done = 0xdeadbeef;
+	ret = hx_cmd(self->fd, self->r, HCOMM_CMD_XFER_BATCH, &b, &c);
+	*done = self->r ? (uint32_t)c.done : b.done;
+	return ret;
+}
+
+/*
+ * @n descriptors of 1 .. @lmax bytes from odd source offsets to
+ * destinations one byte apart, every 7th with DB_ADD 1 on doorbell 3;
+ * *bytes: their sum.  Applies each to @want (the destination image).
+ */
+static void batch_build(struct hcomm_xfer *d, uint32_t n, uint32_t lmax,
+			const struct hx_buf *src, const struct hx_buf *dst,
+			char *want, uint64_t *bytes)
+{
+	uint64_t doff = 1, len;
+	uint32_t i;
+
+	*bytes = 0;
+	for (i = 0; i < n; i++) {
+		len = lmax ? 1 + (i * 37) % lmax : 0;
+		hx_xfer_init(&d[i], src->reg.key, 1 + 2 * ((i * 389) % 1500),
+			     dst->reg.key, doff, len, 0);
+		if (i % 7 == 3) {
+			d[i].flags = DB_ADD;
+			d[i].db_index = 3;
+			d[i].db_value = 1;
+		}
+		memcpy(want + doff, src->base + d[i].src_off, len);
+		doff += len + 1;
+		*bytes += len;
+	}
+}
+
+/*
+ * 1000 small transfers in one command: every byte of the destination
+ * region as the transfers in order make it, the doorbell moved once per
+ * signalling descriptor, the counters: one command, 1000 inline copies.
+ */
+TEST_F(hcomm, xfer_batch)
+{
+	const uint32_t n = 1000;
+	uint32_t lmax = self->info.max_inline < 120 ? self->info.max_inline :
+						      120;
+	struct hcomm_stats s0, s1;
+	struct hx_buf src, dst;
+	struct hcomm_xfer *d;
+	uint64_t bytes, *db;
+	uint32_t done, sigs;
+	size_t full;
+	char *want;
+	int ret;
+
+	BATCH_SETUP();
+	db = map_doorbells(_metadata, self, &full);
+	ASSERT_NE(NULL, db);
+	two_bufs(_metadata, self, &src, &dst, 4 * PG, n * 122 + PG);
+	d = calloc(n, sizeof(*d));
+	want = malloc(dst.len);
+	ASSERT_TRUE(d && want);
+	memcpy(want, dst.base, dst.len);
+	batch_build(d, n, lmax, &src, &dst, want, &bytes);
+	sigs = (n + 3) / 7;
+
+	ASSERT_STATS(s0);
+	ret = batch_submit(self, d, n, &done);
+	ASSERT_EQ(0, ret) TH_LOG("XFER_BATCH of %u: %d (%s)", n, ret,
+				 strerror(-ret));
+	ASSERT_EQ(n, done);
+	ASSERT_EQ(0, memcmp(want, dst.base, dst.len))
+		TH_LOG("destination differs from the %u transfers in order", n);
+	ASSERT_EQ(sigs, hx_db_load(db, 3));
+	SETTLE(&s0, &s1);
+	ASSERT_DELTA(s0, s1, cmd_xfer_batch, 1);
+	ASSERT_DELTA(s0, s1, cmd_xfer, 0);
+	ASSERT_DELTA(s0, s1, xfer_inline, n);
+	ASSERT_DELTA(s0, s1, xfer_async, 0);
+	ASSERT_DELTA(s0, s1, xfer_bytes, bytes);
+	ASSERT_DELTA(s0, s1, db_signals, sigs);
+	ASSERT_DELTA(s0, s1, cmd_errors, 0);
+
+	/* a batch of one, the same descriptor twice, a pure signal */
+	ASSERT_EQ(0, batch_submit(self, &d[3], 1, &done));
+	ASSERT_EQ(1, done);
+	d[1] = d[0];
+	hx_xfer_init(&d[2], src.reg.key, 0, dst.reg.key, 0, 0, DB_ADD);
+	d[2].db_index = 3;
+	d[2].db_value = 10;
+	ASSERT_EQ(0, batch_submit(self, d, 3, &done));
+	ASSERT_EQ(3, done);
+	ASSERT_EQ(sigs + 11, hx_db_load(db, 3));
+	ASSERT_EQ(0, memcmp(want, dst.base, dst.len));
+
+	free(want);
+	free(d);
+	free_bufs(_metadata, self, &src, &dst);
+	ASSERT_EQ(0, munmap(db, full));
+}
+
+/*
+ * The batch's own fields, and a descriptor that fails: the ones before
+ * it landed, it and the ones after it did nothing, done is its index.
+ */
+TEST_F(hcomm, xfer_batch_errors)
+{
+	const uint32_t n = 20;
+	uint32_t mi = self->info.max_inline, done, bad;
+	struct hcomm_xfer_batch b;
+	struct hcomm_stats s0, s1;
+	struct hx_buf src, dst;
+	struct hcomm_xfer *d;
+	uint64_t bytes;
+	char *want, *orig;
+	int ret, k;
+
+	BATCH_SETUP();
+	if (mi < 16)
+		SKIP(return, "max_inline %u: no room for the transfers", mi);
+	two_bufs(_metadata, self, &src, &dst, 4 * PG, 4 * PG);
+	d = calloc(HCOMM_BATCH_MAX + 2, sizeof(*d));
+	want = malloc(dst.len);
+	orig = malloc(dst.len);
+	ASSERT_TRUE(d && want && orig);
+	memcpy(orig, dst.base, dst.len);
+
+	ASSERT_STATS(s0);
+	/* count 0, above the maximum; descs misaligned, NULL; flags */
+	ASSERT_EQ(-EINVAL, batch_submit(self, d, 0, &done));
+	ASSERT_EQ(-EINVAL, batch_submit(self, d, HCOMM_BATCH_MAX + 1, &done));
+	ASSERT_EQ(-EINVAL, batch_submit(self, (void *)((char *)d + 4), 1,
+					&done));
+	ASSERT_EQ(-EFAULT, batch_submit(self, NULL, 1, &done));
+	ASSERT_EQ(0, done);
+	memset(&b, 0, sizeof(b));
+	b.descs = (uintptr_t)d;
+	b.count = 1;
+	b.flags = 1;
+	ASSERT_EQ(-EINVAL, hx_cmd(self->fd, self->r, HCOMM_CMD_XFER_BATCH, &b,
+				  NULL));
+	b.flags = 0;
+	b.reserved[1] = 1;
+	ASSERT_EQ(-EINVAL, hx_cmd(self->fd, self->r, HCOMM_CMD_XFER_BATCH, &b,
+				  NULL));
+	ASSERT_EQ(0, memcmp(orig, dst.base, dst.len));
+
+	/* descriptor bad goes wrong in each way; the others are right */
+	for (k = 0; k < 9; k++) {
+		int want_err = -EINVAL;
+
+		memcpy(dst.base, orig, dst.len);
+		memcpy(want, orig, dst.len);
+		bad = (uint32_t)(k * 7) % n;
+		batch_build(d, n, 16, &src, &dst, want, &bytes);
+		/* the image of the ones before bad only */
+		memcpy(want + d[bad].dst_off, orig + d[bad].dst_off,
+		       dst.len - d[bad].dst_off);
+		switch (k) {
+		case 0: d[bad].src_key ^= 0x5a5a; want_err = -ENOENT; break;
+		case 1: d[bad].len = mi + 1; break;
+		case 2: d[bad].tag = 1; break;
+		case 3: d[bad].flags |= NO_INLINE; break;
+		case 4: d[bad].dst_off = dst.len - d[bad].len + 1;
+			want_err = -ERANGE; break;
+		case 5: d[bad].reserved0 = 1; break;
+		case 6: d[bad].flags = DB_ADD | DB_SET; break;
+		case 7: d[bad].flags = DB_ADD;
+			d[bad].db_index = self->info.nr_doorbells; break;
+		case 8: d[bad].dst_key = src.reg.key;
+			want_err = -EACCES; break;
+		}
+		ret = batch_submit(self, d, n, &done);
+		ASSERT_EQ(want_err, ret) TH_LOG("case %d, descriptor %u: %d",
+						k, bad, ret);
+		ASSERT_EQ(bad, done) TH_LOG("case %d: done %u, want %u", k,
+					    done, bad);
+		ASSERT_EQ(0, memcmp(want, dst.base, dst.len))
+			TH_LOG("case %d: the %u before descriptor %u must have "
+			       "landed, nothing after", k, bad, bad);
+	}
+	SETTLE(&s0, &s1);
+	ASSERT_DELTA(s0, s1, cmd_xfer_batch, 15);
+	ASSERT_DELTA(s0, s1, cmd_errors, 15);
+	ASSERT_DELTA(s0, s1, xfer_async, 0);
+
+	free(orig);
+	free(want);
+	free(d);
+	free_bufs(_metadata, self, &src, &dst);
+}
+
 /* A DB_WAIT whose condition already holds completes at once. */
 TEST_F(hcomm, db_wait_satisfied)
 {

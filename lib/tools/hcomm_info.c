@@ -168,18 +168,32 @@ static const char *fmt_bytes(uint64_t v, char *buf, size_t len)
 	return buf;
 }
 
+/* NULL: a reserved bit, never set */
 static const char *const feat_names[] = {
 	"URING_CMD", "DMABUF", "DMABUF_MOVE_NOTIFY", "HUGE_EXTENTS", "XFER",
-	"REG_CACHE",
+	"REG_CACHE", NULL, "XFER_BATCH",
 };
 #define NR_FEATS ((int)(sizeof(feat_names) / sizeof(feat_names[0])))
+
+/* The feature bits this tool has a name for. */
+static uint64_t feat_known(void)
+{
+	uint64_t m = 0;
+	int f;
+
+	for (f = 0; f < NR_FEATS; f++)
+		if (feat_names[f])
+			m |= 1ULL << f;
+	return m;
+}
 
 _Static_assert(HCOMM_FEAT_URING_CMD == 1ULL << 0 &&
 	       HCOMM_FEAT_DMABUF == 1ULL << 1 &&
 	       HCOMM_FEAT_DMABUF_MOVE_NOTIFY == 1ULL << 2 &&
 	       HCOMM_FEAT_HUGE_EXTENTS == 1ULL << 3 &&
 	       HCOMM_FEAT_XFER == 1ULL << 4 &&
-	       HCOMM_FEAT_REG_CACHE == 1ULL << 5, "feature bits");
+	       HCOMM_FEAT_REG_CACHE == 1ULL << 5 &&
+	       HCOMM_FEAT_XFER_BATCH == 1ULL << 7, "feature bits");
 
 /* ------------------------------------------------------------------ */
 /* Gathering                                                           */
@@ -459,10 +473,10 @@ static void print_text(const char *dev, struct hcomm_ctx *ctx,
 	       HCOMM_LIB_VERSION_MINOR, HCOMM_ABI_VERSION);
 	printf(ROW "0x%" PRIx64 "", "features:", (uint64_t)in->features);
 	for (f = 0; f < NR_FEATS; f++)
-		if (in->features & (1ULL << f))
+		if ((in->features & (1ULL << f)) && feat_names[f])
 			printf(" %s", feat_names[f]);
-	unknown = in->features & ~((1ULL << NR_FEATS) - 1);
-	for (f = NR_FEATS; f < 64; f++)
+	unknown = in->features & ~feat_known();
+	for (f = 0; f < 64; f++)
 		if (unknown & (1ULL << f))
 			printf(" bit%d", f);
 	if (!in->features)
@@ -471,7 +485,7 @@ static void print_text(const char *dev, struct hcomm_ctx *ctx,
 	if (opt.verbose) {
 		printf(ROW, "missing features:");
 		for (f = 0, n = 0; f < NR_FEATS; f++)
-			if (!(in->features & (1ULL << f)))
+			if (!(in->features & (1ULL << f)) && feat_names[f])
 				printf("%s%s", n++ ? " " : "", feat_names[f]);
 		printf("%s\n", n ? "" : "(none)");
 	}
@@ -620,10 +634,10 @@ static void print_json(const char *dev, struct hcomm_ctx *ctx,
 	printf("}},\"abi_version\":%u,\"features\":{\"mask\":%" PRIu64
 	       ",\"names\":[", in->abi_version, (uint64_t)in->features);
 	for (f = 0, n = 0; f < NR_FEATS; f++)
-		if (in->features & (1ULL << f))
+		if ((in->features & (1ULL << f)) && feat_names[f])
 			printf("%s\"%s\"", n++ ? "," : "", feat_names[f]);
 	printf("],\"unknown_mask\":%" PRIu64 "},",
-	       (uint64_t)(in->features & ~((1ULL << NR_FEATS) - 1)));
+	       (uint64_t)(in->features & ~feat_known()));
 	printf("\"uring\":%s,\"commands_via\":\"%s\",",
 	       hcomm_uses_uring(ctx) ? "true" : "false",
 	       hcomm_uses_uring(ctx) ? "io_uring" : "ioctl");

@@ -387,12 +387,12 @@ for p in max_inline=4096 chunk_size=262144 workers=2 cache_limit=0 \
 	 max_region_size=68719476736 max_regions=65536 doorbells=4096; do
 	echo "${p#*=}" >"$S/parameters/${p%%=*}"
 done
-fake() { env FAKE_HCOMM=1 FAKE_HCOMM_FEATURES=0x3f HCOMM_DEVICE=/dev/null \
+fake() { env FAKE_HCOMM=1 FAKE_HCOMM_FEATURES=0xbf HCOMM_DEVICE=/dev/null \
 	 LD_PRELOAD="$FAKE_SO" "$INFO" --sysfs "$S" "$@"; }
 
 run fake --stats "$T/b/stats" --contexts "$T/b/contexts"
 ok "$([ $rc = 0 ] &&
-     has "$out" "features:            0x3f URING_CMD DMABUF DMABUF_MOVE_NOTIFY HUGE_EXTENTS XFER REG_CACHE" &&
+     has "$out" "features:            0xbf URING_CMD DMABUF DMABUF_MOVE_NOTIFY HUGE_EXTENTS XFER REG_CACHE XFER_BATCH" &&
      has "$out" "module version:      srcversion ABCDEF0123456789ABCDEF0 (no version)" &&
      has "$out" "memlock_limit:       unlimited" && has "$out" "RLIMIT_MEMLOCK:      soft" &&
      has "$out" "max_region_size:     1073741824 (1 GiB)" &&
@@ -426,7 +426,7 @@ if [ $have_py = 1 ]; then
 import json, sys
 j = json.load(sys.stdin)
 assert j["abi_version"] == 1 and j["library"]["abi_version"] == 1
-assert j["features"]["mask"] == 0x3f and len(j["features"]["names"]) == 6
+assert j["features"]["mask"] == 0xbf and len(j["features"]["names"]) == 7
 assert "DMA_ENGINE" not in j["features"]["names"]
 assert j["module"]["srcversion"] == "ABCDEF0123456789ABCDEF0"
 assert j["module"]["version"] == "1.2.3"

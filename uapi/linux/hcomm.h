@@ -81,6 +81,8 @@ struct hcomm_uring_cmd {
 /* REG_MEM consults a registration cache with mmu-notifier invalidation. */
 #define HCOMM_FEAT_REG_CACHE		_BITULL(5)
 /* Bit 6 is reserved: it never meant anything (no dmaengine copies). */
+/* HCOMM_CMD_XFER_BATCH is available. */
+#define HCOMM_FEAT_XFER_BATCH		_BITULL(7)
 
 /**
  * struct hcomm_info - answer of HCOMM_CMD_GET_INFO.
@@ -343,6 +345,46 @@ struct hcomm_xfer {
 	__u64 reserved[2];
 };
 
+/* Most descriptors one HCOMM_CMD_XFER_BATCH takes. */
+#define HCOMM_BATCH_MAX		4096
+
+/**
+ * struct hcomm_xfer_batch - argument of HCOMM_CMD_XFER_BATCH.
+ * @descs:    in: user address of an array of @count struct hcomm_xfer,
+ *            8-byte aligned; read only, never written.
+ * @count:    in: descriptors, 1 .. HCOMM_BATCH_MAX.
+ * @flags:    in: must be zero.
+ * @done:     out: descriptors completed (ioctl, also when it fails).
+ *            Through io_uring, rings created with IORING_SETUP_CQE32 get
+ *            it in cqe->big_cqe[0].
+ * @reserved0: must be zero.
+ * @reserved: must be zero.
+ *
+ * Small transfers, many per system call: the descriptors are checked and
+ * carried out in array order, each as HCOMM_CMD_XFER would carry out an
+ * inline transfer (the CPU copies it in the submission, then updates its
+ * doorbell, if any, with release ordering), so one command costs one
+ * submission and one completion for all of them.  Every descriptor must
+ * qualify for the inline path: @len at most the context's max_inline
+ * (GET_INFO), HCOMM_XFER_NO_INLINE clear, @tag 0 (a batch completes in the
+ * submission: there is nothing to cancel), both regions host memory
+ * (REG_MEM); a descriptor's done and engine fields are ignored.  Keys,
+ * rights and ranges are checked per descriptor exactly as for XFER.
+ *
+ * The first descriptor that fails ends the batch: the ones before it
+ * have landed (with their doorbells), it and the ones after it did
+ * nothing; the command fails with its error and @done is its index.
+ * Success: @done == @count, cqe->res 0.
+ */
+struct hcomm_xfer_batch {
+	__u64 descs;
+	__u32 count;
+	__u32 flags;
+	__u32 done;
+	__u32 reserved0;
+	__u64 reserved[2];
+};
+
 /* hcomm_cancel.flags */
 /* Cancel every pending transfer and wait of the context; tag ignored. */
 #define HCOMM_CANCEL_ALL	_BITUL(0)
@@ -586,6 +628,17 @@ struct hcomm_ctx_opts {
  *                        calls (with SA_RESTART the call restarts: nothing
  *                        was copied yet);
  *              ENOMEM    out of memory.
+ * XFER_BATCH:  EINVAL    count 0 or above HCOMM_BATCH_MAX, descs not
+ *                        8-byte aligned; a descriptor that XFER refuses
+ *                        with EINVAL, or with len above max_inline,
+ *                        HCOMM_XFER_NO_INLINE or a tag;
+ *              EOPNOTSUPP a descriptor naming a dma-buf region;
+ *              EFAULT    the descriptor array is not readable;
+ *              ENOENT, EACCES, ERANGE as for XFER, per descriptor;
+ *              EINTR     a fatal signal stopped it between two
+ *                        descriptors.
+ *              A failed batch reports in done how many descriptors
+ *              landed before the one that failed.
  * CANCEL:      no other errors; count may be 0.
  * FENCE:       ECANCELED, EINTR as for XFER.
  * DB_WAIT:     EINVAL    index >= nr_doorbells;
@@ -621,5 +674,6 @@ struct hcomm_ctx_opts {
 #define HCOMM_CMD_GRANT		_IOWR(HCOMM_IOC_MAGIC, 0x09, struct hcomm_grant)
 #define HCOMM_CMD_SET_QOS	_IOWR(HCOMM_IOC_MAGIC, 0x0a, struct hcomm_qos)
 #define HCOMM_CMD_SET_CTX	_IOWR(HCOMM_IOC_MAGIC, 0x0b, struct hcomm_ctx_opts)
+#define HCOMM_CMD_XFER_BATCH	_IOWR(HCOMM_IOC_MAGIC, 0x0c, struct hcomm_xfer_batch)
 
 #endif /* _UAPI_LINUX_HCOMM_H */
