@@ -120,6 +120,7 @@ struct region {
 	uint64_t key;
 	uint64_t len;
 	int fd;
+	uint32_t access;	/* REG_MEM's; ~0u for a dma-buf */
 };
 
 struct thr {
@@ -505,7 +506,7 @@ static void drop_region(struct thr *t, unsigned int i)
 
 /* a new region of ours (the oldest goes when the list is full) */
 static void add_region(struct thr *t, int fd, uint32_t id, uint64_t key,
-		       uint64_t len)
+		       uint64_t len, uint32_t access)
 {
 	if (t->nreg == NREG) {
 		struct hcomm_dereg d = { .region = t->reg[0].id };
@@ -513,7 +514,7 @@ static void add_region(struct thr *t, int fd, uint32_t id, uint64_t key,
 		ioctl(t->reg[0].fd, HCOMM_CMD_DEREG, &d);
 		drop_region(t, 0);
 	}
-	t->reg[t->nreg++] = (struct region){ id, key, len, fd };
+	t->reg[t->nreg++] = (struct region){ id, key, len, fd, access };
 	keep_key(t, key);
 }
 
@@ -538,7 +539,7 @@ static int do_reg(struct thr *t, int fd)
 	     a.access, a.flags);
 	ret = issue(t, fd, HCOMM_CMD_REG_MEM, &a, false);
 	if (!ret)
-		add_region(t, fd, a.region, a.key, a.len);
+		add_region(t, fd, a.region, a.key, a.len, a.access);
 	return ret;
 }
 
@@ -571,7 +572,7 @@ static int do_dmabuf(struct thr *t, int fd)
 	     (unsigned long long)a.offset, (unsigned long long)a.len);
 	ret = issue(t, fd, HCOMM_CMD_REG_DMABUF, &a, false);
 	if (!ret)
-		add_region(t, fd, a.region, a.key, a.len);
+		add_region(t, fd, a.region, a.key, a.len, ~0u);
 	return ret;
 }
 
@@ -701,6 +702,13 @@ static int do_batch(struct thr *t, int fd)
 	bool canary;
 	int ret;
 
+	bool sane = t->nreg && chance(t, 50);
+	struct hcomm_info in = { 0 };
+	uint64_t lmax = 256;
+
+	/* the context's inline threshold (SET_CTX moves it at random) */
+	if (sane && !ioctl(fd, HCOMM_CMD_GET_INFO, &in) && in.max_inline < lmax)
+		lmax = in.max_inline;
 	memset(d, 0, sizeof(d));
 	for (i = 0; i < n; i++) {
 		fuzz_xfer_desc(t, &d[i], &canary);
@@ -710,6 +718,36 @@ static int do_batch(struct thr *t, int fd)
 			d[i].tag = 0;
 		if (chance(t, 60))
 			d[i].flags &= ~HCOMM_XFER_NO_INLINE;
+		if (sane && !canary && chance(t, 95)) {
+			/*
+			 * In bounds, between two host regions of this
+			 * context, the second writable (a few tries).
+			 */
+			struct region *a = &t->reg[below(t, t->nreg)];
+			struct region *b = &t->reg[below(t, t->nreg)];
+			unsigned int k;
+			uint64_t l;
+
+			for (k = 0; k < 8 && (a->fd != fd || a->access == ~0u); k++)
+				a = &t->reg[below(t, t->nreg)];
+			for (k = 0; k < 8 && (b->fd != fd || b->access == ~0u ||
+					      !(b->access & HCOMM_ACCESS_LOCAL_WRITE)); k++)
+				b = &t->reg[below(t, t->nreg)];
+			l = a->len < b->len ? a->len : b->len;
+
+			l = below(t, (l < lmax ? l : lmax) + 1);
+			memset(&d[i], 0, sizeof(d[i]));
+			d[i].src_key = a->key;
+			d[i].dst_key = b->key;
+			d[i].len = l;
+			d[i].src_off = below(t, a->len - l + 1);
+			d[i].dst_off = below(t, b->len - l + 1);
+			if (chance(t, 20)) {
+				d[i].flags = HCOMM_XFER_DB_ADD;
+				d[i].db_index = (uint32_t)below(t, 8);
+				d[i].db_value = 1;
+			}
+		}
 		if (canary && d[i].len && vi == ~0u)
 			vi = i;
 	}
@@ -724,8 +762,9 @@ static int do_batch(struct thr *t, int fd)
 	if (chance(t, 3))
 		b.reserved[below(t, 2)] = rnd(t);
 	b.done = ~0u;
-	note(t, "XFER_BATCH fd %d of %u descriptors at 0x%llx, count %u%s",
-	     fd, n, (unsigned long long)b.descs, b.count,
+	note(t, "XFER_BATCH fd %d of %u%s descriptors at 0x%llx, count %u%s",
+	     fd, n, sane ? " mostly well-formed" : "",
+	     (unsigned long long)b.descs, b.count,
 	     vi != ~0u ? " (a victim's key)" : "");
 	if (vi != ~0u && b.descs == (uintptr_t)d && b.count == n) {
 		/* by ioctl: done says how far it went */
