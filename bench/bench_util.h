@@ -260,45 +260,74 @@ static inline void prep_cmd(struct io_uring_sqe *sqe, int fd,
 static uint64_t cqe32_no_count;
 
 /* Check one XFER completion: res 0 and, on CQE32 rings, all bytes done. */
-static inline int check_xfer_cqe(struct io_uring *r,
-				 const struct io_uring_cqe *cqe, uint64_t len)
+/* An XFER's (or XFER_BATCH's) result @res with count @big0, @len wanted. */
+static inline int check_xfer_res(struct io_uring *r, int res, uint64_t big0,
+				 uint64_t len)
 {
-	if (cqe->res < 0)
-		return cqe->res;
-	if (cqe->res != 0)
+	if (res < 0)
+		return res;
+	if (res != 0)
 		return -EPROTO;
-	if (!(r->flags & IORING_SETUP_CQE32) || cqe->big_cqe[0] == len)
+	if (!(r->flags & IORING_SETUP_CQE32) || big0 == len)
 		return 0;
-	if (cqe->big_cqe[0] == 0) {
+	if (big0 == 0) {
 		cqe32_no_count++;
 		return 0;
 	}
-	fprintf(stderr, "# XFER CQE: %llu bytes done, %llu expected\n",
-		(unsigned long long)cqe->big_cqe[0], (unsigned long long)len);
+	fprintf(stderr, "# XFER CQE: %llu done, %llu expected\n",
+		(unsigned long long)big0, (unsigned long long)len);
 	return -EIO;
 }
 
-/* Submit one XFER on the ring and wait for its CQE. */
-static inline int uring_xfer1(struct io_uring *r, int fd, struct hcomm_xfer *x)
+static inline int check_xfer_cqe(struct io_uring *r,
+				 const struct io_uring_cqe *cqe, uint64_t len)
 {
-	struct io_uring_sqe *sqe = io_uring_get_sqe(r);
-	struct io_uring_cqe *cqe;
-	int ret;
+	return check_xfer_res(r, cqe->res, (r->flags & IORING_SETUP_CQE32) ?
+			      cqe->big_cqe[0] : 0, len);
+}
 
-	if (!sqe)
-		return -EBUSY;
-	x->done = 0;
-	x->engine = 0;
-	prep_cmd(sqe, fd, HCOMM_CMD_XFER, x, 1);
-	ret = io_uring_submit_and_wait(r, 1);
+/*
+ * Submit the one SQE prepared on @r and wait for its CQE: *res, and
+ * *big0 its big_cqe[0] (0 on a ring without CQE32).
+ */
+static inline int uring_wait1(struct io_uring *r, int *res, uint64_t *big0)
+{
+	struct io_uring_cqe *cqe;
+	int ret = io_uring_submit_and_wait(r, 1);
+
 	if (ret < 0)
 		return ret;
 	ret = io_uring_wait_cqe(r, &cqe);
 	if (ret)
 		return ret;
-	ret = check_xfer_cqe(r, cqe, x->len);
+	*res = cqe->res;
+	*big0 = (r->flags & IORING_SETUP_CQE32) ? cqe->big_cqe[0] : 0;
 	io_uring_cqe_seen(r, cqe);
-	return ret;
+	return 0;
+}
+
+/* Submit one hcomm command on the ring and wait for it: see uring_wait1. */
+static inline int uring_cmd1(struct io_uring *r, int fd, uint32_t cmd,
+			     void *arg, int *res, uint64_t *big0)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(r);
+
+	if (!sqe)
+		return -EBUSY;
+	prep_cmd(sqe, fd, cmd, arg, 1);
+	return uring_wait1(r, res, big0);
+}
+
+/* Submit one XFER on the ring and wait for its CQE. */
+static inline int uring_xfer1(struct io_uring *r, int fd, struct hcomm_xfer *x)
+{
+	uint64_t big0;
+	int res, ret;
+
+	x->done = 0;
+	x->engine = 0;
+	ret = uring_cmd1(r, fd, HCOMM_CMD_XFER, x, &res, &big0);
+	return ret ? ret : check_xfer_res(r, res, big0, x->len);
 }
 
 /* Control messages to the peer process and its replies. */

@@ -1067,23 +1067,16 @@ static int run_nop(void *p, uint64_t n)
 	(void)p;
 	while (n--) {
 		struct io_uring_sqe *sqe = io_uring_get_sqe(&S.ring);
-		struct io_uring_cqe *cqe;
-		int ret;
+		uint64_t big0;
+		int res, ret;
 
 		if (!sqe)
 			return -EBUSY;
 		io_uring_prep_nop(sqe);
 		sqe->user_data = 2;
-		ret = io_uring_submit_and_wait(&S.ring, 1);
-		if (ret < 0)
-			return ret;
-		ret = io_uring_wait_cqe(&S.ring, &cqe);
-		if (ret)
-			return ret;
-		ret = cqe->res;
-		io_uring_cqe_seen(&S.ring, cqe);
-		if (ret)
-			return ret;
+		ret = uring_wait1(&S.ring, &res, &big0);
+		if (ret || res)
+			return ret ? ret : res;
 	}
 	return 0;
 }
@@ -1369,26 +1362,15 @@ static struct hcomm_xfer_batch batch_cmd;
 
 static int run_batch_cmd_uring(void *p, uint64_t n)
 {
+	uint64_t big0;
+	int res, ret;
+
 	(void)p;
 	while (n--) {
-		struct io_uring_sqe *sqe = io_uring_get_sqe(&S.ring);
-		struct io_uring_cqe *cqe;
-		int ret;
-
-		if (!sqe)
-			return -EBUSY;
-		prep_cmd(sqe, S.fd, HCOMM_CMD_XFER_BATCH, &batch_cmd, 1);
-		ret = io_uring_submit(&S.ring);
-		if (ret != 1)
-			return ret < 0 ? ret : -EIO;
-		ret = io_uring_wait_cqe(&S.ring, &cqe);
-		if (ret)
-			return ret;
-		ret = cqe->res;
-		if (!ret && (S.ring.flags & IORING_SETUP_CQE32) &&
-		    cqe->big_cqe[0] != BATCH)
-			ret = -EIO;
-		io_uring_cqe_seen(&S.ring, cqe);
+		ret = uring_cmd1(&S.ring, S.fd, HCOMM_CMD_XFER_BATCH, &batch_cmd,
+				 &res, &big0);
+		if (!ret)
+			ret = check_xfer_res(&S.ring, res, big0, BATCH);
 		if (ret)
 			return ret;
 	}

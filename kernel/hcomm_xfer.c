@@ -1063,6 +1063,58 @@ static int hcomm_xfer_reply(void __user *uarg, struct hcomm_xfer *arg,
 	return copy_to_user(uarg, arg, sizeof(*arg)) ? -EFAULT : 0;
 }
 
+/*
+ * The last checks before @arg may copy: its ranges inside @src and @dst,
+ * and its doorbell, whose owner goes to *db_ctx (NULL: no signal).
+ */
+static int hcomm_xfer_prepare(struct hcomm_ctx *ctx,
+			      const struct hcomm_xfer *arg,
+			      struct hcomm_region *src, struct hcomm_region *dst,
+			      const struct hcomm_cmd_io *io,
+			      struct hcomm_ctx **db_ctx)
+{
+	int ret;
+
+	*db_ctx = NULL;
+	ret = hcomm_xfer_range(src, arg->src_off, arg->len, false, io);
+	if (!ret)
+		ret = hcomm_xfer_range(dst, arg->dst_off, arg->len, true, io);
+	if (ret || !(arg->flags & (HCOMM_XFER_DB_ADD | HCOMM_XFER_DB_SET)))
+		return ret;
+	*db_ctx = (arg->flags & HCOMM_XFER_DB_REMOTE) ? dst->ctx : ctx;
+	return hcomm_db_check(*db_ctx, arg->db_index);
+}
+
+/*
+ * Copy @arg in the caller's thread (the inline path): enter both regions
+ * under the revisions in *srev and *drev, copy, leave them, then ring
+ * @db_ctx's doorbell if not NULL.
+ */
+static int hcomm_xfer_inline(struct hcomm_ctx *ctx,
+			     const struct hcomm_xfer *arg,
+			     struct hcomm_region *src, struct hcomm_region *dst,
+			     kuid_t euid, u32 *srev, u32 *drev,
+			     struct hcomm_ctx *db_ctx)
+{
+	int ret;
+
+	ret = hcomm_region_enter(src, ctx, euid, HCOMM_ACCESS_REMOTE_READ, srev);
+	if (ret)
+		return ret;
+	ret = hcomm_region_enter(dst, ctx, euid, HCOMM_ACCESS_LOCAL_WRITE, drev);
+	if (ret) {
+		hcomm_region_exit(src, ctx, *srev);
+		return ret;
+	}
+	hcomm_copy(dst, arg->dst_off, src, arg->src_off, arg->len);
+	hcomm_region_exit(dst, ctx, *drev);
+	hcomm_region_exit(src, ctx, *srev);
+	if (db_ctx)
+		hcomm_db_signal(db_ctx, arg->db_index, arg->db_value,
+				arg->flags & HCOMM_XFER_DB_SET);
+	return 0;
+}
+
 /**
  * hcomm_xfer() - HCOMM_CMD_XFER.
  * @ctx:  the caller's context.
@@ -1076,8 +1128,7 @@ int hcomm_xfer(struct hcomm_ctx *ctx, struct hcomm_xfer *arg,
 	       const struct hcomm_cmd_io *io, void __user *uarg)
 {
 	struct hcomm_region *src, *dst;
-	struct hcomm_ctx *db_ctx = NULL;
-	bool signal = arg->flags & (HCOMM_XFER_DB_ADD | HCOMM_XFER_DB_SET);
+	struct hcomm_ctx *db_ctx;
 	struct hcomm_op *op;
 	u32 srev, drev, inline_max;
 	kuid_t euid = current_euid();
@@ -1098,37 +1149,17 @@ int hcomm_xfer(struct hcomm_ctx *ctx, struct hcomm_xfer *arg,
 		ret = PTR_ERR(dst);
 		goto out_src;
 	}
-	ret = hcomm_xfer_range(src, arg->src_off, arg->len, false, io);
-	if (!ret)
-		ret = hcomm_xfer_range(dst, arg->dst_off, arg->len, true, io);
+	ret = hcomm_xfer_prepare(ctx, arg, src, dst, io, &db_ctx);
 	if (ret)
 		goto out_dst;
-	if (signal) {
-		db_ctx = (arg->flags & HCOMM_XFER_DB_REMOTE) ? dst->ctx : ctx;
-		ret = hcomm_db_check(db_ctx, arg->db_index);
-		if (ret)
-			goto out_dst;
-	}
 
 	inline_max = min_t(u32, READ_ONCE(ctx->max_inline),
 			   HCOMM_MAX_INLINE_CAP);
 	if (arg->len <= inline_max && !(arg->flags & HCOMM_XFER_NO_INLINE)) {
-		ret = hcomm_region_enter(src, ctx, euid,
-					 HCOMM_ACCESS_REMOTE_READ, &srev);
+		ret = hcomm_xfer_inline(ctx, arg, src, dst, euid, &srev, &drev,
+					db_ctx);
 		if (ret)
 			goto out_dst;
-		ret = hcomm_region_enter(dst, ctx, euid,
-					 HCOMM_ACCESS_LOCAL_WRITE, &drev);
-		if (ret) {
-			hcomm_region_exit(src, ctx, srev);
-			goto out_dst;
-		}
-		hcomm_copy(dst, arg->dst_off, src, arg->src_off, arg->len);
-		hcomm_region_exit(dst, ctx, drev);
-		hcomm_region_exit(src, ctx, srev);
-		if (signal)
-			hcomm_db_signal(db_ctx, arg->db_index, arg->db_value,
-					arg->flags & HCOMM_XFER_DB_SET);
 		atomic64_inc(&hcomm_stats.xfer_inline);
 		atomic64_add(arg->len, &hcomm_stats.xfer_bytes);
 		hcomm_region_put(dst);
@@ -1164,7 +1195,7 @@ int hcomm_xfer(struct hcomm_ctx *ctx, struct hcomm_xfer *arg,
 	op->x.euid = euid;
 	op->x.src_rev = srev;
 	op->x.dst_rev = drev;
-	if (signal) {
+	if (db_ctx) {
 		hcomm_ctx_get(db_ctx);
 		op->x.db_ctx = db_ctx;
 	}
@@ -1258,9 +1289,8 @@ static int hcomm_batch_one(struct hcomm_ctx *ctx, const struct hcomm_xfer *d,
 			   struct hcomm_batch_slot *ds, u32 inline_max,
 			   kuid_t euid, const struct hcomm_cmd_io *io)
 {
-	bool signal = d->flags & (HCOMM_XFER_DB_ADD | HCOMM_XFER_DB_SET);
 	struct hcomm_region *src, *dst;
-	struct hcomm_ctx *db_ctx = NULL;
+	struct hcomm_ctx *db_ctx;
 	int ret;
 
 	ret = hcomm_xfer_check(d);
@@ -1276,34 +1306,11 @@ static int hcomm_batch_one(struct hcomm_ctx *ctx, const struct hcomm_xfer *d,
 		return PTR_ERR(dst);
 	if (src->type != HCOMM_REGION_HOST || dst->type != HCOMM_REGION_HOST)
 		return -EOPNOTSUPP;
-	ret = hcomm_xfer_range(src, d->src_off, d->len, false, io);
-	if (!ret)
-		ret = hcomm_xfer_range(dst, d->dst_off, d->len, true, io);
+	ret = hcomm_xfer_prepare(ctx, d, src, dst, io, &db_ctx);
 	if (ret)
 		return ret;
-	if (signal) {
-		db_ctx = (d->flags & HCOMM_XFER_DB_REMOTE) ? dst->ctx : ctx;
-		ret = hcomm_db_check(db_ctx, d->db_index);
-		if (ret)
-			return ret;
-	}
-	ret = hcomm_region_enter(src, ctx, euid, HCOMM_ACCESS_REMOTE_READ,
-				 &ss->rev);
-	if (ret)
-		return ret;
-	ret = hcomm_region_enter(dst, ctx, euid, HCOMM_ACCESS_LOCAL_WRITE,
-				 &ds->rev);
-	if (ret) {
-		hcomm_region_exit(src, ctx, ss->rev);
-		return ret;
-	}
-	hcomm_copy(dst, d->dst_off, src, d->src_off, d->len);
-	hcomm_region_exit(dst, ctx, ds->rev);
-	hcomm_region_exit(src, ctx, ss->rev);
-	if (signal)
-		hcomm_db_signal(db_ctx, d->db_index, d->db_value,
-				d->flags & HCOMM_XFER_DB_SET);
-	return 0;
+	return hcomm_xfer_inline(ctx, d, src, dst, euid, &ss->rev, &ds->rev,
+				 db_ctx);
 }
 
 /* Descriptors copied in from the user's array at a time. */
