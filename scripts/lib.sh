@@ -51,7 +51,9 @@ tcg_crash() {
 	local traces fl
 	traces=$(cat "$@" 2>/dev/null | sed -n '/Call Trace:/,/end trace/p')
 	[ -n "$traces" ] || return 1
-	printf '%s\n' "$traces" | grep -qE '\[hcomm\]|hcomm_' && return 1
+	# a "? fn" line is a stale word on the stack, not a frame
+	printf '%s\n' "$traces" | grep -v ' ? ' | grep -qE '\[hcomm\]|hcomm_' &&
+		return 1
 	# (sourced by sh scripts too: no bash-only syntax in this file;
 	# the dump prints EFLAGS as 8 hex digits)
 	# shellcheck disable=SC2013
