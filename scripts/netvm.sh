@@ -20,7 +20,7 @@
 # only NICs are ethJ = 10.(77+J).0.I/24 on brJ. Nothing touches the host's
 # own network. Defaults: --n 2, --nics 1, --kernel the newest
 # /boot/vmlinuz-6.12.*, --kver auto (modules version from the file name;
-# none: the 9p chain is built in), --mem 1024, --smp 1, --cpu qemu64 (or
+# none: the 9p chain is built in), --mem 1024, --smp 1, --cpu qemu64,-cx16 (or
 # NETVM_CPU: qemu's -cpu; NETVM_ACCEL: its -accel, tcg), --mtu 1500,
 # --timeout 900 (for the whole run), --run /var/tmp/hcomm-net/run.<pid>
 # (shared read-write with every guest at the same path: not under /tmp,
@@ -589,7 +589,7 @@ cmd_run() {
 	local kernel='' kver=auto timeout=900 host_script='' quiet=0 i j s
 	local -a vm_pid=() vm_t0=() vm_rc=() vm_wall=() vm_why=()
 	n_vms=2 nics=1 mem=1024 smp=1 mtu=1500 prenetem=0 run='' logdir='' own_run=0 keep=''
-	cpu=${NETVM_CPU:-qemu64}
+	cpu=${NETVM_CPU:-qemu64,-cx16}
 	envs=()
 	while [ $# -gt 0 ]; do
 		case $1 in

@@ -290,7 +290,7 @@ while :; do
 	t0=$(date +%s.%N)
 	qemu-system-x86_64 \
 		-m "$mem" -smp "$smp" -nographic -no-reboot -monitor none \
-		-machine "$machine" -cpu max -nic none \
+		-machine "$machine" -cpu "${HCOMM_VM_CPU:-max,-cx16}" -nic none \
 		-kernel "$kernel" -initrd "$initrd" -append "$cmdline" \
 		-serial "file:$log" -serial "file:$out" \
 		-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
