@@ -50,12 +50,31 @@
 #define KX_REAP_BATCH		64
 #define KX_RCACHE_ENTRIES	256
 #define KX_SPIN_NS		20000		/* signal_wait spin */
+#define KX_BATCH_MIN		4		/* inline transfers in a row that */
+#define KX_BATCH_MAX		64		/* go as one XFER_BATCH, at most */
 
-enum { SLOT_XFER = 1, SLOT_FENCE, SLOT_NOP };
+enum { SLOT_XFER = 1, SLOT_FENCE, SLOT_NOP, SLOT_BATCH };
+
+/*
+ * struct kx_batch - a run of inline transfers carried by one
+ * HCOMM_CMD_XFER_BATCH (a SLOT_BATCH slot owns it from preparation until
+ * reaped, or the ioctl path for the call).
+ */
+struct kx_batch {
+	struct hcomm_xfer_batch b;	/* b.descs = x */
+	unsigned int n;
+	struct hcomm_xfer x[KX_BATCH_MAX];
+	struct hcomm_request *req[KX_BATCH_MAX];
+	struct hcomm_rc_ent *ent[KX_BATCH_MAX];
+	int target[KX_BATCH_MAX];
+	uint8_t get[KX_BATCH_MAX];
+};
 
 /*
  * struct kx_slot - one operation in flight on a ring.
  * @arg:  what the SQE points at (valid until the CQE).
+ * @batch: SLOT_BATCH: the run of transfers (its own requests and cache
+ *        entries; @req and @ent are NULL).
  * @req:  its request.
  * @ent:  registration-cache entry of the local buffer, or NULL.
  * @len:  bytes asked (the count when the ring has no CQE32).
@@ -68,6 +87,7 @@ struct kx_slot {
 		struct hcomm_xfer x;
 		struct hcomm_fence f;
 	} arg;
+	struct kx_batch *batch;
 	struct hcomm_request *req;
 	struct hcomm_rc_ent *ent;
 	uint64_t len;
@@ -107,6 +127,9 @@ struct kx {
 	int uring;
 	int cqe32;
 	int ext_arg;
+	int batch;			/* runs go as HCOMM_CMD_XFER_BATCH */
+	unsigned int batch_max;		/* bytes a descriptor of one may move
+					 * (the context's max_inline) */
 	uint64_t *db;
 	size_t db_len;
 	uint32_t nr_db;
@@ -157,6 +180,9 @@ struct kx_cqe {
 	uint64_t big;
 };
 
+static void kx_batch_end(struct hcomm_comm *c, struct kx_batch *b, int res,
+			 uint64_t done);
+
 /*
  * Reap up to KX_REAP_BATCH CQEs of @r; wait up to wait_us for the first
  * when there is none (only where the kernel takes a timeout without an
@@ -205,6 +231,16 @@ static int kx_reap(struct hcomm_comm *c, struct kx_ring *r, int64_t wait_us)
 			continue;
 		/* Pairs with kx_slot_publish(): the slot and its request. */
 		(void)__atomic_load_n(&s->busy, __ATOMIC_ACQUIRE);
+		if (s->kind == SLOT_BATCH) {
+			struct kx_batch *b = s->batch;
+
+			s->batch = NULL;
+			__atomic_store_n(&s->busy, 0, __ATOMIC_RELEASE);
+			__atomic_sub_fetch(&r->inflight, 1, __ATOMIC_RELEASE);
+			kx_batch_end(c, b, res, got[k].big);
+			done++;
+			continue;
+		}
 		req = s->req;
 		ent = s->ent;
 		if (s->kind == SLOT_XFER) {
@@ -395,12 +431,10 @@ static void kx_submit(struct kx_ring *r)
 	}
 }
 
-/* Fill s->arg for d: the local side is (key, off) from the cache. */
-static void kx_fill(struct kx_slot *s, const struct hcomm_xfer_desc *d,
+/* Fill x for d: the local side is (key, off) from the cache. */
+static void kx_fill(struct hcomm_xfer *x, const struct hcomm_xfer_desc *d,
 		    const struct hcomm_win_peer *p, uint64_t lkey, uint64_t loff)
 {
-	struct hcomm_xfer *x = &s->arg.x;
-
 	memset(x, 0, sizeof(*x));
 	x->len = d->len;
 	if (d->op == HCOMM_OP_GET) {
@@ -431,6 +465,86 @@ static void kx_fill(struct kx_slot *s, const struct hcomm_xfer_desc *d,
 static int kx_is_nop(const struct hcomm_xfer_desc *d)
 {
 	return !d->len && d->op != HCOMM_OP_PUT_SIGNAL;
+}
+
+/*
+ * How many descriptors from d on go as one HCOMM_CMD_XFER_BATCH: a run
+ * of at least KX_BATCH_MIN (at most KX_BATCH_MAX) that the module copies
+ * inline anyway (kx_fill sets no tag and no NO_INLINE; windows and local
+ * buffers are host memory), else 0.
+ */
+static unsigned int kx_batch_run(const struct kx *kx,
+				 const struct hcomm_xfer_desc *d,
+				 unsigned int n)
+{
+	unsigned int m = 0;
+
+	if (!kx->batch)
+		return 0;
+	while (m < n && m < KX_BATCH_MAX && !kx_is_nop(&d[m]) &&
+	       d[m].len <= kx->batch_max)
+		m++;
+	return m >= KX_BATCH_MIN ? m : 0;
+}
+
+/* A batch of the m descriptors at d, or NULL (no memory: one by one). */
+static struct kx_batch *kx_batch_make(const struct hcomm_win *w,
+				      const struct hcomm_xfer_desc *d,
+				      unsigned int m,
+				      struct hcomm_request *reqs)
+{
+	struct kx_batch *b = malloc(sizeof(*b));
+	unsigned int i;
+
+	if (!b)
+		return NULL;
+	memset(&b->b, 0, sizeof(b->b));
+	b->b.descs = (uintptr_t)b->x;
+	b->b.count = m;
+	b->n = m;
+	for (i = 0; i < m; i++) {
+		struct hcomm_rc_ent *ent = (struct hcomm_rc_ent *)
+			hcomm__req_priv(&reqs[i])->xp;
+
+		kx_fill(&b->x[i], &d[i],
+			&w->peers[d[i].target].x[HCOMM_XP_KERNEL],
+			ent ? ent->key : 0, ent ? d[i].local - ent->start : 0);
+		b->req[i] = &reqs[i];
+		b->ent[i] = ent;
+		b->target[i] = d[i].target;
+		b->get[i] = d[i].op == HCOMM_OP_GET;
+	}
+	return b;
+}
+
+/*
+ * The batch's command ended with res (0 or -errno) after done
+ * descriptors: those landed; on failure descriptor done failed with it
+ * and the ones after it did nothing, so each of them is issued again on
+ * its own (a blocking XFER, inline) and every request gets its own
+ * outcome.  Completes every request and frees b.
+ */
+static void kx_batch_end(struct hcomm_comm *c, struct kx_batch *b, int res,
+			 uint64_t done)
+{
+	struct kx *kx = kx_of(c);
+	unsigned int i;
+
+	if (!res || done > b->n)
+		done = b->n;
+	for (i = 0; i < b->n; i++) {
+		int err = 0;
+
+		if (i == done)
+			err = -res;
+		else if (i > done && ioctl(kx->fd, HCOMM_CMD_XFER, &b->x[i]) < 0)
+			err = errno;
+		if (!err)
+			kx_count(kx, b->target[i], b->get[i], b->x[i].len);
+		hcomm__rcache_put(b->ent[i]);
+		hcomm__complete(c, b->req[i], err, err ? 0 : b->x[i].len);
+	}
+	free(b);
 }
 
 /* Resolve every local buffer first, so that a failure issues nothing. */
@@ -466,16 +580,28 @@ static void kx_post_ioctl(struct hcomm_comm *c, struct hcomm_win *w,
 			  struct hcomm_request *reqs)
 {
 	struct kx *kx = kx_of(c);
+	struct kx_batch *b;
 	struct kx_slot s;
-	unsigned int i;
+	unsigned int i, m;
 
 	for (i = 0; i < n; i++) {
 		struct hcomm_rc_ent *ent = (struct hcomm_rc_ent *)
 			hcomm__req_priv(&reqs[i])->xp;
 		int err = 0;
 
+		m = kx_batch_run(kx, &d[i], n - i);
+		b = m ? kx_batch_make(w, &d[i], m, &reqs[i]) : NULL;
+		if (b) {
+			err = ioctl(kx->fd, HCOMM_CMD_XFER_BATCH, &b->b) < 0 ?
+			      errno : 0;
+			kx_batch_end(c, b, -err, b->b.done);
+			i += m - 1;
+			continue;
+		}
+
 		if (!kx_is_nop(&d[i])) {
-			kx_fill(&s, &d[i], &w->peers[d[i].target].x[HCOMM_XP_KERNEL],
+			kx_fill(&s.arg.x, &d[i],
+				&w->peers[d[i].target].x[HCOMM_XP_KERNEL],
 				ent ? ent->key : 0,
 				ent ? d[i].local - ent->start : 0);
 			if (ioctl(kx->fd, HCOMM_CMD_XFER, &s.arg.x) < 0)
@@ -494,7 +620,8 @@ static int kx_post(struct hcomm_comm *c, struct hcomm_win *w,
 		   struct hcomm_request *reqs)
 {
 	struct kx *kx = kx_of(c);
-	unsigned int i = 0, ri;
+	unsigned int i = 0, ri, m, j;
+	struct kx_batch *b;
 	struct kx_ring *r;
 	int ret;
 
@@ -519,6 +646,26 @@ static int kx_post(struct hcomm_comm *c, struct hcomm_win *w,
 			if (!sqe)
 				break;
 			s = kx_slot_get(r);
+			m = kx_batch_run(kx, &d[i], n - i);
+			b = m ? kx_batch_make(w, &d[i], m, &reqs[i]) : NULL;
+			if (b) {
+				for (j = 0; j < m; j++)
+					hcomm__req_priv(&reqs[i + j])->ring = ri;
+				s->kind = SLOT_BATCH;
+				s->batch = b;
+				s->req = NULL;
+				s->ent = NULL;
+				s->len = 0;
+				hcomm__prep_cmd(sqe, r->fixed ? 0 : kx->fd,
+						HCOMM_CMD_XFER_BATCH, &b->b,
+						sizeof(b->b));
+				if (r->fixed)
+					sqe->flags |= IOSQE_FIXED_FILE;
+				kx_slot_publish(r, s, sqe);
+				i += m;
+				continue;
+			}
+			s->batch = NULL;
 			s->req = &reqs[i];
 			s->ent = ent;
 			s->len = d[i].len;
@@ -530,7 +677,8 @@ static int kx_post(struct hcomm_comm *c, struct hcomm_win *w,
 				s->kind = SLOT_XFER;
 				s->target = d[i].target;
 				s->get = d[i].op == HCOMM_OP_GET;
-				kx_fill(s, &d[i], &w->peers[d[i].target].x[HCOMM_XP_KERNEL],
+				kx_fill(&s->arg.x, &d[i],
+					&w->peers[d[i].target].x[HCOMM_XP_KERNEL],
 					ent ? ent->key : 0,
 					ent ? d[i].local - ent->start : 0);
 				hcomm__prep_cmd(sqe, r->fixed ? 0 : kx->fd,
@@ -856,7 +1004,7 @@ static int kx_ring_init(struct kx *kx, struct kx_ring *r, unsigned int depth,
 
 static void kx_rings_fini(struct kx *kx)
 {
-	unsigned int i;
+	unsigned int i, j;
 
 	for (i = 0; i < kx->nrings; i++) {
 		struct kx_ring *r = &kx->rings[i];
@@ -864,6 +1012,8 @@ static void kx_rings_fini(struct kx *kx)
 		if (!r->ready)
 			continue;
 		io_uring_queue_exit(&r->ring);
+		for (j = 0; j < r->nslots; j++)
+			free(r->slots[j].batch);
 		free(r->slots);
 		pthread_mutex_destroy(&r->submit_lock);
 		pthread_mutex_destroy(&r->reap_lock);
@@ -935,6 +1085,7 @@ static int kx_init(struct hcomm_comm *c)
 {
 	struct hcomm_ctx_opts opts = { 0 };
 	long page = sysconf(_SC_PAGESIZE);
+	const char *nb;
 	struct kx *kx;
 	void *p;
 	int ret, err;
@@ -1013,6 +1164,16 @@ static int kx_init(struct hcomm_comm *c)
 	ret = kx_rings_init(c, kx);
 	if (ret)
 		goto err;
+	/*
+	 * Runs of small transfers go as one XFER_BATCH where the module has
+	 * it and, through io_uring, the CQE carries how many landed (CQE32).
+	 * HCOMM_NO_BATCH=1: one command each.
+	 */
+	nb = getenv("HCOMM_NO_BATCH");
+	kx->batch = (kx->info.features & HCOMM_FEAT_XFER_BATCH) &&
+		    (!kx->uring || kx->cqe32) &&
+		    !(nb && *nb && strcmp(nb, "0"));
+	kx->batch_max = opts.max_inline;
 	return 0;
 err:
 	kx_fini(c);

@@ -20,6 +20,10 @@
  *   batch     hcomm_batch of 256 and 1000 descriptors mixing PUT, GET and
  *             PUT_SIGNAL with requests (per-request checks), and of 256
  *             without requests (blocking)
+ *   batchgone a batch with one descriptor to a rank that exited, between
+ *             puts and a put_signal into this rank's window: it alone
+ *             fails, the others land (signal once); with and without
+ *             requests (2 ranks: rank 1 leaves)
  *   cb        non-blocking operations with callbacks in --mode: every
  *             callback exactly once, seeing done = 1, status and bytes;
  *             from one thread, from four threads at once, reusing one
@@ -1161,6 +1165,143 @@ static int case_batch(void)
 	comm_down();
 	free(d);
 	free(reqs);
+	return 0;
+}
+
+/*
+ * batchgone: a batch whose middle descriptor goes to a rank whose process
+ * has exited (its window's region went with it), between puts and a
+ * put_signal into this rank's own window: that one fails, every other
+ * one lands, each request with its own outcome and the signal exactly
+ * once.  Over the kernel transport a run of small transfers is one
+ * HCOMM_CMD_XFER_BATCH, which stops at the failed descriptor: the ones
+ * after it must still be carried out.  Then the same batch without
+ * requests: it fails, and the others land all the same.  2 ranks; rank 1
+ * leaves.
+ */
+#define BG_N		9
+#define BG_GONE		4		/* the descriptor to the departed rank */
+#define BG_SIG_AT	6		/* a put_signal into our own window */
+#define BG_LEN		48
+#define BG_SLOT		64
+#define SIG_BG		44
+#define BG_COLL_MS	3000		/* win_free, destroy without rank 1 */
+
+static void bg_descs(struct hcomm_xfer_desc *d, const unsigned char *src)
+{
+	int i;
+
+	for (i = 0; i < BG_N; i++) {
+		memset(&d[i], 0, sizeof(d[i]));
+		d[i].op = i == BG_SIG_AT ? HCOMM_OP_PUT_SIGNAL : HCOMM_OP_PUT;
+		d[i].target = i == BG_GONE ? 1 : 0;
+		d[i].target_off = BG_SLOT * (uint64_t)i + 3;
+		d[i].local = (uintptr_t)(src + 100 * i);
+		d[i].len = BG_LEN;
+		if (i == BG_SIG_AT) {
+			d[i].sig = SIG_BG;
+			d[i].value = 5;
+		}
+	}
+}
+
+/* Our window after the batch: every slot but BG_GONE's holds its put. */
+static void bg_check(const unsigned char *win, const unsigned char *src,
+		     const char *what)
+{
+	int i;
+
+	for (i = 0; i < BG_N; i++) {
+		const unsigned char *slot = win + BG_SLOT * i;
+
+		if (i == BG_GONE) {
+			poisoned(slot, BG_SLOT, what, BG_SLOT * (size_t)i);
+			continue;
+		}
+		poisoned(slot, 3, what, BG_SLOT * (size_t)i);
+		SAME(slot + 3, src + 100 * i, BG_LEN, "%s: descriptor %d's "
+		     "bytes", what, i);
+		poisoned(slot + 3 + BG_LEN, BG_SLOT - 3 - BG_LEN, what,
+			 BG_SLOT * (size_t)i + 3 + BG_LEN);
+	}
+	poisoned(win + BG_SLOT * BG_N, 4096 - BG_SLOT * BG_N, what,
+		 BG_SLOT * BG_N);
+}
+
+static int case_batchgone(void)
+{
+	struct hcomm_xfer_desc d[BG_N];
+	struct hcomm_request reqs[BG_N];
+	unsigned char *win, *src;
+	const char *what;
+	struct hcomm_win *w;
+	uint64_t t0, sig0;
+	int i, rc;
+
+	comm_up();
+	if (np != 2)
+		return FAIL("batchgone: 2 ranks, not %d", np), 1;
+	win = xmap(4096);
+	src = xmap(4096);
+	memset(win, POISON, 4096);
+	fill(src, 4096, 0x6000);
+	w = win_make(win, 4096);
+	OK(hcomm_comm_set_coll_timeout(comm, BG_COLL_MS));
+	barrier();
+	if (me == 1) {
+		out("leaving, the window still registered");
+		_exit(0);
+	}
+	/* Rank 1's regions go with its process: until then puts land. */
+	phase = "wait-gone";
+	t0 = now_ns();
+	while (!(rc = hcomm_put(w, 1, 0, src, 8))) {
+		if (now_ns() - t0 > 20000000000ULL)
+			return FAIL("puts to rank 1 still land 20 s after it "
+				    "left"), 1;
+		usleep(1000);
+	}
+	out("a put to the departed rank 1: %s after %.1f ms (%s)",
+	    errname(rc), (double)(now_ns() - t0) / 1e6, hcomm_errmsg());
+
+	phase = "batch";
+	what = "batch with requests around a failed descriptor";
+	bg_descs(d, src);
+	memset(reqs, 0, sizeof(reqs));
+	sig0 = hcomm_signal_read(comm, SIG_BG);
+	OK(hcomm_batch(w, d, BG_N, reqs));
+	for (i = 0; i < BG_N; i++) {
+		rc = hcomm_wait(&reqs[i]);
+		if (i != BG_GONE) {
+			req_ok(&reqs[i], BG_LEN, i, what);
+			continue;
+		}
+		CHECK(rc < 0 && reqs[i].status == rc && reqs[i].bytes == 0,
+		      "%s: descriptor %d, to the departed rank: %s, status "
+		      "%s, bytes %" PRIu64, what, i, errname(rc),
+		      errname(reqs[i].status), reqs[i].bytes);
+	}
+	bg_check(win, src, what);
+	CHECK(hcomm_signal_read(comm, SIG_BG) == sig0 + 5, "%s: signal %d "
+	      "went from %" PRIu64 " to %" PRIu64 ", expected +5", what,
+	      SIG_BG, sig0, hcomm_signal_read(comm, SIG_BG));
+
+	phase = "blocking";
+	what = "blocking batch around a failed descriptor";
+	memset(win, POISON, 4096);
+	rc = hcomm_batch(w, d, BG_N, NULL);
+	CHECK(rc < 0, "%s: %s", what, errname(rc));
+	bg_check(win, src, what);
+	CHECK(hcomm_signal_read(comm, SIG_BG) == sig0 + 10, "%s: signal %d "
+	      "at %" PRIu64 ", expected %" PRIu64, what, SIG_BG,
+	      hcomm_signal_read(comm, SIG_BG), sig0 + 10);
+
+	phase = "release";
+	rc = hcomm_win_free(w);
+	out("hcomm_win_free: %s", errname(rc));
+	rc = hcomm_comm_destroy(comm);
+	comm = NULL;
+	out("hcomm_comm_destroy: %s", errname(rc));
 	return 0;
 }
 
@@ -5019,6 +5160,8 @@ int main(int argc, char **argv)
 		ret = case_signal();
 	else if (!strcmp(case_name, "batch"))
 		ret = case_batch();
+	else if (!strcmp(case_name, "batchgone"))
+		ret = case_batchgone();
 	else if (!strcmp(case_name, "cb"))
 		ret = case_cb(mode);
 	else if (!strcmp(case_name, "cbnest"))

@@ -68,6 +68,10 @@ signal-4|-n 4|signal
 batch-2|-n 2|batch
 batch-4|-n 4|batch
 batch-qd8-2|-n 2 -e HCOMM_QUEUE_DEPTH=8|batch
+batch-nobatch-2|-n 2 -e HCOMM_NO_BATCH=1|batch
+batchgone-2|-n 2|batchgone
+batchgone-nobatch-2|-n 2 -e HCOMM_NO_BATCH=1|batchgone
+batchgone-nouring-2|-n 2 -e HCOMM_NO_URING=1|batchgone
 cb-inline-2|-n 2|cb --mode inline
 cb-thread-2|-n 2|cb --mode thread
 cb-locked-2|-n 2|cb --mode locked
@@ -109,7 +113,8 @@ qos-2|-n 2|qos
 # The cases --module keeps: one of each way the library drives the module.
 MODULE_CASES="putget-2 putget-4 signal-4 batch-4 cb-thread-4 cbnest-inline-1
 cbnest-locked-nouring-1 fence-2 errors-2 threads-qps4-2 putget-nouring-2
-batch-nouring-2 fence-nouring-2 regcache-1 rcache-1 rcache-nouring-1
+batch-nouring-2 batchgone-2 batchgone-nouring-2 fence-nouring-2 regcache-1
+rcache-1 rcache-nouring-1
 coll-3 colltails-3"
 
 selected() {
