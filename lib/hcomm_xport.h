@@ -158,6 +158,8 @@ HCOMM_HIDDEN extern const struct hcomm_xport_ops hcomm__xport_rdma;
  * a link that fails later fails its operations.
  */
 HCOMM_HIDDEN void hcomm__rdma_fo_stop(struct hcomm_comm *c);
+/* tcp: a put landed in the failover window; rdma's cm thread looks now. */
+HCOMM_HIDDEN void hcomm__rdma_fo_kick(struct hcomm_comm *c);
 /*
  * The errno with which a tcp connection to peer closed (0: none did):
  * rdma's failover gives up on a peer that tcp lost too.

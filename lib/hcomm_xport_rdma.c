@@ -399,6 +399,9 @@ struct rx_peer {
 	int rec_on;			/* atomic: the cm thread reconnects (set
 					 * by it, cleared at the switch-back) */
 	uint64_t rec_next_ns;		/* cm thread: next attempt */
+	uint64_t in_ns;			/* atomic: when a write of the peer was
+					 * last seen landing here (a receive
+					 * completion; the rcq.reap holder) */
 };
 
 /* A QP number, its peer and lane (receive completions name the QP). */
@@ -530,6 +533,9 @@ struct rx {
 	/* threads */
 	int wake_fd;
 	int stop_fd;
+	int kick_fd;			/* eventfd: a put landed in the failover
+					 * window (tcp's service thread writes,
+					 * the cm thread reads) */
 	pthread_t cm_thr;
 	int cm_thr_up;
 	int setup;			/* cm loop: 1 while init connects */
@@ -1485,11 +1491,14 @@ static int rx_reap_recv_locked(struct rx *rx, int *applied)
 	struct ibv_wc wc[RX_REAP_BATCH];
 	struct ibv_recv_wr wr[RX_REAP_BATCH], *bad;
 	struct rx_peer *p;
+	uint64_t now = 0;
 	int n, i;
 
 	n = ibv_poll_cq(rx->rcq.cq, RX_REAP_BATCH, wc);
 	if (n < 0)
 		n = 0;
+	if (n)
+		now = hcomm__now_ns();
 	for (i = 0; i < n; i++) {
 		const struct rx_qpn *q;
 		uint32_t imm, piece, sig;
@@ -1503,9 +1512,11 @@ static int rx_reap_recv_locked(struct rx *rx, int *applied)
 		q = rx_qpn_find(rx, wc[i].qp_num);
 		p = q ? q->peer : NULL;
 		/* what landed of the peer's writes on this QP (failover) */
-		if (p)
+		if (p) {
 			__atomic_add_fetch(&p->conns[q->lane].rcvd, 1,
 					   __ATOMIC_RELEASE);
+			__atomic_store_n(&p->in_ns, now, __ATOMIC_RELAXED);
+		}
 		imm = ntohl(wc[i].imm_data);
 		piece = imm >> 30;
 		sig = (imm >> RX_MANT_BITS) & ((1u << RX_SIG_BITS) - 1);
@@ -3668,9 +3679,9 @@ static void rx_keepalive(struct rx *rx)
 		rx_ka_lane(rx, l, now);
 	for (r = 0; r < rx->c->size; r++) {
 		struct rx_peer *p = &rx->peers[r];
-		uint64_t last = 0, silent = 0, limit = rx->ka_timeout_ns;
+		uint64_t last = 0, silent = 0, limit = rx->ka_timeout_ns, in;
 		unsigned int bl = 0;
-		int busy = 0;
+		int busy = 0, hold;
 
 		if (r == rx->c->rank ||
 		    __atomic_load_n(&p->dead, __ATOMIC_ACQUIRE) ||
@@ -3708,7 +3719,20 @@ static void rx_keepalive(struct rx *rx)
 					rx->ka_timeout_ns;
 			}
 		}
-		if (busy && silent > limit && !probing) {
+		/*
+		 * The peer's writes still land here (with failover on each
+		 * carries an immediate): the link carries traffic, and our
+		 * WRs wait on a peer too busy to answer them (on one
+		 * emulated CPU the ack of an idle rank's probe, queued
+		 * behind the peer's own stream, came after 50 ms).  No
+		 * verdict then, for up to 4 limits: a link dead in our
+		 * direction alone stalls the peer's WRs, and the peer's
+		 * keep-alive fails it over for both of us.
+		 */
+		in = __atomic_load_n(&p->in_ns, __ATOMIC_RELAXED);
+		hold = in && (in >= now || now - in <= limit) &&
+		       silent <= 4 * limit;
+		if (busy && silent > limit && !probing && !hold) {
 			__atomic_add_fetch(&rx->ka_fails, 1, __ATOMIC_RELAXED);
 			rx_peer_fail(rx, p, HCOMM_EVENT_LINK_DOWN, ETIMEDOUT,
 				     silent, "keep-alive: lane %u made no "
@@ -4561,6 +4585,20 @@ static void rx_fo_poll(struct rx *rx)
 	}
 }
 
+/*
+ * tcp's service thread: a put landed in the failover window (a peer's
+ * failover telling its epoch or counts): wake the cm thread, which joins
+ * the failover (rx_fo_poll) at once instead of at its next round.
+ */
+void hcomm__rdma_fo_kick(struct hcomm_comm *c)
+{
+	struct rx *rx = rx_of(c);
+	uint64_t one = 1;
+
+	if (rx && rx->kick_fd >= 0)
+		(void)!write(rx->kick_fd, &one, sizeof(one));
+}
+
 void hcomm__rdma_fo_stop(struct hcomm_comm *c)
 {
 	struct rx *rx = rx_of(c);
@@ -4579,7 +4617,8 @@ void hcomm__rdma_fo_stop(struct hcomm_comm *c)
 static void *rx_cm_main(void *arg)
 {
 	struct rx *rx = arg;
-	struct pollfd pfd[3];
+	struct pollfd pfd[4];
+	uint64_t kicks;
 	int ms = rx->ka_timeout_ns || rx->fo_on ?
 		 (int)(rx->ka_interval_ns / 1000000) : -1;
 	uint64_t next = hcomm__now_ns() + rx->ka_interval_ns;
@@ -4587,9 +4626,11 @@ static void *rx_cm_main(void *arg)
 	pfd[0].fd = rx->ech->fd;
 	pfd[1].fd = rx->verbs->async_fd;
 	pfd[2].fd = rx->stop_fd;
+	pfd[3].fd = rx->kick_fd;
 	pfd[0].events = pfd[1].events = pfd[2].events = POLLIN;
+	pfd[3].events = POLLIN;
 	for (;;) {
-		if (poll(pfd, 3, ms) < 0) {
+		if (poll(pfd, 4, ms) < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
@@ -4600,6 +4641,13 @@ static void *rx_cm_main(void *arg)
 			rx_cm_drain(rx);
 		if (pfd[1].revents)
 			rx_async(rx);
+		/*
+		 * A peer's failover wrote its epoch (or its counts) here:
+		 * join it now, not at the next keep-alive round.
+		 */
+		if (pfd[3].revents &&
+		    read(rx->kick_fd, &kicks, sizeof(kicks)) > 0)
+			rx_fo_poll(rx);
 		if (ms >= 0 && hcomm__now_ns() >= next) {
 			/*
 			 * With failover every write takes a receive: a rank
@@ -5140,7 +5188,8 @@ static int rx_setup_local(struct rx *rx)
 	memset(rx->sigs, 0, RX_SIGNALS * sizeof(*rx->sigs));
 	rx->sig_evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK | EFD_SEMAPHORE);
 	rx->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (rx->sig_evfd < 0 || rx->stop_fd < 0)
+	rx->kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (rx->sig_evfd < 0 || rx->stop_fd < 0 || rx->kick_fd < 0)
 		return rx_fail(rx, rx_code(errno), errno, "eventfd");
 	(void)fcntl(rx->verbs->async_fd, F_SETFL,
 		    fcntl(rx->verbs->async_fd, F_GETFL) | O_NONBLOCK);
@@ -5253,6 +5302,8 @@ static void rx_fini(struct hcomm_comm *c)
 		close(rx->sig_evfd);
 	if (rx->stop_fd >= 0)
 		close(rx->stop_fd);
+	if (rx->kick_fd >= 0)
+		close(rx->kick_fd);
 	if (rx->wake_fd >= 0)
 		close(rx->wake_fd);
 	pthread_cond_destroy(&rx->fo_cond);
@@ -5277,7 +5328,7 @@ static int rx_init(struct hcomm_comm *c)
 	rx->c = c;
 	pthread_mutex_init(&rx->fo_lock, NULL);
 	pthread_cond_init(&rx->fo_cond, NULL);
-	rx->wake_fd = rx->stop_fd = rx->sig_evfd = -1;
+	rx->wake_fd = rx->stop_fd = rx->kick_fd = rx->sig_evfd = -1;
 	rx->sgid_index = rx->gid_type = -1;
 	rx->nonce = hcomm__boot_nonce(c->boot);
 	c->xps[HCOMM_XP_RDMA] = rx;

@@ -1915,8 +1915,10 @@ static int frame_end(struct tx *tx, struct tx_conn *k)
 {
 	struct tx_whdr *h = &k->cur;
 	struct tx_pstats *s = pst(tx, k->peer);
+	const unsigned char *base = NULL;
 
 	if (k->cur_slot) {
+		base = tx->wins[k->cur_slot - 1].base;
 		tx->wins[k->cur_slot - 1].refs--;
 		k->cur_slot = 0;
 	}
@@ -1940,6 +1942,9 @@ static int frame_end(struct tx *tx, struct tx_conn *k)
 		s->bytes_recv += h->len;
 		if (h->flags & F_SIGNAL)
 			sig_add(tx, h->sig, h->value);
+		/* a peer's rdma failover told us something: look now */
+		if (base && base == tx->c->fo_mem)
+			hcomm__rdma_fo_kick(tx->c);
 		conn_dirty(tx, k);
 		break;
 	case OP_GET:
