@@ -9,6 +9,27 @@ log() { printf "[hcomm %d:%02d] %s\n" $((SECONDS / 60)) $((SECONDS % 60)) "$*" >
 # vm-run.sh and netvm.sh stop such a guest HCOMM_VM_HANG_GRACE s (60) later.
 HCOMM_HANG_PAT='INFO: task .* blocked for more than|soft lockup|hard LOCKUP|rcu_[a-z]+ (self-)?detected stall|RCU stall'
 HCOMM_VM_HANG_GRACE=${HCOMM_VM_HANG_GRACE:-60}
+
+# Kernel problems on a VM console, any of which fails the run (vm-run.sh,
+# netvm.sh): lockdep's reports, not the bare word (boot prints "RCU
+# lockdep checking is enabled" and every debug-kernel stack has lockdep_*
+# frames), the hangs above among them.
+HCOMM_PROBLEM_PAT='BUG:|WARNING:|KASAN|possible circular locking|possible recursive locking'
+HCOMM_PROBLEM_PAT="$HCOMM_PROBLEM_PAT|inconsistent lock state|INFO: lockdep is turned off|DEBUG_LOCKS_WARN_ON"
+HCOMM_PROBLEM_PAT="$HCOMM_PROBLEM_PAT|turning off the locking correctness validator|lockdep: .*too low"
+HCOMM_PROBLEM_PAT="$HCOMM_PROBLEM_PAT|kmemleak: .* new suspected memory leaks"
+HCOMM_PROBLEM_PAT="$HCOMM_PROBLEM_PAT|INFO: task .* blocked|Call Trace|Kernel panic|Oops|general protection fault"
+HCOMM_PROBLEM_PAT="$HCOMM_PROBLEM_PAT|$HCOMM_HANG_PAT|UBSAN:"
+# Boot chatter of the debug kernel that merely names these facilities
+# (exact lines only: a broad allow could hide "BUG: MAX_LOCKDEP_... too low").
+HCOMM_PROBLEM_ALLOW='\] Lock dependency validator: |\] kasan: KernelAddressSanitizer initialized'
+HCOMM_PROBLEM_ALLOW="$HCOMM_PROBLEM_ALLOW|\] kmemleak: Kernel memory leak detector initialized"
+# Print the problem lines of console $1: kernel lines only (a printk
+# timestamp), so that program output cannot trip it.
+hcomm_kernel_problems() {
+	grep -aE '\[ *[0-9]+\.[0-9]+\] ' "$1" | grep -aE "$HCOMM_PROBLEM_PAT" |
+		grep -avE "$HCOMM_PROBLEM_ALLOW" || true
+}
 die() { echo "[hcomm] error: $*" >&2; exit 1; }
 
 # Extract Debian's linux-source-6.12 once into the cache; print its path.

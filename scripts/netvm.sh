@@ -490,18 +490,9 @@ serve_ctl() { # run
 }
 
 # ------------------------------------------------------------ run
-# Scan a console for kernel problems the way scripts/vm-run.sh does; print them.
+# Print a console's kernel problems (scripts/lib.sh, as vm-run.sh does).
 kernel_problems() { # console
-	local pat allow
-	pat='BUG:|WARNING:|KASAN|possible circular locking|possible recursive locking'
-	pat="$pat|inconsistent lock state|INFO: lockdep is turned off|DEBUG_LOCKS_WARN_ON"
-	pat="$pat|turning off the locking correctness validator|lockdep: .*too low"
-	pat="$pat|kmemleak: .* new suspected memory leaks"
-	pat="$pat|INFO: task .* blocked|Call Trace|Kernel panic|Oops|general protection fault"
-	pat="$pat|soft lockup|hard LOCKUP|RCU stall|rcu_[a-z]+ (self-)?detected stall|UBSAN:"
-	allow='\] Lock dependency validator: |\] kasan: KernelAddressSanitizer initialized'
-	allow="$allow|\] kmemleak: Kernel memory leak detector initialized"
-	grep -aE '\[ *[0-9]+\.[0-9]+\] ' "$1" | grep -aE "$pat" | grep -avE "$allow" || true
+	hcomm_kernel_problems "$1"
 }
 
 # shellcheck disable=SC2317 # run from the EXIT trap

@@ -373,21 +373,9 @@ else
 fi
 
 if [ "$scan" = 1 ]; then
-	# Kernel lines only (printk timestamp), so program output cannot trip it.
-	pat='BUG:|WARNING:|KASAN|possible circular locking|possible recursive locking'
-	# lockdep: its reports, not the bare word (boot prints "RCU lockdep
-	# checking is enabled" and every debug-kernel stack has lockdep_* frames).
-	pat="$pat|inconsistent lock state|INFO: lockdep is turned off|DEBUG_LOCKS_WARN_ON"
-	pat="$pat|turning off the locking correctness validator|lockdep: .*too low"
-	pat="$pat|kmemleak: .* new suspected memory leaks"
-	pat="$pat|INFO: task .* blocked|Call Trace|Kernel panic|Oops|general protection fault"
-	pat="$pat|soft lockup|hard LOCKUP|RCU stall|rcu_[a-z]+ (self-)?detected stall|UBSAN:"
-	# Boot chatter of the debug kernel that merely names these facilities.
-	# (Exact lines only: a broad allow could hide "BUG: MAX_LOCKDEP_... too low".)
-	allow='\] Lock dependency validator: |\] kasan: KernelAddressSanitizer initialized'
-	allow="$allow|\] kmemleak: Kernel memory leak detector initialized"
-	bad=$(grep -aE '\[ *[0-9]+\.[0-9]+\] ' "$log" | grep -aE "$pat" |
-		grep -avE "$allow" || true)
+	# Kernel lines only (printk timestamp), so program output cannot
+	# trip it: the patterns are scripts/lib.sh's (netvm.sh uses them too).
+	bad=$(hcomm_kernel_problems "$log")
 	if [ -n "$bad" ]; then
 		log "vm: KERNEL PROBLEM in $log (command status was $rc):"
 		printf '%s\n' "$bad" | head -n 40 | sed 's/^/vm:   /' >&2
