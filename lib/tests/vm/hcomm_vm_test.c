@@ -66,11 +66,6 @@
  *   colltails allreduces of full 256 KiB chunks with short tails (their
  *             puts complete out of order), hcomm_comm_probe() between
  *             collectives
- *   kahold    rank 0 delays its RoCE acknowledgements 150 ms (tc on eth1)
- *             and streams puts to an idle rank 1: rank 1's probes are
- *             acknowledged past the keep-alive's limit, but rank 0's
- *             writes land, so neither rank fails the link (2 ranks, one
- *             per VM, rdma over eth1 and tcp)
  *   qos       hcomm_set_qos: admission (ADMISSION), ranges, an
  *             unprivileged user (ACCESS), then two tenants (the seed's
  *             { 30, 70, 2 } against the defaults) get 70/30 of the engine
@@ -3414,126 +3409,6 @@ static int lc_link(const char *how, int on)
 	return -1;
 }
 
-/*
- * kahold: a live link whose acknowledgements are late is not dead while
- * the peer's writes keep landing.  Rank 0 delays its own RoCE
- * acknowledgements (BTH opcode 0x11) by KH_DELAY_MS on eth1 (a prio
- * qdisc, a u32 filter on UDP port 4791 and the opcode byte after a
- * 20-byte IP header, netem on one band) and streams put_nb of 64 KiB
- * to rank 1 for KH_RUN_NS; rank 1 calls nothing, so its rdma_cm thread
- * probes the link, and each probe's acknowledgement comes KH_DELAY_MS
- * late, past the keep-alive's limit (HCOMM_KEEPALIVE_TIMEOUT, 80 ms)
- * but within 4 of them.  Rank 0's writes land at rank 1 all along: no
- * rank may fail the link (no LINK_DOWN, no FAILED_OVER), every put
- * completes, the last data is checked, and the delaying band must have
- * carried packets (else the test tested nothing).  eth1's root netem
- * (netvm.sh --prenetem) is put back afterwards.
- */
-#define KH_DELAY_MS	150
-#define KH_RUN_NS	3000000000ULL
-
-/* Packets the delaying band sent ("Sent B bytes P pkt"), or -1. */
-static long kh_band_pkts(void)
-{
-	FILE *f = popen("tc -s qdisc show dev eth1 parent 1:3 2>/dev/null",
-			"r");
-	char line[256];
-	long b, p = -1;
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, " Sent %ld bytes %ld pkt", &b, &p) == 2)
-			break;
-	pclose(f);
-	return p;
-}
-
-static int case_kahold(void)
-{
-	unsigned char *win, *src;
-	struct hcomm_request req[LC_QD];
-	bool busy[LC_QD] = { false };
-	struct hcomm_win *w;
-	uint64_t t0;
-	long n = 0, pkts = -1;
-	int j, ka;
-
-	comm_up();
-	if (np != 2)
-		return FAIL("kahold: 2 ranks, not %d", np), 1;
-	OK(hcomm_comm_set_event_cb(comm, ev_record, NULL));
-	CHECK(!strcmp(hcomm_comm_transport(comm), "rdma+tcp"), "transport "
-	      "%s, expected rdma+tcp (failover on)",
-	      hcomm_comm_transport(comm));
-	ka = env_int("HCOMM_KEEPALIVE_TIMEOUT", 80);
-	if (!CHECK(ka < KH_DELAY_MS && KH_DELAY_MS < 4 * ka,
-		   "HCOMM_KEEPALIVE_TIMEOUT=%d: the test needs it below %d "
-		   "ms and above a quarter of it", ka, KH_DELAY_MS))
-		return 1;
-	win = xmap(LC_WIN);
-	src = xmap(LC_SLOT);
-	memset(win, POISON, LC_WIN);
-	fill(src, LC_SLOT, 0x6100);
-	w = win_make(win, LC_WIN);
-
-	phase = "delay";
-	if (me == 0 &&
-	    (lc_sh("tc qdisc replace dev eth1 root handle 1: prio bands 3 "
-		   "priomap 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1") ||
-	     lc_sh("tc qdisc add dev eth1 parent 1:3 handle 30: netem delay "
-		   "%dms", KH_DELAY_MS) ||
-	     lc_sh("tc filter add dev eth1 parent 1: protocol ip prio 1 u32 "
-		   "match ip protocol 17 0xff match u16 4791 0xffff at 22 "
-		   "match u8 0x11 0xff at 28 flowid 1:3")))
-		FAIL("kahold: could not delay eth1's RoCE acknowledgements");
-	barrier();
-
-	phase = "stream";
-	if (me == 0) {
-		memset(req, 0, sizeof(req));
-		t0 = now_ns();
-		for (n = 0; now_ns() - t0 < KH_RUN_NS; n++) {
-			j = (int)(n % LC_QD);
-			if (busy[j] && !OK(hcomm_wait(&req[j])))
-				break;
-			memset(&req[j], 0, sizeof(req[j]));
-			if (!OK(hcomm_put_nb(w, 1, 1 + (uint64_t)j * LC_SLOT,
-					     src, LC_SLOT, &req[j])))
-				break;
-			busy[j] = true;
-		}
-		for (j = 0; j < LC_QD; j++)
-			if (busy[j])
-				OK(hcomm_wait(&req[j]));
-		pkts = kh_band_pkts();
-		lc_sh("tc qdisc replace dev eth1 root netem loss 0%%");
-		out("kahold: %ld puts of %llu KiB in %.1f s; %ld acknowledgements "
-		    "delayed %d ms", n, LC_SLOT / KiB, KH_RUN_NS / 1e9, pkts,
-		    KH_DELAY_MS);
-		CHECK(pkts > 0, "the delaying band carried %ld packets: no "
-		      "acknowledgement was delayed", pkts);
-	}
-	barrier();
-
-	phase = "verify";
-	CHECK(!ev_count(HCOMM_EVENT_LINK_DOWN, 1 - me) &&
-	      !ev_count(HCOMM_EVENT_FAILED_OVER, 1 - me), "rank %d: the "
-	      "link to rank %d was failed (%d link-down, %d failed-over) "
-	      "while its writes landed", me, 1 - me,
-	      ev_count(HCOMM_EVENT_LINK_DOWN, 1 - me),
-	      ev_count(HCOMM_EVENT_FAILED_OVER, 1 - me));
-	if (me == 1)
-		for (j = 0; j < LC_QD; j++)
-			SAME(win + 1 + (size_t)j * LC_SLOT, src, LC_SLOT,
-			     "slot %d after the stream", j);
-	barrier();
-	phase = "release";
-	OK(hcomm_win_free(w));
-	comm_down();
-	return 0;
-}
-
 /* The cut, on a thread of its own: the stream goes on meanwhile. */
 struct lc_cutter {
 	pthread_t thr;
@@ -5304,8 +5179,6 @@ int main(int argc, char **argv)
 	}
 	else if (!strcmp(case_name, "linkcut"))
 		ret = case_linkcut(how);
-	else if (!strcmp(case_name, "kahold"))
-		ret = case_kahold();
 	else if (!strcmp(case_name, "failover"))
 		ret = case_failover(how, cuts);
 	else if (!strcmp(case_name, "foload"))
