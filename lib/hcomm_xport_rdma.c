@@ -3738,11 +3738,14 @@ static void rx_keepalive(struct rx *rx)
 				     silent, "keep-alive: lane %u made no "
 				     "progress for %llu ms (limit %llu ms: "
 				     "HCOMM_KEEPALIVE_TIMEOUT=%llu, or 4 "
-				     "times its usual gap)", bl,
+				     "times its usual gap; the peer's last "
+				     "write landed %s%lld ms ago)", bl,
 				     (unsigned long long)(silent / 1000000),
 				     (unsigned long long)(limit / 1000000),
 				     (unsigned long long)(rx->ka_timeout_ns /
-							  1000000));
+							  1000000),
+				     in ? "" : "never: ",
+				     in ? (long long)(now - in) / 1000000 : 0);
 		} else if (!busy && !probing && last < now &&
 			   now - last >= rx->ka_interval_ns) {
 			rx_ka_probe(rx, p);

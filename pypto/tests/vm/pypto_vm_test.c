@@ -41,6 +41,14 @@ static long long stat_read(const char *name)
 	return found;
 }
 
+/* The module's copies: inline ones (a batch's too) and async ones. */
+static long long stat_copies(void)
+{
+	long long i = stat_read("xfer_inline"), a = stat_read("xfer_async");
+
+	return i < 0 || a < 0 ? -1 : i + a;
+}
+
 static uint64_t rs = 0x2545f4914f6cdd1dULL;
 
 static void fill(float *p, size_t n)
@@ -114,7 +122,7 @@ static void run_case(const struct gcase *gc)
 	struct pypto_run *r = NULL;
 	const struct pypto_stats *st;
 	struct hcomm_win *win = NULL;
-	long long x0, u0, b0, x1, u1, b1;
+	long long x0, u0, b0, x1, u1, b1, bt0, bt1, c0, c1;
 	uint64_t bytes = 0, moved = 0;
 	void *dev = NULL;
 	double err = 0;
@@ -162,11 +170,15 @@ static void run_case(const struct gcase *gc)
 	if (!rc)
 		rc = pypto_gemm_build(g, &ga, &cfg, dev, &gm);
 	x0 = stat_read("cmd_xfer");
+	bt0 = stat_read("cmd_xfer_batch");
+	c0 = stat_copies();
 	u0 = stat_read("uring_cmds");
 	b0 = stat_read("xfer_bytes");
 	if (!rc)
 		rc = pypto_run(g, &cfg, x, &r);
 	x1 = stat_read("cmd_xfer");
+	bt1 = stat_read("cmd_xfer_batch");
+	c1 = stat_copies();
 	u1 = stat_read("uring_cmds");
 	b1 = stat_read("xfer_bytes");
 	if (rc == 0 && gc->mode_check) {
@@ -203,20 +215,28 @@ static void run_case(const struct gcase *gc)
 		       st->rounds ? (double)st->descs / st->rounds : 0,
 		       (unsigned long long)st->xfer_retries, st->overlap_eff,
 		       st->worker_util, st->xfer_util);
-		if (x0 < 0 || u0 < 0) {
+		if (x0 < 0 || u0 < 0 || bt0 < 0 || c0 < 0) {
 			skip("debugfs stats not readable");
 		} else {
+			long long x = x1 - x0, bt = bt1 - bt0;
+			long long inb = (long long)st->descs - x;
+
 			/*
-			 * Every descriptor is one XFER through io_uring (the
-			 * module counts it at submission), and the bytes of
-			 * every attempt moved, failed ones included.
+			 * Every descriptor is copied once by the module (its
+			 * inline and async copies), the bytes of every
+			 * attempt moved, failed ones included; each goes as
+			 * one XFER through io_uring or in a run of 4 to 64
+			 * small ones carried by one XFER_BATCH (libhcomm's
+			 * kernel transport), and each command is one
+			 * uring_cmd.
 			 */
-			ok(x1 - x0 == (long long)st->descs &&
-			   u1 - u0 >= (long long)st->descs &&
+			ok(c1 - c0 == (long long)st->descs &&
+			   inb >= 4 * bt && inb <= 64 * bt &&
+			   u1 - u0 >= x + bt &&
 			   b1 - b0 == (long long)moved && st->rounds < st->descs,
-			   "  module saw %lld XFERs (%lld uring_cmds) for %llu descriptors in %llu batches, %lld bytes for %llu",
-			   x1 - x0, u1 - u0, (unsigned long long)st->descs,
-			   (unsigned long long)st->rounds, b1 - b0,
+			   "  module copied %lld of %llu descriptors: %lld XFERs and %lld in %lld XFER_BATCHes (%lld uring_cmds), in %llu batches, %lld bytes for %llu",
+			   c1 - c0, (unsigned long long)st->descs, x, inb, bt,
+			   u1 - u0, (unsigned long long)st->rounds, b1 - b0,
 			   (unsigned long long)moved);
 		}
 		if (gc->inject)
