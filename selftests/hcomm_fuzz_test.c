@@ -397,6 +397,20 @@ static uint64_t fuzz_addr(struct thr *t, uint64_t *len_hint)
 	return (uint64_t)(uintptr_t)t->buf[i] + below(t, t->buf_len[i]);
 }
 
+/* Bytes from addr to the end of the buffer holding it (0: in none). */
+static uint64_t buf_room(const struct thr *t, uint64_t addr)
+{
+	unsigned int i;
+
+	for (i = 0; i < NBUF; i++) {
+		uint64_t b = (uint64_t)(uintptr_t)t->buf[i];
+
+		if (t->buf[i] && addr >= b && addr - b < t->buf_len[i])
+			return t->buf_len[i] - (addr - b);
+	}
+	return 0;
+}
+
 static void map_change(struct thr *t)
 {
 	unsigned int i = (unsigned int)below(t, NBUF);
@@ -523,12 +537,23 @@ static void add_region(struct thr *t, int fd, uint32_t id, uint64_t key,
 static int do_reg(struct thr *t, int fd)
 {
 	struct hcomm_reg_mem a = { 0 };
-	uint64_t hint;
+	uint64_t hint, room;
 	int ret;
 
 	a.addr = fuzz_addr(t, &hint);
 	a.len = chance(t, 80) ? 1 + below(t, hint) : fuzz_u64(t, hint);
 	a.access = chance(t, 85) ? (uint32_t)below(t, 8) : (uint32_t)rnd(t);
+	/*
+	 * A range that runs past its buffer into the next mapping (a
+	 * library's data, say) is registered read-only: a writable one let
+	 * this process's own transfers overwrite its loader's data (seed
+	 * 1883886844068480: the victim died in ld.so), which is its right,
+	 * not the module's fault, and ended the run.
+	 */
+	room = buf_room(t, a.addr);
+	if (room && a.len > room)
+		a.access &= ~(uint32_t)(HCOMM_ACCESS_LOCAL_WRITE |
+					HCOMM_ACCESS_REMOTE_WRITE);
 	a.flags = chance(t, 85) ? (uint32_t)below(t, 2) : (uint32_t)rnd(t);
 	if (chance(t, 5))
 		a.reserved = rnd(t);
