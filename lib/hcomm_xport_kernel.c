@@ -431,10 +431,14 @@ static void kx_submit(struct kx_ring *r)
 	}
 }
 
-/* Fill x for d: the local side is (key, off) from the cache. */
+/* Fill x for d: the local side is ent's (key, offset), if any. */
 static void kx_fill(struct hcomm_xfer *x, const struct hcomm_xfer_desc *d,
-		    const struct hcomm_win_peer *p, uint64_t lkey, uint64_t loff)
+		    const struct hcomm_win_peer *p,
+		    const struct hcomm_rc_ent *ent)
 {
+	uint64_t lkey = ent ? ent->key : 0;
+	uint64_t loff = ent ? d->local - ent->start : 0;
+
 	memset(x, 0, sizeof(*x));
 	x->len = d->len;
 	if (d->op == HCOMM_OP_GET) {
@@ -507,8 +511,7 @@ static struct kx_batch *kx_batch_make(const struct hcomm_win *w,
 			hcomm__req_priv(&reqs[i])->xp;
 
 		kx_fill(&b->x[i], &d[i],
-			&w->peers[d[i].target].x[HCOMM_XP_KERNEL],
-			ent ? ent->key : 0, ent ? d[i].local - ent->start : 0);
+			&w->peers[d[i].target].x[HCOMM_XP_KERNEL], ent);
 		b->req[i] = &reqs[i];
 		b->ent[i] = ent;
 		b->target[i] = d[i].target;
@@ -601,9 +604,7 @@ static void kx_post_ioctl(struct hcomm_comm *c, struct hcomm_win *w,
 
 		if (!kx_is_nop(&d[i])) {
 			kx_fill(&s.arg.x, &d[i],
-				&w->peers[d[i].target].x[HCOMM_XP_KERNEL],
-				ent ? ent->key : 0,
-				ent ? d[i].local - ent->start : 0);
+				&w->peers[d[i].target].x[HCOMM_XP_KERNEL], ent);
 			if (ioctl(kx->fd, HCOMM_CMD_XFER, &s.arg.x) < 0)
 				err = errno;
 			else
@@ -679,8 +680,7 @@ static int kx_post(struct hcomm_comm *c, struct hcomm_win *w,
 				s->get = d[i].op == HCOMM_OP_GET;
 				kx_fill(&s->arg.x, &d[i],
 					&w->peers[d[i].target].x[HCOMM_XP_KERNEL],
-					ent ? ent->key : 0,
-					ent ? d[i].local - ent->start : 0);
+					ent);
 				hcomm__prep_cmd(sqe, r->fixed ? 0 : kx->fd,
 						HCOMM_CMD_XFER, &s->arg.x,
 						sizeof(s->arg.x));

@@ -399,9 +399,10 @@ struct rx_peer {
 	int rec_on;			/* atomic: the cm thread reconnects (set
 					 * by it, cleared at the switch-back) */
 	uint64_t rec_next_ns;		/* cm thread: next attempt */
-	uint64_t in_ns;			/* atomic: when a write of the peer was
-					 * last seen landing here (a receive
-					 * completion; the rcq.reap holder) */
+	uint64_t in_sum;		/* cm thread: the lanes' rcvd at its last
+					 * keep-alive round */
+	uint64_t in_ns;			/* cm thread: when that sum last moved
+					 * (a write of the peer landed) */
 };
 
 /* A QP number, its peer and lane (receive completions name the QP). */
@@ -1491,14 +1492,11 @@ static int rx_reap_recv_locked(struct rx *rx, int *applied)
 	struct ibv_wc wc[RX_REAP_BATCH];
 	struct ibv_recv_wr wr[RX_REAP_BATCH], *bad;
 	struct rx_peer *p;
-	uint64_t now = 0;
 	int n, i;
 
 	n = ibv_poll_cq(rx->rcq.cq, RX_REAP_BATCH, wc);
 	if (n < 0)
 		n = 0;
-	if (n)
-		now = hcomm__now_ns();
 	for (i = 0; i < n; i++) {
 		const struct rx_qpn *q;
 		uint32_t imm, piece, sig;
@@ -1512,11 +1510,9 @@ static int rx_reap_recv_locked(struct rx *rx, int *applied)
 		q = rx_qpn_find(rx, wc[i].qp_num);
 		p = q ? q->peer : NULL;
 		/* what landed of the peer's writes on this QP (failover) */
-		if (p) {
+		if (p)
 			__atomic_add_fetch(&p->conns[q->lane].rcvd, 1,
 					   __ATOMIC_RELEASE);
-			__atomic_store_n(&p->in_ns, now, __ATOMIC_RELAXED);
-		}
 		imm = ntohl(wc[i].imm_data);
 		piece = imm >> 30;
 		sig = (imm >> RX_MANT_BITS) & ((1u << RX_SIG_BITS) - 1);
@@ -3680,6 +3676,7 @@ static void rx_keepalive(struct rx *rx)
 	for (r = 0; r < rx->c->size; r++) {
 		struct rx_peer *p = &rx->peers[r];
 		uint64_t last = 0, silent = 0, limit = rx->ka_timeout_ns, in;
+		uint64_t sum = 0;
 		unsigned int bl = 0;
 		int busy = 0, hold;
 
@@ -3729,9 +3726,15 @@ static void rx_keepalive(struct rx *rx)
 		 * direction alone stalls the peer's WRs, and the peer's
 		 * keep-alive fails it over for both of us.
 		 */
-		in = __atomic_load_n(&p->in_ns, __ATOMIC_RELAXED);
-		hold = in && (in >= now || now - in <= limit) &&
-		       silent <= 4 * limit;
+		for (l = 0; l < rx->nlanes; l++)
+			sum += __atomic_load_n(&p->conns[l].rcvd,
+					       __ATOMIC_RELAXED);
+		/* grown: a write landed; new QPs count from 0 again */
+		if (sum > p->in_sum)
+			p->in_ns = now;
+		p->in_sum = sum;
+		in = p->in_ns;
+		hold = in && now - in <= limit && silent <= 4 * limit;
 		if (busy && silent > limit && !probing && !hold) {
 			__atomic_add_fetch(&rx->ka_fails, 1, __ATOMIC_RELAXED);
 			rx_peer_fail(rx, p, HCOMM_EVENT_LINK_DOWN, ETIMEDOUT,
