@@ -182,6 +182,9 @@
 #define RX_KA_TIMEOUT_MS	80		/* no progress: the link failed
 						 * (detected 80-90 ms after the
 						 * last progress) */
+#define RX_KA_TIMEOUT_FO_MS	50		/* the same where a failover to
+						 * tcp takes over: a false alarm
+						 * costs a failover, not the job */
 #define RX_PART_DEFAULT		(64u << 10)	/* bytes per WR: a completion
 						 * at least this often */
 
@@ -355,6 +358,13 @@ struct rx_done;
 enum { RX_FO_NONE, RX_FO_ACTIVE, RX_FO_TCP, RX_FO_BACK };
 #define RX_FO_WAIT	(-2)		/* rx_fo_settle: would have waited */
 
+/* The failover's own tcp operations: a flag set by their completion. */
+struct rx_flag {
+	struct hcomm_request req;
+	int done;
+	int err;
+};
+
 /*
  * struct rx_peer - one other rank.
  * @dead:  0, -1 while the failure is being recorded, or the errno the
@@ -371,6 +381,10 @@ enum { RX_FO_NONE, RX_FO_ACTIVE, RX_FO_TCP, RX_FO_BACK };
  * @fo_kids: replayed parts in flight over tcp (atomic).
  * @fo_run:  the failover thread's: 0 not started, 1 running, 2 done
  *         (rx->fo_lock).
+ * @fo_told, @fo_told_epoch, @fo_fc, @fo_fe: the failover thread's: the
+ *         counts and epoch it told the peer (step 4) and the flags of
+ *         those two puts, sources until they land; they are waited for
+ *         before the failover ends, however it ends.
  */
 struct rx_peer {
 	int rank;
@@ -392,6 +406,9 @@ struct rx_peer {
 	size_t fo_n, fo_cap;
 	uint64_t fo_deadline;		/* the failover gives up then */
 	uint64_t fo_ts[5];		/* its steps' start times (HCOMM_LOG) */
+	uint64_t fo_told[HCOMM_FO_LANES];
+	uint64_t fo_told_epoch;
+	struct rx_flag fo_fc, fo_fe;
 	unsigned int fo_undo;
 	uint64_t fo_kids;
 	unsigned int fwd;		/* atomic: posts forwarding to tcp */
@@ -1620,6 +1637,7 @@ enum { RX_M_NOP, RX_M_SELF, RX_M_INLINE, RX_M_KEY, RX_M_BOUNCE, RX_M_FWD };
 
 /* failover (below) */
 static int rx_fo_settle(struct rx *rx, struct rx_peer *p, int nowait);
+static int rx_fo_told(struct rx *rx, struct rx_peer *p);
 static void rx_fwd_put(struct rx_peer *p);
 static void rx_replay(struct rx *rx, struct rx_peer *p,
 		      const struct rx_done *d, unsigned int units);
@@ -3956,13 +3974,6 @@ static void rx_replay_spec(struct rx *rx, struct rx_peer *p,
 	rx_replay(rx, p, &d, 1);
 }
 
-/* The failover's own tcp operations: a flag set by their completion. */
-struct rx_flag {
-	struct hcomm_request req;
-	int done;
-	int err;
-};
-
 static void rx_flag_done(struct hcomm_request *req, void *arg)
 {
 	struct rx_flag *f = arg;
@@ -4056,6 +4067,7 @@ static void rx_fo_abort(struct rx *rx, struct rx_peer *p, int err,
 	for (i = 0; i < n; i++)
 		rx_part_done(rx, p, l[i].req, err, 0, &l[i]);
 	free(l);
+	(void)rx_fo_told(rx, p);	/* step 4's puts end before this */
 }
 
 /* 0, or why p's failover cannot go on (the peer failed, tcp lost it). */
@@ -4076,18 +4088,20 @@ static int rx_fo_broken(struct rx *rx, struct rx_peer *p)
  *  3. the receive CQ is drained until p's counts stay still for
  *     RX_FO_SETTLE_NS: rcvd[] is every write of p applied here;
  *  4. rcvd[] goes to p's failover window over tcp, then the epoch (in
- *     that order: the second put starts once the first has landed).
+ *     that order, on one connection; not waited for here).
  * 0, or an errno (then the failover is aborted).
  */
 static int rx_fo_tell(struct rx *rx, struct rx_peer *p, const char **what)
 {
 	struct hcomm_comm *c = rx->c;
-	uint64_t rcvd[HCOMM_FO_LANES], epoch = p->fo_epoch, quiet, sum, last;
-	struct rx_flag fc, fe = { .err = 0 };
+	uint64_t quiet, sum, last;
 	unsigned int li;
 	int err, busy;
 
 	p->fo_ts[0] = hcomm__now_ns();
+	/* nothing told yet: rx_fo_told() has nothing to wait for */
+	p->fo_fc.done = 1;
+	p->fo_fe.done = 1;
 	/* 1 */
 	for (li = 0; li < rx->nlanes; li++) {
 		pthread_mutex_lock(&p->conns[li].lock);
@@ -4145,31 +4159,45 @@ static int rx_fo_tell(struct rx *rx, struct rx_peer *p, const char **what)
 			return ETIMEDOUT;
 		usleep(200);
 	}
-	memset(rcvd, 0, sizeof(rcvd));
+	memset(p->fo_told, 0, sizeof(p->fo_told));
 	for (li = 0; li < rx->nlanes; li++)
-		rcvd[li] = __atomic_load_n(&p->conns[li].rcvd,
-					   __ATOMIC_ACQUIRE);
+		p->fo_told[li] = __atomic_load_n(&p->conns[li].rcvd,
+						 __ATOMIC_ACQUIRE);
+	p->fo_told_epoch = p->fo_epoch;
 	/*
 	 * 4: the counts, then the epoch, without waiting in between: tcp
 	 * applies the internal operations to p in the order they were
 	 * posted (one connection), so p sees the counts once it sees the
-	 * epoch.
+	 * epoch.  Nor does step 5 wait for them to land: nothing of ours
+	 * depends on it, and our replay, posted later on that connection,
+	 * lands after them.  rx_fo_told() waits before the failover ends.
 	 */
 	p->fo_ts[2] = hcomm__now_ns();
 	*what = "telling the peer what landed";
 	err = rx_fo_broken(rx, p);
 	if (err)
 		return err;
-	if (!rx_fo_put(rx, p, (uint64_t)c->rank * HCOMM_FO_SLOT, rcvd,
-		       rx->nlanes * sizeof(rcvd[0]), &fc))
-		(void)rx_fo_put(rx, p, (uint64_t)c->rank * HCOMM_FO_SLOT +
-				HCOMM_FO_EPOCH, &epoch, sizeof(epoch), &fe);
-	else
-		fe.done = 1;
-	err = rx_flag_wait(rx, &fc);
-	if (rx_flag_wait(rx, &fe) && !err)
-		err = fe.err;
+	err = rx_fo_put(rx, p, (uint64_t)c->rank * HCOMM_FO_SLOT, p->fo_told,
+			rx->nlanes * sizeof(p->fo_told[0]), &p->fo_fc);
+	if (!err)
+		err = rx_fo_put(rx, p, (uint64_t)c->rank * HCOMM_FO_SLOT +
+				HCOMM_FO_EPOCH, &p->fo_told_epoch,
+				sizeof(p->fo_told_epoch), &p->fo_fe);
 	p->fo_ts[3] = hcomm__now_ns();
+	return err;
+}
+
+/*
+ * Wait until the puts of step 4 landed (or failed): 0 or the errno.
+ * Their flags and sources are p's, so every failover waits here before
+ * it ends (or the next one reuses them).
+ */
+static int rx_fo_told(struct rx *rx, struct rx_peer *p)
+{
+	int err = rx_flag_wait(rx, &p->fo_fc);
+
+	if (rx_flag_wait(rx, &p->fo_fe) && !err)
+		err = p->fo_fe.err;
 	return err;
 }
 
@@ -4299,6 +4327,8 @@ static int rx_fo_finish(struct rx *rx, struct rx_peer *p)
 	}
 	if (!err)
 		err = rx_fo_kids_wait(rx, p);
+	if (!err)
+		err = rx_fo_told(rx, p);
 	if (!err)
 		err = rx_fo_broken(rx, p);
 	if (err)
@@ -4730,8 +4760,13 @@ static int rx_params(struct rx *rx)
 	if (ret)
 		return ret;
 	rx->ka_interval_ns = v * 1000000ULL;
-	ret = rx_env("HCOMM_KEEPALIVE_TIMEOUT", 0, 600000, RX_KA_TIMEOUT_MS,
-		     &v);
+	ret = rx_env("HCOMM_FAILOVER", 0, 1, 1, &v);
+	if (ret)
+		return ret;
+	/* every rank plans tcp alike (xports_plan) */
+	rx->fo_on = v && (rx->c->xp_use & (1u << HCOMM_XP_TCP));
+	ret = rx_env("HCOMM_KEEPALIVE_TIMEOUT", 0, 600000, rx->fo_on ?
+		     RX_KA_TIMEOUT_FO_MS : RX_KA_TIMEOUT_MS, &v);
 	if (ret)
 		return ret;
 	rx->ka_timeout_ns = v * 1000000ULL;
@@ -4750,11 +4785,6 @@ static int rx_params(struct rx *rx)
 	rx->spin_ns = getenv("HCOMM_RDMA_SPIN_US") ? v * 1000 :
 		      hcomm__spin_ns(rx->c, v * 1000);
 	rx->log = getenv("HCOMM_LOG") && strcmp(getenv("HCOMM_LOG"), "0");
-	ret = rx_env("HCOMM_FAILOVER", 0, 1, 1, &v);
-	if (ret)
-		return ret;
-	/* every rank plans tcp alike (xports_plan) */
-	rx->fo_on = v && (rx->c->xp_use & (1u << HCOMM_XP_TCP));
 	ret = rx_env("HCOMM_FAILBACK", 0, 1, 1, &v);
 	if (ret)
 		return ret;
