@@ -323,6 +323,11 @@ struct rx_conn {
 	uint64_t imm_posted;		/* WRITE_WITH_IMMs posted (lock) */
 	uint64_t rcvd;			/* WRITE_WITH_IMMs of the peer received
 					 * on this QP (atomic; rcq.reap) */
+	int drained;			/* atomic: @qp reported
+					 * IBV_EVENT_QP_LAST_WQE_REACHED (set
+					 * by the cm thread, cleared when @qp
+					 * is created): every receive
+					 * completion of it is in the CQ */
 } __attribute__((aligned(64)));
 
 /* Counters of one peer (relaxed atomic adds). */
@@ -406,6 +411,7 @@ struct rx_peer {
 	size_t fo_n, fo_cap;
 	uint64_t fo_deadline;		/* the failover gives up then */
 	uint64_t fo_ts[5];		/* its steps' start times (HCOMM_LOG) */
+	int fo_drain_ev;		/* step 3 ended by the QPs' events */
 	uint64_t fo_told[HCOMM_FO_LANES];
 	uint64_t fo_told_epoch;
 	struct rx_flag fo_fc, fo_fe;
@@ -2948,6 +2954,7 @@ static int rx_qp_create(struct rx *rx, struct rx_conn *k,
 	a.cap.max_inline_data = rx->max_inline;
 	if (rdma_create_qp(id, rx->pd, &a))
 		return -errno;
+	__atomic_store_n(&k->drained, 0, __ATOMIC_RELEASE);
 	k->qp = id->qp;
 	return 0;
 }
@@ -3567,6 +3574,17 @@ static void rx_async(struct rx *rx)
 						     "(IBV_EVENT_PORT_ERR)",
 						     rx->port, rx->dev);
 			break;
+		case IBV_EVENT_QP_LAST_WQE_REACHED:
+			/*
+			 * A QP of the SRQ in the error state consumes no
+			 * more receives: its completions are all in the CQ
+			 * (rx_fo_tell's drain).
+			 */
+			k = rx_conn_of_qp(rx, e.element.qp);
+			if (k)
+				__atomic_store_n(&k->drained, 1,
+						 __ATOMIC_RELEASE);
+			break;
 		case IBV_EVENT_DEVICE_FATAL:
 			for (r = 0; r < rx->c->size; r++)
 				if (r != rx->c->rank)
@@ -4085,8 +4103,10 @@ static int rx_fo_broken(struct rx *rx, struct rx_peer *p)
  *     posts refused meanwhile are parked;
  *  2. every WR of p completed (the QPs are in the error state: flushed)
  *     and whoever reaped it has parked it;
- *  3. the receive CQ is drained until p's counts stay still for
- *     RX_FO_SETTLE_NS: rcvd[] is every write of p applied here;
+ *  3. the receive CQ is drained once every QP of p reported its last
+ *     receive (IBV_EVENT_QP_LAST_WQE_REACHED), or, without that event,
+ *     until p's counts stay still for RX_FO_SETTLE_NS: rcvd[] is every
+ *     write of p applied here;
  *  4. rcvd[] goes to p's failover window over tcp, then the epoch (in
  *     that order, on one connection; not waited for here).
  * 0, or an errno (then the failover is aborted).
@@ -4096,7 +4116,7 @@ static int rx_fo_tell(struct rx *rx, struct rx_peer *p, const char **what)
 	struct hcomm_comm *c = rx->c;
 	uint64_t quiet, sum, last;
 	unsigned int li;
-	int err, busy;
+	int err, busy, drained;
 
 	p->fo_ts[0] = hcomm__now_ns();
 	/* nothing told yet: rx_fo_told() has nothing to wait for */
@@ -4145,7 +4165,21 @@ static int rx_fo_tell(struct rx *rx, struct rx_peer *p, const char **what)
 	quiet = p->fo_ts[1];
 	last = ~0ULL;
 	for (;;) {
+		/*
+		 * Every QP of p reported its last receive (the event
+		 * comes after its completions reached the CQ): one more
+		 * reap and the counts are final.  A provider without the
+		 * event: until the counts stay still for a while.
+		 */
+		for (li = 0, drained = 1; li < rx->nlanes; li++)
+			if (p->conns[li].qp &&
+			    !__atomic_load_n(&p->conns[li].drained,
+					     __ATOMIC_ACQUIRE))
+				drained = 0;
 		rx_reap_recv_all(rx);
+		p->fo_drain_ev = drained;
+		if (drained)
+			break;
 		for (li = 0, sum = 0; li < rx->nlanes; li++)
 			sum += __atomic_load_n(&p->conns[li].rcvd,
 					       __ATOMIC_ACQUIRE);
@@ -4343,12 +4377,13 @@ static int rx_fo_finish(struct rx *rx, struct rx_peer *p)
 	if (rx->log)
 		fprintf(stderr, "hcomm rdma: rank %d: rank %d failed over to "
 			"tcp in %.1f ms (%zu of %zu failed WRs replayed; ms: "
-			"start %.1f, collect %.1f, drain %.1f, tell %.1f, "
+			"start %.1f, collect %.1f, drain %.1f%s, tell %.1f, "
 			"hear %.1f, replay %.1f)\n", c->rank, p->rank,
 			(double)(t0 - p->fo_t0) / 1e6, replayed, total,
 			(double)(p->fo_ts[0] - p->fo_t0) / 1e6,
 			(double)(p->fo_ts[1] - p->fo_ts[0]) / 1e6,
 			(double)(p->fo_ts[2] - p->fo_ts[1]) / 1e6,
+			p->fo_drain_ev ? " by event" : "",
 			(double)(p->fo_ts[3] - p->fo_ts[2]) / 1e6,
 			(double)(p->fo_ts[4] - p->fo_ts[3]) / 1e6,
 			(double)(t0 - p->fo_ts[4]) / 1e6);
