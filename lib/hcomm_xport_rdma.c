@@ -4164,6 +4164,7 @@ static int rx_fo_tell(struct rx *rx, struct rx_peer *p, const char **what)
 	*what = "draining the receive queue";
 	quiet = p->fo_ts[1];
 	last = ~0ULL;
+	p->fo_drain_ev = 0;
 	for (;;) {
 		/*
 		 * Every QP of p reported its last receive (the event
@@ -4177,9 +4178,10 @@ static int rx_fo_tell(struct rx *rx, struct rx_peer *p, const char **what)
 					     __ATOMIC_ACQUIRE))
 				drained = 0;
 		rx_reap_recv_all(rx);
-		p->fo_drain_ev = drained;
-		if (drained)
+		if (drained) {
+			p->fo_drain_ev = 1;
 			break;
+		}
 		for (li = 0, sum = 0; li < rx->nlanes; li++)
 			sum += __atomic_load_n(&p->conns[li].rcvd,
 					       __ATOMIC_ACQUIRE);
