@@ -389,7 +389,8 @@ struct rx_flag {
  * @fo_told, @fo_told_epoch, @fo_fc, @fo_fe: the failover thread's: the
  *         counts and epoch it told the peer (step 4) and the flags of
  *         those two puts, sources until they land; they are waited for
- *         before the failover ends, however it ends.
+ *         before the failover ends, however it ends.  A flag is done
+ *         (set at init) except while its put is in flight.
  */
 struct rx_peer {
 	int rank;
@@ -4119,9 +4120,6 @@ static int rx_fo_tell(struct rx *rx, struct rx_peer *p, const char **what)
 	int err, busy, drained;
 
 	p->fo_ts[0] = hcomm__now_ns();
-	/* nothing told yet: rx_fo_told() has nothing to wait for */
-	p->fo_fc.done = 1;
-	p->fo_fe.done = 1;
 	/* 1 */
 	for (li = 0; li < rx->nlanes; li++) {
 		pthread_mutex_lock(&p->conns[li].lock);
@@ -5235,6 +5233,10 @@ static int rx_setup_local(struct rx *rx)
 
 		p->rank = r;
 		pthread_mutex_init(&p->fo_lock, NULL);
+		/* nothing told yet: a failover aborted before step 4 (by
+		 * destroy, say) has nothing to wait for in rx_fo_told() */
+		p->fo_fc.done = 1;
+		p->fo_fe.done = 1;
 		if (r == c->rank)
 			continue;
 		p->conns = aligned_alloc(64, sizeof(*p->conns) * rx->nlanes);
