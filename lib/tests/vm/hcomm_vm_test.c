@@ -3914,6 +3914,7 @@ static int case_failover(const char *how, int cuts)
 	struct fo_cutter cut = { .how = how };
 	uint64_t t0, t_last, n, want, t_end = 0, t_done = 0, rd_mark = 0;
 	uint64_t gaps[FO_CUTS_MAX] = { 0 }, bytes[3] = { 0 }, dur[3] = { 0 };
+	bool gap_done[FO_CUTS_MAX] = { false };
 	bool paired;			/* one failover per cut */
 	uint64_t stall[FO_CUTS_MAX], t_ph;
 	int peer, j, rc, cutting = 0, s, fb, nfo = 0, nrec = 0, nld, i;
@@ -3970,15 +3971,21 @@ static int case_failover(const char *how, int cuts)
 			      "completions", opn[j], fo_cbs[j]);
 			t = now_ns();
 			/*
-			 * The longest wait for a completion that ended while
-			 * a cut was not recovered yet (it holds the silence
-			 * before the link-down and the switch).
+			 * The longest wait for a completion that spans a
+			 * cut's failover (it holds the silence before the
+			 * link-down and the switch): those that ended from
+			 * the link-down up to the first one after
+			 * FAILED_OVER, not the later ones on tcp (a busy
+			 * machine's pause there is no part of the stall).
 			 */
 			nld = ev_count(HCOMM_EVENT_LINK_DOWN, peer);
-			if (nld && nld <= FO_CUTS_MAX &&
-			    ev_count(HCOMM_EVENT_RECOVERED, peer) < nld + !fb &&
-			    t - t_last > gaps[nld - 1])
-				gaps[nld - 1] = t - t_last;
+			if (nld && nld <= FO_CUTS_MAX && !gap_done[nld - 1] &&
+			    ev_count(HCOMM_EVENT_RECOVERED, peer) < nld + !fb) {
+				if (t - t_last > gaps[nld - 1])
+					gaps[nld - 1] = t - t_last;
+				gap_done[nld - 1] = ev_count(
+					HCOMM_EVENT_FAILED_OVER, peer) >= nld;
+			}
 			t_last = t;
 			bytes[ph] += fo_len(opn[j]);
 			if (rc)
