@@ -874,10 +874,11 @@ const char *hcomm_redop_name(enum hcomm_redop op);
  * a staging window that the first of them creates (collectively: the
  * ring's HCOMM_COLL_SLOTS slots of HCOMM_COLL_CHUNK bytes, defaults 4
  * and 256 KiB on one host, 8 and 1 MiB across hosts, then for every peer
- * 2 slots of half a chunk; the same on every rank).  The library owns the communicator's last
- * HCOMM_COLL_SLOTS + 3 + 3 * size signals (hcomm_signal_count() - that
- * .. - 1: the ring's slots and credits, 2 slots and a credit per peer,
- * and the two of hcomm_comm_probe()): do not use those.  The allreduce's
+ * 2 slots of half a chunk; the same on every rank).  The library owns
+ * the communicator's last HCOMM_COLL_SLOTS + 3 + 3 * size signals
+ * (hcomm_signal_count() - that .. - 1: the ring's slots and credits, 2
+ * slots and a credit per peer, and the two of hcomm_comm_probe()): do not
+ * use those.  The allreduce's
  * algorithm (ring, recursive doubling, halving-doubling, hierarchical
  * across hosts) is chosen by size and layout, or forced with HCOMM_ALGO;
  * HCOMM_LOG=1 prints the choice.  Each waits at most the

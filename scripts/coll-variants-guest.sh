@@ -14,10 +14,10 @@
 # VAR=value for both ranks (default: one run with none); COLL_XP: the
 # transport (HCOMM_TRANSPORT, default tcp); COLL_PERF=1: rank 0's VM
 # records each run with "perf record -a" and leaves the report of the
-# last in $NETVM_RUN/out/perf-vm1.txt.  Settings that differ between runs of one
-# boot are compared under the same host load, which two separate boots
-# are not (Documentation/collectives.rst, "Across hosts").  vm1 prints
-# every run's table; the exit status is the last run's.
+# last in $NETVM_RUN/out/perf-vm1.txt.  Settings compared in one boot
+# run under the same host load, which two separate boots do not
+# (Documentation/collectives.rst, "Across hosts").  vm1 prints every
+# run's table; the exit status is 1 when any run failed.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
@@ -32,7 +32,7 @@ if [ "$VM_ID" = 1 ] && [ "${COLL_PERF:-0}" = 1 ]; then
 	pre=(perf record -a -o /tmp/coll-perf.data --)
 fi
 mkdir -p "$NETVM_RUN/out"
-rc=0 i=0
+failed=0 i=0
 for v in "${variants[@]}"; do
 	i=$((i + 1))
 	barrier "coll-variant-$i" || exit 1
@@ -44,6 +44,7 @@ for v in "${variants[@]}"; do
 		timeout 900 "${pre[@]}" "$bench" $args \
 		> /tmp/coll.out 2> /tmp/coll.err
 	rc=$?
+	[ "$rc" = 0 ] || failed=1
 	cp /tmp/coll.err "$NETVM_RUN/out/coll-$i-vm$VM_ID.err"
 	if [ "$VM_ID" = 1 ]; then
 		echo "# setting $i: ${v:-(none)}: exit $rc"
@@ -57,4 +58,4 @@ if [ ${#pre[@]} -gt 0 ]; then
 		perf report -i /tmp/coll-perf.data --no-children --sort comm,dso,sym --stdio 2> /dev/null | grep -v '^#' | head -n 60
 	} > "$NETVM_RUN/out/perf-vm1.txt"
 fi
-exit "$rc"
+exit "$failed"
