@@ -65,6 +65,14 @@
 #define COLL_RD_MAX_DEF	(64 * 1024)
 #define COLL_HD_MAX_DEF	0	/* measured: never ahead of the ring here */
 #define COLL_POLL_MS	1		/* a wait's slice between checks */
+/*
+ * Scratch up to this size stays mapped between collectives: a fresh
+ * mapping per call faulted every page in again (an fp16-compressed
+ * allreduce of 64 MiB between two ranks took 2.1x the uncompressed
+ * one's time on the build host, most of it in page faults; see
+ * scratch_get()).  Larger scratch is mapped for the call only.
+ */
+#define COLL_SCRATCH_KEEP	(256u << 20)
 
 /*
  * struct hcomm_coll - the communicator's collective state (see above).
@@ -101,6 +109,9 @@
  * @loc, @nloc, @lead, @nlead, @multi: the ranks on this rank's host and
  *        the lowest rank of every host, in increasing order; @multi: more
  *        than one host and more than one rank on some (allreduce_hier).
+ * @scr, @scr_len: scratch kept between collectives (scratch_get()): used
+ *        by the one collective that runs, like the fields above; unmapped
+ *        by hcomm__coll_free().
  */
 struct hcomm_coll {
 	struct hcomm_win *win;
@@ -131,6 +142,8 @@ struct hcomm_coll {
 	uint64_t rd_max, hd_max;
 	int *loc, *lead;
 	int nloc, nlead, multi;
+	void *scr;
+	size_t scr_len;
 };
 
 #define P2P_SLOTS	2
@@ -270,6 +283,44 @@ static int coll_nomem(struct hcomm_coll *k, const char *fn, size_t bytes)
 	return coll_fail(k, HCOMM_ERR_NOMEM, ENOMEM, what);
 }
 
+/*
+ * At least bytes of scratch for the running collective, or NULL.
+ * Up to COLL_SCRATCH_KEEP it is the state's, grown in steps of 2 MiB and
+ * kept, so that a stream of collectives touches the same pages; above,
+ * a mapping of its own, which scratch_put() unmaps.
+ */
+static void *scratch_get(struct hcomm_coll *k, size_t bytes)
+{
+	size_t len;
+	void *p;
+
+	if (!bytes)
+		bytes = 1;
+	len = (bytes + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1);
+	if (bytes <= k->scr_len)
+		return k->scr;
+	if (bytes > COLL_SCRATCH_KEEP)
+		len = bytes;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	if (bytes > COLL_SCRATCH_KEEP)
+		return p;
+	if (k->scr)
+		munmap(k->scr, k->scr_len);
+	k->scr = p;
+	k->scr_len = len;
+	return p;
+}
+
+/* scratch_get()'s p of bytes is no longer used. */
+static void scratch_put(struct hcomm_coll *k, void *p, size_t bytes)
+{
+	if (p && p != k->scr)
+		munmap(p, bytes);
+}
+
 /* HCOMM_ALGO: ALGO_*, or -1 (recorded). */
 static int algo_env(void)
 {
@@ -289,6 +340,8 @@ static void coll_free_mem(struct hcomm_coll *k)
 {
 	if (k->mem)
 		munmap(k->mem, k->len);
+	if (k->scr)
+		munmap(k->scr, k->scr_len);
 	free(k->sreq);
 	free(k->creq);
 	free(k->sid);
@@ -1253,7 +1306,7 @@ static int do_alltoall(struct hcomm_comm *c, struct hcomm_coll *k,
 	if (!blk)
 		return 0;
 	if (src == recv && n > 1) {	/* in place: send from a copy */
-		tmp = malloc(blk * (size_t)n);
+		tmp = scratch_get(k, blk * (size_t)n);
 		if (!tmp)
 			return coll_nomem(k, "hcomm_alltoall",
 					  blk * (size_t)n);
@@ -1269,7 +1322,7 @@ static int do_alltoall(struct hcomm_comm *c, struct hcomm_coll *k,
 	if (!st.snd || !st.rcv) {
 		free(st.snd);
 		free(st.rcv);
-		free(tmp);
+		scratch_put(k, tmp, blk * (size_t)n);
 		return coll_nomem(k, "hcomm_alltoall",
 				  2 * (size_t)n * sizeof(*st.snd));
 	}
@@ -1285,7 +1338,7 @@ static int do_alltoall(struct hcomm_comm *c, struct hcomm_coll *k,
 	ret = p2p_run(c, k, &st);
 	free(st.snd);
 	free(st.rcv);
-	free(tmp);
+	scratch_put(k, tmp, blk * (size_t)n);
 	return ret;
 }
 
@@ -1367,7 +1420,7 @@ static int allreduce_fp16(struct hcomm_comm *c, struct hcomm_coll *k,
 			  enum hcomm_redop op)
 {
 	float *acc = recv, scale = 1.0f / (float)c->size;
-	uint16_t *wire = malloc(count * sizeof(*wire));
+	uint16_t *wire = scratch_get(k, count * sizeof(*wire));
 	size_t ovf, i;
 	struct plan p;
 	int ret;
@@ -1388,7 +1441,7 @@ static int allreduce_fp16(struct hcomm_comm *c, struct hcomm_coll *k,
 			for (i = 0; i < count; i++)
 				acc[i] *= (float)c->size;
 	}
-	free(wire);
+	scratch_put(k, wire, count * sizeof(*wire));
 	if (ovf && k->log)
 		fprintf(stderr, "hcomm coll: rank %d: fp16-compressed "
 			"allreduce of %zu floats: %zu values beyond fp16's "
@@ -1473,7 +1526,7 @@ static int do_reduce_scatter(struct hcomm_comm *c, struct hcomm_coll *k,
 		memmove(o->recv, o->send, o->count * es);
 		return 0;
 	}
-	acc = malloc(all * es);
+	acc = scratch_get(k, all * es);
 	if (!acc)
 		return coll_nomem(k, "hcomm_reduce_scatter", all * es);
 	memcpy(acc, o->send, all * es);
@@ -1485,7 +1538,7 @@ static int do_reduce_scatter(struct hcomm_comm *c, struct hcomm_coll *k,
 	if (!ret)
 		memmove(o->recv, acc + (size_t)c->rank * o->count * es,
 			o->count * es);
-	free(acc);
+	scratch_put(k, acc, all * es);
 	return ret;
 }
 
@@ -1518,7 +1571,7 @@ static int do_reduce(struct hcomm_comm *c, struct hcomm_coll *k,
 		memmove(o->recv, o->send, o->count * es);
 		return 0;
 	}
-	acc = me_root ? o->recv : malloc(o->count * es);
+	acc = me_root ? o->recv : scratch_get(k, o->count * es);
 	if (!acc)
 		return coll_nomem(k, "hcomm_reduce", o->count * es);
 	if (acc != o->send)
@@ -1530,7 +1583,7 @@ static int do_reduce(struct hcomm_comm *c, struct hcomm_coll *k,
 	p.nrecv = p.pos == 0 ? 0 : p.nch;
 	ret = ring_run(c, k, &p);
 	if (!me_root)
-		free(acc);
+		scratch_put(k, acc, o->count * es);
 	return ret;
 }
 

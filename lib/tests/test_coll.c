@@ -28,6 +28,7 @@
 #include <unistd.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/mount.h>
 #include <sys/wait.h>
 
@@ -171,6 +172,78 @@ static void t_big(void)
 		      "elements (64 MiB + 172 bytes) %s: ret %d, %zu wrong", np,
 		      n, inplace ? "in place" : "out of place", ret, bad);
 	}
+	free(a);
+	free(b);
+}
+
+static long minflt(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_minflt;
+}
+
+/*
+ * The collectives' scratch (the fp16 wire copy, reduce_scatter's sums)
+ * is kept between calls: after the first call of a size, more calls of
+ * it fault no pages in.  A fresh mapping of 32 MiB per call (what
+ * malloc gives at that size) faults 8192 pages of 4 KiB each time.
+ */
+static void t_scratch(void)
+{
+	size_t n = (64u << 20) / 4 + 512, per = (32u << 20) / 4 / (size_t)np +
+		   256, i, bad;
+	float *a = malloc(n * 4), *b = malloc(n * 4);
+	long f0, faults;
+	int ret, k;
+
+	if (!a || !b) {
+		check(0, "scratch: no memory for the test's buffers");
+		free(a);
+		free(b);
+		return;
+	}
+	for (i = 0; i < n; i++)
+		a[i] = (float)((i + (size_t)me) % 7);
+	memset(b, 0, n * 4);
+	ret = hcomm_comm_set_fp16_compress(comm, 1, 0);
+	if (!ret)
+		ret = hcomm_allreduce(comm, a, b, n, HCOMM_FP32, HCOMM_SUM);
+	f0 = minflt();
+	for (k = 0; k < 3 && !ret; k++)
+		ret = hcomm_allreduce(comm, a, b, n, HCOMM_FP32, HCOMM_SUM);
+	faults = minflt() - f0;
+	for (i = 0, bad = 0; i < n; i++) {
+		float w = 0;
+		int r;
+
+		for (r = 0; r < np; r++)
+			w += (float)((i + (size_t)r) % 7);
+		bad += b[i] != w;	/* small integers: exact in fp16 */
+	}
+	check(!ret && !bad && faults < 256, "scratch kept: 3 fp16-compressed "
+	      "allreduces of %zu floats after the first: ret %d, %zu wrong, "
+	      "%ld page faults (fewer than 256)", n, ret, bad, faults);
+	(void)hcomm_comm_set_fp16_compress(comm, 0, 0);
+	ret = hcomm_reduce_scatter(comm, a, b, per, HCOMM_FP32, HCOMM_SUM);
+	f0 = minflt();
+	for (k = 0; k < 3 && !ret; k++)
+		ret = hcomm_reduce_scatter(comm, a, b, per, HCOMM_FP32,
+					   HCOMM_SUM);
+	faults = minflt() - f0;
+	for (i = 0, bad = 0; i < per; i++) {
+		size_t j = (size_t)me * per + i;
+		float w = 0;
+		int r;
+
+		for (r = 0; r < np; r++)
+			w += (float)((j + (size_t)r) % 7);
+		bad += b[i] != w;
+	}
+	check(!ret && !bad && faults < 256, "scratch kept: 3 reduce_scatters "
+	      "of %zu floats per rank after the first: ret %d, %zu wrong, "
+	      "%ld page faults (fewer than 256)", per, ret, bad, faults);
 	free(a);
 	free(b);
 }
@@ -463,6 +536,7 @@ int main(int argc, char **argv)
 	for (n = 2; n <= MAX_RANKS; n++)
 		world("default chunks over 4 lanes", n, t_tails, 0);
 	world("allreduce of 64 MiB", 3, t_big, 0);
+	world("scratch kept between collectives", 2, t_scratch, 0);
 	for (n = 2; n <= MAX_RANKS; n++)
 		world("allreduce, ring forced", n, t_ring, 0);
 	for (n = 2; n <= MAX_RANKS; n++)
