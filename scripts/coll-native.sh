@@ -44,16 +44,20 @@ done
 case $np in
 ''|*[!0-9]*) echo "coll-native: --np $np: a number" >&2; exit 2 ;;
 esac
-[ "$np" -ge 1 ] && [ "$np" -le 16 ] ||
-	{ echo "coll-native: --np $np: 1 to 16" >&2; exit 2; }
+if [ "$np" -lt 1 ] || [ "$np" -gt 16 ]; then
+	echo "coll-native: --np $np: 1 to 16" >&2
+	exit 2
+fi
 [ -x "$bench" ] || { echo "coll-native: no $bench (make bench)" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || { echo "coll-native: run as root" >&2; exit 2; }
 command -v mpirun > /dev/null || mpi=0
 
 if [ -z "${COLL_NATIVE_NS:-}" ]; then
 	# a network namespace of our own, gone when the last process exits
+	nompi=()
+	[ "$mpi" = 1 ] || nompi=(--no-mpi)
 	COLL_NATIVE_NS=1 exec unshare -n "$0" --rate "$rate" --np "$np" \
-		$([ "$mpi" = 1 ] || echo --no-mpi) -- "$@"
+		"${nompi[@]}" -- "$@"
 fi
 
 ip link set lo up || exit 1
