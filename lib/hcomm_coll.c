@@ -198,6 +198,13 @@ struct plan {
 	enum hcomm_redop op;
 	size_t es, count, ce, nch;
 	char *buf;
+	const char *src;	/* out of place: the values to reduce, which
+				 * the first send of a segment and the first
+				 * reduction into it read (then buf); NULL: in
+				 * buf already */
+	char *rs_out;		/* reduce_scatter: where the last step's
+				 * reductions go (recv, for segment r), else
+				 * NULL (into buf) */
 	float *acc;		/* fp16-compressed allreduce: buf is the fp16
 				 * wire copy, acc the fp32 sums (else NULL) */
 	size_t *ovf;		/* and where its overflows are counted */
@@ -244,6 +251,20 @@ static void msg_span(const struct plan *p, uint64_t m, int recv,
 		lo = hi;
 	*off = lo;
 	*len = hi - lo < p->ce ? hi - lo : p->ce;
+}
+
+/* Does message m carry values nothing has reduced into yet (from src)? */
+static int first_send(const struct plan *p, uint64_t m)
+{
+	switch (p->kind) {
+	case K_REDUCE:
+		return p->pos == 0;
+	case K_ALLREDUCE:
+	case K_REDUCE_SCATTER:
+		return m < p->nch;
+	default:
+		return 0;
+	}
 }
 
 /* May message m go out once recvd messages were received? */
@@ -622,12 +643,13 @@ static int send_msg(struct hcomm_coll *k, const struct plan *p, uint64_t m,
 		    int right)
 {
 	unsigned int slot = (unsigned int)(k->tx % k->slots);
+	const char *base = p->src && first_send(p, m) ? p->src : p->buf;
 	size_t off, len;
 	int ret;
 
 	msg_span(p, m, 0, &off, &len);
 	ret = ring_put(k, &k->sreq[slot], right, (uint64_t)slot * k->chunk,
-		       len ? p->buf + off * p->es : NULL, len * p->es,
+		       len ? base + off * p->es : NULL, len * p->es,
 		       k->sig_data + slot);
 	if (!ret)
 		k->sid[slot] = k->tx++;
@@ -659,7 +681,9 @@ static int recv_msg(struct hcomm_coll *k, const struct plan *p, uint64_t m,
 		memcpy(dst, data, len * p->es);
 		return 0;
 	case K_REDUCE:
-		ret = hcomm__reduce(p->dt, p->op, dst, data, len);
+		ret = p->src ? hcomm__reduce3(p->dt, p->op, dst,
+					      p->src + off * p->es, data, len) :
+			       hcomm__reduce(p->dt, p->op, dst, data, len);
 		if (!ret && p->op == HCOMM_AVG && p->pos == p->n - 1)
 			ret = hcomm__reduce_finish_avg(p->dt, dst, len,
 						       (unsigned int)p->n);
@@ -674,8 +698,12 @@ static int recv_msg(struct hcomm_coll *k, const struct plan *p, uint64_t m,
 						       p->acc + off, len);
 		return ret;
 	}
-	if (m < p->rs_msgs) {
-		ret = hcomm__reduce(p->dt, p->op, dst, data, len);
+	if (m < p->rs_msgs) {	/* each chunk comes once: src, then buf */
+		if (p->rs_out && m + p->nch >= p->rs_msgs)
+			dst = p->rs_out + (off - seg_off(p, p->r)) * p->es;
+		ret = p->src ? hcomm__reduce3(p->dt, p->op, dst,
+					      p->src + off * p->es, data, len) :
+			       hcomm__reduce(p->dt, p->op, dst, data, len);
 		if (!ret && p->op == HCOMM_AVG && m + p->nch >= p->rs_msgs)
 			ret = hcomm__reduce_finish_avg(p->dt, dst, len,
 						       (unsigned int)p->n);
@@ -1488,18 +1516,33 @@ static int algo_pick(const struct hcomm_comm *c, struct hcomm_coll *k,
 	return a;
 }
 
+/* Are the n bytes at a and at b apart (no byte in common)? */
+static int apart(const void *a, const void *b, size_t n)
+{
+	uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+
+	return x >= y ? x - y >= n : y - x >= n;
+}
+
 static int do_allreduce(struct hcomm_comm *c, struct hcomm_coll *k,
 			const struct coll_op *o)
 {
+	size_t bytes = o->count * hcomm_dtype_size(o->dt);
+	int algo = ALGO_RING, oop;
 	struct plan p;
 
 	if (o->root)	/* the fp16 compression, decided when issued */
 		return allreduce_fp16(c, k, o->send, o->recv, o->count, o->op);
-	if (o->send != o->recv && o->count)
-		memmove(o->recv, o->send, o->count * hcomm_dtype_size(o->dt));
+	if (c->size > 1 && o->count)
+		algo = algo_pick(c, k, bytes);
+	/* the ring reads send itself: no copy of it into recv first */
+	oop = algo == ALGO_RING && c->size > 1 && o->count &&
+	      o->send != o->recv && apart(o->send, o->recv, bytes);
+	if (o->send != o->recv && o->count && !oop)
+		memmove(o->recv, o->send, bytes);
 	if (c->size == 1 || !o->count)
 		return 0;
-	switch (algo_pick(c, k, o->count * hcomm_dtype_size(o->dt))) {
+	switch (algo) {
 	case ALGO_RD:
 		return allreduce_rd(c, k, o);
 	case ALGO_HD:
@@ -1508,6 +1551,8 @@ static int do_allreduce(struct hcomm_comm *c, struct hcomm_coll *k,
 		return allreduce_hier(c, k, o);
 	}
 	plan_init(&p, c, k, K_ALLREDUCE, o->dt, o->op, o->recv, o->count);
+	if (oop)
+		p.src = o->send;
 	ring_plan(&p);
 	return ring_run(c, k, &p);
 }
@@ -1529,13 +1574,15 @@ static int do_reduce_scatter(struct hcomm_comm *c, struct hcomm_coll *k,
 	acc = scratch_get(k, all * es);
 	if (!acc)
 		return coll_nomem(k, "hcomm_reduce_scatter", all * es);
-	memcpy(acc, o->send, all * es);
 	plan_init(&p, c, k, K_REDUCE_SCATTER, o->dt, o->op, acc, all);
+	p.src = o->send;	/* the scratch is apart from it */
+	if (apart(o->send, o->recv, all * es))	/* else copied at the end */
+		p.rs_out = o->recv;
 	p.nch = (o->count + p.ce - 1) / p.ce;
 	p.rs_msgs = (uint64_t)(p.n - 1) * p.nch;
 	p.nsend = p.nrecv = p.rs_msgs;
 	ret = ring_run(c, k, &p);
-	if (!ret)
+	if (!ret && !p.rs_out)
 		memmove(o->recv, acc + (size_t)c->rank * o->count * es,
 			o->count * es);
 	scratch_put(k, acc, all * es);
@@ -1561,7 +1608,7 @@ static int do_reduce(struct hcomm_comm *c, struct hcomm_coll *k,
 		     const struct coll_op *o)
 {
 	size_t es = hcomm_dtype_size(o->dt);
-	int me_root = c->rank == o->root, ret;
+	int me_root = c->rank == o->root, ret, oop;
 	struct plan p;
 	char *acc;
 
@@ -1574,9 +1621,12 @@ static int do_reduce(struct hcomm_comm *c, struct hcomm_coll *k,
 	acc = me_root ? o->recv : scratch_get(k, o->count * es);
 	if (!acc)
 		return coll_nomem(k, "hcomm_reduce", o->count * es);
-	if (acc != o->send)
+	oop = acc != o->send && apart(acc, o->send, o->count * es);
+	if (acc != o->send && !oop)
 		memmove(acc, o->send, o->count * es);
 	plan_init(&p, c, k, K_REDUCE, o->dt, o->op, acc, o->count);
+	if (oop)
+		p.src = o->send;
 	p.pos = mod(c->rank - o->root - 1, c->size);
 	p.nch = (o->count + p.ce - 1) / p.ce;
 	p.nsend = p.pos == p.n - 1 ? 0 : p.nch;

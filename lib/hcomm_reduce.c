@@ -281,6 +281,8 @@ HR_INLINE uint32_t f2b_ovf(uint32_t u, uint32_t b)
 
 typedef void (*hr_fn)(void *restrict io, const void *restrict in,
 		      size_t n);
+typedef void (*hr_fn3)(void *restrict out, const void *restrict a,
+		       const void *restrict b, size_t n);
 typedef void (*hr_widen)(void *restrict dst, const void *restrict src,
 			 size_t n);
 typedef size_t (*hr_narrow)(void *restrict dst, const void *restrict src,
@@ -300,6 +302,20 @@ static HR_ISA_##isa void name##_##isa(void *restrict io,		\
 									\
 	for (i = 0; i < n; i++)						\
 		a[i] = OP(a[i], b[i]);					\
+}									\
+									\
+/* name_out_isa(out, a, b, n): out[i] = OP(a[i], b[i]), the same bits. */	\
+static HR_ISA_##isa void name##_out_##isa(void *restrict out,		\
+				       const void *restrict x,		\
+				       const void *restrict y, size_t n) \
+{									\
+	T *restrict o = out;						\
+	const T *restrict a = x;					\
+	const T *restrict b = y;					\
+	size_t i;							\
+									\
+	for (i = 0; i < n; i++)						\
+		o[i] = OP(a[i], b[i]);					\
 }
 
 /* Portable fp16 conversions, n elements (AVX2 has F16C instead). */
@@ -402,6 +418,7 @@ enum { HR_SUM, HR_PROD, HR_MAX, HR_MIN, HR_NOPS };
 struct hr_set {
 	const char *name;
 	hr_fn fn[HCOMM_DTYPE__MAX][HR_NOPS];	/* not fp16, bf16 */
+	hr_fn3 fn3[HCOMM_DTYPE__MAX][HR_NOPS];	/* out of place */
 	hr_widen h2f, b2f;
 	hr_narrow f2h, f2b;
 };
@@ -409,6 +426,9 @@ struct hr_set {
 #define HR_FNS(isa, t, s)						\
 	{ sum_##s##_##isa, prod_##s##_##isa, max_##t##_##isa,		\
 	  min_##t##_##isa }
+#define HR_FNS3(isa, t, s)						\
+	{ sum_##s##_out_##isa, prod_##s##_out_##isa, max_##t##_out_##isa,	\
+	  min_##t##_out_##isa }
 
 #define HR_SET(isa, h2f_fn, f2h_fn) {					\
 	.name = #isa,							\
@@ -421,6 +441,16 @@ struct hr_set {
 		[HCOMM_UINT8] = HR_FNS(isa, u8, u8),			\
 		[HCOMM_UINT32] = HR_FNS(isa, u32, u32),			\
 		[HCOMM_UINT64] = HR_FNS(isa, u64, u64),			\
+	},								\
+	.fn3 = {							\
+		[HCOMM_FP32] = HR_FNS3(isa, f32, f32),			\
+		[HCOMM_FP64] = HR_FNS3(isa, f64, f64),			\
+		[HCOMM_INT8] = HR_FNS3(isa, i8, u8),			\
+		[HCOMM_INT32] = HR_FNS3(isa, i32, u32),			\
+		[HCOMM_INT64] = HR_FNS3(isa, i64, u64),			\
+		[HCOMM_UINT8] = HR_FNS3(isa, u8, u8),			\
+		[HCOMM_UINT32] = HR_FNS3(isa, u32, u32),		\
+		[HCOMM_UINT64] = HR_FNS3(isa, u64, u64),		\
 	},								\
 	.h2f = h2f_fn,							\
 	.b2f = b2f_c_##isa,						\
@@ -656,6 +686,48 @@ int hcomm__reduce(enum hcomm_dtype dt, enum hcomm_redop op, void *inout,
 		hr_reduce_half(s, dt == HCOMM_BF16, o, inout, in, count);
 	else
 		s->fn[dt][o](inout, in, count);
+	return 0;
+}
+
+/* out = a op b for fp16 or bf16, through fp32 blocks (as above). */
+static void hr_reduce_half3(const struct hr_set *s, int bf16, int op,
+			    char *out, const char *a, const char *b, size_t n)
+{
+	float x[HR_BLOCK] __attribute__((aligned(32)));
+	float y[HR_BLOCK] __attribute__((aligned(32)));
+	hr_widen widen = bf16 ? s->b2f : s->h2f;
+	hr_narrow narrow = bf16 ? s->f2b : s->f2h;
+	size_t m;
+
+	while (n) {
+		m = n < HR_BLOCK ? n : HR_BLOCK;
+		widen(x, a, m);
+		widen(y, b, m);
+		s->fn[HCOMM_FP32][op](x, y, m);
+		narrow(out, x, m, 1.0f);
+		out += 2 * m;
+		a += 2 * m;
+		b += 2 * m;
+		n -= m;
+	}
+}
+
+int hcomm__reduce3(enum hcomm_dtype dt, enum hcomm_redop op, void *out,
+		   const void *a, const void *b, size_t count)
+{
+	const struct hr_set *s;
+	int o = hr_op(op);
+
+	if (o < 0 || !hcomm_dtype_size(dt) ||
+	    (count && (!out || !a || !b)))
+		return -HCOMM_ERR_INVAL;
+	if (!count)
+		return 0;
+	s = hr();
+	if (dt == HCOMM_FP16 || dt == HCOMM_BF16)
+		hr_reduce_half3(s, dt == HCOMM_BF16, o, out, a, b, count);
+	else
+		s->fn3[dt][o](out, a, b, count);
 	return 0;
 }
 

@@ -28,6 +28,14 @@
 HCOMM_HIDDEN int hcomm__reduce(enum hcomm_dtype dt, enum hcomm_redop op,
 			       void *inout, const void *in, size_t count);
 /*
+ * out[i] = a[i] op b[i] for i < count: hcomm__reduce() out of place, the
+ * same bits as copying a to out and reducing b into it.  out must not
+ * overlap a or b.  0, or -HCOMM_ERR_INVAL as hcomm__reduce().
+ */
+HCOMM_HIDDEN int hcomm__reduce3(enum hcomm_dtype dt, enum hcomm_redop op,
+				void *out, const void *a, const void *b,
+				size_t count);
+/*
  * buf[i] /= divisor (the number of contributions) for i < count: floating
  * point rounded to nearest (fp16 and bf16 divided in fp32, rounded once),
  * integers truncated toward zero.  0, or -HCOMM_ERR_INVAL for a dt that

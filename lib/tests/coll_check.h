@@ -281,7 +281,7 @@ static void coll_t_allreduce(void)
 	size_t ci, di, oi, n, es, big = 20011 * 8 + 64;
 	char *in = malloc(big), *out = malloc(big), *ref = malloc(big);
 	int inplace, ret;
-	long bad;
+	long bad, moved;
 
 	for (di = 0; di < sizeof(dts) / sizeof(dts[0]); di++)
 	for (oi = 0; oi < sizeof(ops) / sizeof(ops[0]); oi++)
@@ -303,16 +303,21 @@ static void coll_t_allreduce(void)
 			ret = hcomm_allreduce(comm, in + 1, in + 1, n, dt,
 					      op);
 			bad = first_diff(in + 1, ref, n, es);
+			moved = -1;
 		} else {
 			memset(out, 0x5a, big);
 			ret = hcomm_allreduce(comm, in + 1, out + 3, n, dt,
 					      op);
 			bad = first_diff(out + 3, ref, n, es);
+			/* the ring reads send itself: it stays as it was */
+			fill_rank(dt, op, me, out, n);
+			moved = first_diff(in + 1, out, n, es);
 		}
-		COLL_CHECK(!ret && bad < 0, "allreduce %d ranks %s %s count %zu "
-		      "%s: ret %d, first wrong element %ld", np,
+		COLL_CHECK(!ret && bad < 0 && moved < 0, "allreduce %d ranks %s "
+		      "%s count %zu %s: ret %d, first wrong element %ld, "
+		      "first changed in send %ld", np,
 		      hcomm_dtype_name(dt), hcomm_redop_name(op), n,
-		      inplace ? "in place" : "out of place", ret, bad);
+		      inplace ? "in place" : "out of place", ret, bad, moved);
 	}
 	free(in);
 	free(out);
@@ -323,12 +328,13 @@ static void coll_t_reduce_scatter(void)
 {
 	size_t ci, di, oi, n, es, big = 20011 * 8 * COLL_MAX_RANKS + 64;
 	char *in = malloc(big), *out = malloc(big), *ref = malloc(big);
-	long bad;
-	int ret;
+	long bad, moved;
+	int ret, inplace;
 
 	for (di = 0; di < sizeof(dts) / sizeof(dts[0]); di += 3)
 	for (oi = 0; oi < sizeof(ops) / sizeof(ops[0]); oi++)
-	for (ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ci++) {
+	for (ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ci++)
+	for (inplace = 0; inplace < 2; inplace++) {
 		enum hcomm_dtype dt = dts[di];
 		enum hcomm_redop op = ops[oi];
 
@@ -337,11 +343,22 @@ static void coll_t_reduce_scatter(void)
 		fill_rank(dt, op, me, in, n * (size_t)np);
 		fill_ref(dt, op, np, ref, n * (size_t)np);
 		memset(out, 0x5a, big);
-		ret = hcomm_reduce_scatter(comm, in, out, n, dt, op);
-		bad = first_diff(out, ref + (size_t)me * n * es, n, es);
-		COLL_CHECK(!ret && bad < 0, "reduce_scatter %d ranks %s %s %zu "
-		      "per rank: ret %d, first wrong element %ld", np,
-		      hcomm_dtype_name(dt), hcomm_redop_name(op), n, ret, bad);
+		moved = -1;
+		if (inplace) {	/* recv == send: segment r at its start */
+			ret = hcomm_reduce_scatter(comm, in, in, n, dt, op);
+			bad = first_diff(in, ref + (size_t)me * n * es, n, es);
+		} else {
+			ret = hcomm_reduce_scatter(comm, in, out, n, dt, op);
+			bad = first_diff(out, ref + (size_t)me * n * es, n,
+					 es);
+			fill_rank(dt, op, me, out, n * (size_t)np);
+			moved = first_diff(in, out, n * (size_t)np, es);
+		}
+		COLL_CHECK(!ret && bad < 0 && moved < 0, "reduce_scatter %d "
+		      "ranks %s %s %zu per rank %s: ret %d, first wrong "
+		      "element %ld, first changed in send %ld", np,
+		      hcomm_dtype_name(dt), hcomm_redop_name(op), n,
+		      inplace ? "in place" : "out of place", ret, bad, moved);
 	}
 	free(in);
 	free(out);
@@ -359,7 +376,7 @@ static void coll_t_rooted(void)
 	enum hcomm_redop op;
 	enum hcomm_dtype dt;
 	int root, ret, k, red;
-	long bad;
+	long bad, moved;
 
 	for (red = 0; red < 2; red++)
 	for (root = 0; root < np; root++)
@@ -390,10 +407,13 @@ static void coll_t_rooted(void)
 		ret = hcomm_reduce(comm, in, me == root ? out : NULL, n, dt,
 				   op, root);
 		bad = me == root ? first_diff(out, ref, n, es) : -1;
-		COLL_CHECK(!ret && bad < 0, "reduce %d ranks to root %d %s %s "
-			   "count %zu: ret %d, first wrong element %ld", np,
+		fill_rank(dt, op, me, ref, n);	/* send stays as it was */
+		moved = first_diff(in, ref, n, es);
+		COLL_CHECK(!ret && bad < 0 && moved < 0, "reduce %d ranks to "
+			   "root %d %s %s count %zu: ret %d, first wrong "
+			   "element %ld, first changed in send %ld", np,
 			   root, hcomm_dtype_name(dt), hcomm_redop_name(op), n,
-			   ret, bad);
+			   ret, bad, moved);
 	}
 	free(in);
 	free(out);

@@ -614,9 +614,11 @@ static void rnd_elem(int dt, void *p)
 #define ARENA	((MAXN + 8) * 8 + 64)
 #define GUARD_IO	0xa5
 #define GUARD_IN	0x5a
+#define GUARD_OUT	0x3c
 #define NPLACE		6
 
-static unsigned char *io_arena, *in_arena, *ra, *rb, *rw;
+static unsigned char *io_arena, *in_arena, *ra, *rb, *rw, *out_arena,
+	*a_arena;
 /* FNV-1a of each case's result, to compare the kernel sets */
 static uint64_t result_hash[NDT][NOP][NELEM(counts)][NPLACE];
 static int hashed[NDT][NOP][NELEM(counts)][NPLACE];
@@ -728,6 +730,40 @@ static int run_case(int isa, int dt, int op, int ci, int pi, char *why,
 	result_hash[dt][op][ci][pi] = fnv(io_arena + pio, n * sz);
 	hashed[dt][op][ci][pi] = 1;
 	(void)isa;
+	/* out of place (hcomm__reduce3): the same bits, inputs untouched */
+	memset(out_arena, GUARD_OUT, ARENA);
+	memset(a_arena, GUARD_IN, ARENA);
+	memcpy(a_arena + pin, ra, n * sz);
+	rc = hcomm__reduce3(dt, op, out_arena + pio, a_arena + pin,
+			    in_arena + pin, n);
+	if (rc) {
+		snprintf(why, wlen, "n %zu: reduce3 returned %d", n, rc);
+		return 1;
+	}
+	if (memcmp(out_arena + pio, io_arena + pio, n * sz)) {
+		snprintf(why, wlen, "n %zu at +%zu/+%zu: reduce3 gave other "
+			 "bits than reduce", n, pio, pin);
+		return 1;
+	}
+	for (i = 0; i < ARENA; i++)
+		if ((i < pio || i >= pio + n * sz) &&
+		    out_arena[i] != GUARD_OUT)
+			break;
+	if (i < ARENA) {
+		snprintf(why, wlen, "n %zu at +%zu: reduce3 wrote byte %zu "
+			 "outside", n, pio, i);
+		return 1;
+	}
+	for (i = 0; i < ARENA; i++)
+		if (i < pin || i >= pin + n * sz ?
+		    a_arena[i] != GUARD_IN || in_arena[i] != GUARD_IN :
+		    a_arena[i] != ra[i - pin] || in_arena[i] != rb[i - pin])
+			break;
+	if (i < ARENA) {
+		snprintf(why, wlen, "n %zu: reduce3 changed an input at byte "
+			 "%zu", n, i);
+		return 1;
+	}
 	return 0;
 }
 
@@ -748,7 +784,8 @@ static void test_reduce_all(int isa)
 			if (bad)
 				printf("# %s\n", why);
 			ok(!bad, "%s: %s %s, counts 0 .. %d, aligned and "
-			   "misaligned, in place: as the reference%s", in,
+			   "misaligned, in place and out of place: as the "
+			   "reference%s", in,
 			   hcomm_dtype_name(dt), hcomm_redop_name(op), MAXN,
 			   isa ? ", same bits as generic" : "");
 		}
@@ -1287,6 +1324,18 @@ static void test_args(void)
 		-HCOMM_ERR_INVAL;
 	good &= x[0] == 1 && x[3] == 4;		/* nothing done */
 	good &= hcomm__reduce(HCOMM_FP32, HCOMM_SUM, NULL, NULL, 0) == 0;
+	good &= hcomm__reduce3(0, HCOMM_SUM, x, y, y, 4) == -HCOMM_ERR_INVAL;
+	good &= hcomm__reduce3(HCOMM_FP32, NOP, x, y, y, 4) ==
+		-HCOMM_ERR_INVAL;
+	good &= hcomm__reduce3(HCOMM_FP32, HCOMM_SUM, NULL, y, y, 4) ==
+		-HCOMM_ERR_INVAL;
+	good &= hcomm__reduce3(HCOMM_FP32, HCOMM_SUM, x, NULL, y, 4) ==
+		-HCOMM_ERR_INVAL;
+	good &= hcomm__reduce3(HCOMM_FP32, HCOMM_SUM, x, y, NULL, 4) ==
+		-HCOMM_ERR_INVAL;
+	good &= x[0] == 1 && x[3] == 4;		/* nothing done */
+	good &= hcomm__reduce3(HCOMM_FP16, HCOMM_SUM, NULL, NULL, NULL, 0) ==
+		0;
 	good &= hcomm__reduce_finish_avg(HCOMM_FP32, x, 4, 0) ==
 		-HCOMM_ERR_INVAL;
 	good &= hcomm__reduce_finish_avg(0, x, 4, 2) == -HCOMM_ERR_INVAL;
@@ -1360,7 +1409,9 @@ static void test_vectorised(const char *obj)
 		{ "max_f32_generic", "pcmpgtd", "%xmm" },
 		{ "h2f_c_generic", "cvtdq2ps", "%xmm" },
 		{ "f2h_c_generic", "cvttps2dq", "%xmm" },
+		{ "sum_f32_out_generic", "addps", "%xmm" },
 		{ "sum_f32_avx2", "vaddps", "%ymm" },
+		{ "sum_f32_out_avx2", "vaddps", "%ymm" },
 		{ "sum_f64_avx2", "vaddpd", "%ymm" },
 		{ "sum_u64_avx2", "vpaddq", "%ymm" },
 		{ "max_f32_avx2", "vpcmpgtd", "%ymm" },
@@ -1457,7 +1508,10 @@ int main(int argc, char **argv)
 	ra = malloc(ARENA);
 	rb = malloc(ARENA);
 	rw = malloc(ARENA);
-	if (!io_arena || !in_arena || !ra || !rb || !rw) {
+	out_arena = malloc(ARENA);
+	a_arena = malloc(ARENA);
+	if (!io_arena || !in_arena || !ra || !rb || !rw || !out_arena ||
+	    !a_arena) {
 		ok(0, "malloc");
 		return tap_done("reduce");
 	}
@@ -1497,6 +1551,8 @@ int main(int argc, char **argv)
 		test_vectorised(obj);
 	free(io_arena);
 	free(in_arena);
+	free(out_arena);
+	free(a_arena);
 	free(ra);
 	free(rb);
 	free(rw);
