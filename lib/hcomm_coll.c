@@ -726,13 +726,14 @@ static int ring_run(struct hcomm_comm *c, struct hcomm_coll *k,
 {
 	int left = mod(c->rank - 1, c->size), right = mod(c->rank + 1,
 							  c->size);
-	uint64_t ms = 0, mr = 0, tx0 = k->tx, want;
+	uint64_t ms = 0, mr = 0, tx0 = k->tx, wval[2];
 	uint64_t last = hcomm__now_ns(), cred;
+	uint32_t wsig[2];
 	unsigned int rs;
 	int64_t tmo = hcomm__boot_timeout(c->boot);	/* ms, < 0: none */
 	char what[160];
 	unsigned int i;
-	int ret = 0, moved;
+	int ret = 0, moved, nw;
 
 	while (ms < p->nsend || mr < p->nrecv) {
 		moved = 0;
@@ -796,16 +797,18 @@ static int ring_run(struct hcomm_comm *c, struct hcomm_coll *k,
 			goto fail_msg;
 		}
 		(void)hcomm_progress(c);
+		/* the next message, and the credit a ready send waits for */
+		nw = 0;
 		if (mr < p->nrecv) {
 			rs = (unsigned int)(k->rx % k->slots);
-			want = k->rx0[rs] + k->rx / k->slots + 1;
-			(void)hcomm_signal_wait(c, k->sig_data + rs, want,
-						COLL_POLL_MS);
-		} else {
-			want = k->cred0 + k->tx + 1 - k->slots;
-			(void)hcomm_signal_wait(c, k->sig_cred, want,
-						COLL_POLL_MS);
+			wsig[nw] = k->sig_data + rs;
+			wval[nw++] = k->rx0[rs] + k->rx / k->slots + 1;
 		}
+		if (ms < p->nsend && (!nw || send_ready(p, ms, mr))) {
+			wsig[nw] = k->sig_cred;
+			wval[nw++] = k->cred0 + k->tx + 1 - k->slots;
+		}
+		(void)hcomm__signal_wait_any(c, wsig, wval, nw, COLL_POLL_MS);
 	}
 	/* the sends read buf: done before it is the caller's again */
 	for (i = 0; i < k->slots; i++) {
@@ -963,8 +966,10 @@ static int p2p_run(struct hcomm_comm *c, struct hcomm_coll *k,
 	uint64_t last = hcomm__now_ns();
 	int64_t tmo = hcomm__boot_timeout(c->boot);
 	struct p2p_msg *w;
+	uint64_t wval[2];
+	uint32_t wsig[2];
 	char what[160];
-	int i, j, ret, moved, open, peer = -1;
+	int i, j, ret, moved, open, peer = -1, nw;
 
 	for (;;) {
 		moved = open = 0;
@@ -1027,21 +1032,28 @@ static int p2p_run(struct hcomm_comm *c, struct hcomm_coll *k,
 			goto fail_msg;
 		}
 		(void)hcomm_progress(c);
+		/* the first open receive's piece, first open send's credit */
+		nw = 0;
 		if (w) {
 			struct pchan *pc = &k->pc[w->peer];
 			unsigned int s = (unsigned int)(pc->rx % P2P_SLOTS);
 
-			(void)hcomm_signal_wait(c, k->sig_pdata + (uint32_t)
-						(P2P_SLOTS * w->peer) + s,
-						pc->rx0[s] + pc->rx / P2P_SLOTS +
-						1, COLL_POLL_MS);
-		} else {
-			(void)hcomm_signal_wait(c, k->sig_pcred +
-						(uint32_t)st->snd[0].peer,
-						k->pc[st->snd[0].peer].cred0 +
-						k->pc[st->snd[0].peer].tx + 1 -
-						P2P_SLOTS, COLL_POLL_MS);
+			wsig[nw] = k->sig_pdata + (uint32_t)(P2P_SLOTS *
+							     w->peer) + s;
+			wval[nw++] = pc->rx0[s] + pc->rx / P2P_SLOTS + 1;
 		}
+		for (i = 0; i < st->nsnd; i++) {
+			struct pchan *pc = &k->pc[st->snd[i].peer];
+
+			if (st->snd[i].done >= st->snd[i].pieces)
+				continue;
+			wsig[nw] = k->sig_pcred + (uint32_t)st->snd[i].peer;
+			wval[nw++] = pc->cred0 + pc->tx + 1 - P2P_SLOTS;
+			break;
+		}
+		if (nw)
+			(void)hcomm__signal_wait_any(c, wsig, wval, nw,
+						     COLL_POLL_MS);
 	}
 	/* the sends read their buffers: done before those change */
 	for (i = 0; i < st->nsnd; i++)

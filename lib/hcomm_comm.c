@@ -1073,6 +1073,54 @@ static int64_t signal_wait_multi(struct hcomm_comm *c, uint32_t sig,
 			   timeout_ms);
 }
 
+/*
+ * Wait up to timeout_ms for one of n (1 .. 4) signals to reach its value:
+ * the first such i, -HCOMM_ERR_TIMEOUT (not recorded) or another error.
+ * The collectives wait so for a message and a credit at once: waiting
+ * for one of them only, a rank whose send waited for the credit that
+ * came while it slept slept on until the message came or the wait's
+ * slice ended, and its neighbour, waiting for that send, likewise.
+ */
+int hcomm__signal_wait_any(struct hcomm_comm *c, const uint32_t *sig,
+			   const uint64_t *val, int n, int timeout_ms)
+{
+	const struct hcomm_xport_ops *o = c->xo[c->sig_xp];
+	uint64_t deadline = timeout_ms < 0 ? UINT64_MAX :
+			    hcomm__now_ns() + (uint64_t)timeout_ms * 1000000ULL;
+	int64_t got;
+	uint64_t t;
+	int i, slice;
+
+	if (n < 1 || n > 4)
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "%d signals", n);
+	if (c->nxo == 1) {
+		if (o->signal_wait_any)
+			return o->signal_wait_any(c, sig, val, n, timeout_ms);
+		got = o->signal_wait(c, sig[0], val[0], timeout_ms);
+		return got < 0 ? (int)got : 0;
+	}
+	for (;;) {		/* as signal_wait_multi(), any of them */
+		hcomm__run_pending();
+		xo_progress(c);
+		signals_apply(c);
+		for (i = 0; i < n; i++)
+			if (o->signal_read(c, sig[i]) >= val[i])
+				return i;
+		t = hcomm__now_ns();
+		if (t >= deadline)
+			return -HCOMM_ERR_TIMEOUT;
+		slice = deadline - t < SIG_SLICE_MS * 1000000ULL ?
+			(int)((deadline - t) / 1000000ULL) : SIG_SLICE_MS;
+		got = o->signal_wait_any ?
+		      o->signal_wait_any(c, sig, val, n, slice) :
+		      o->signal_wait(c, sig[0], val[0], slice);
+		if (got >= 0)
+			return o->signal_wait_any ? (int)got : 0;
+		if (got != -HCOMM_ERR_TIMEOUT)
+			return (int)got;
+	}
+}
+
 HCOMM_EXPORT int64_t hcomm_signal_wait(struct hcomm_comm *c, uint32_t sig,
 				       uint64_t value, int timeout_ms)
 {

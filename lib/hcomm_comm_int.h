@@ -257,6 +257,11 @@ HCOMM_HIDDEN int hcomm__coll_wait(struct hcomm_comm *c,
 HCOMM_HIDDEN uint64_t hcomm__coll_excluded(struct hcomm_comm *c);
 /* 1: this thread runs one of c's collectives (or c's collective thread). */
 HCOMM_HIDDEN int hcomm__coll_here(struct hcomm_comm *c);
+/* One of n (1 .. 4) signals at its value: hcomm_comm.c. */
+HCOMM_HIDDEN int hcomm__signal_wait_any(struct hcomm_comm *c,
+					const uint32_t *sig,
+					const uint64_t *val, int n,
+					int timeout_ms);
 /* One round of what hcomm_wait() does between its checks. */
 HCOMM_HIDDEN int hcomm__progress_once(struct hcomm_comm *c);
 

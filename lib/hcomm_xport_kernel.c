@@ -50,6 +50,7 @@
 #define KX_REAP_BATCH		64
 #define KX_RCACHE_ENTRIES	256
 #define KX_SPIN_NS		20000		/* signal_wait spin */
+#define KX_ANY_SLICE_NS		100000		/* signal_wait_any's sleeps */
 #define KX_BATCH_MIN		4		/* inline transfers in a row that */
 #define KX_BATCH_MAX		64		/* go as one XFER_BATCH, at most */
 
@@ -774,6 +775,70 @@ static uint64_t kx_signal_read(struct hcomm_comm *c, uint32_t sig)
 	return __atomic_load_n(&kx->db[sig], __ATOMIC_ACQUIRE);
 }
 
+/* The first i < n whose doorbell reached its value, else -1. */
+static int kx_sig_any(struct kx *kx, const uint32_t *sig, const uint64_t *val,
+		      int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (__atomic_load_n(&kx->db[sig[i]], __ATOMIC_ACQUIRE) >=
+		    val[i])
+			return i;
+	return -1;
+}
+
+/*
+ * kx_signal_wait() for whichever of n doorbells gets there first.  The
+ * module sleeps on one doorbell at a time (HCOMM_CMD_DB_WAIT), so after
+ * the spin this sleeps on sig[0] for at most KX_ANY_SLICE_NS at a time
+ * and looks at the others in between.
+ */
+static int kx_signal_wait_any(struct hcomm_comm *c, const uint32_t *sig,
+			      const uint64_t *val, int n, int timeout_ms)
+{
+	struct kx *kx = kx_of(c);
+	uint64_t start = hcomm__now_ns(), deadline = UINT64_MAX, t;
+	struct hcomm_db_wait arg;
+	struct hcomm_spin spin;
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (sig[i] >= kx->nr_db)
+			return hcomm__fail(HCOMM_ERR_INVAL, EINVAL,
+					   "signal %u of %u", sig[i],
+					   kx->nr_db);
+	if (timeout_ms >= 0)
+		deadline = start + (uint64_t)timeout_ms * 1000000ULL;
+	hcomm__spin_init(&spin, start, hcomm__spin_ns(c, KX_SPIN_NS), 64);
+	do {
+		i = kx_sig_any(kx, sig, val, n);
+		if (i >= 0)
+			return i;
+	} while (hcomm__spin(&spin) && hcomm__now_ns() < deadline);
+	for (;;) {
+		t = hcomm__now_ns();
+		if (t >= deadline)
+			return -HCOMM_ERR_TIMEOUT;
+		memset(&arg, 0, sizeof(arg));
+		arg.index = sig[0];
+		arg.value = val[0];
+		arg.timeout_ns = n == 1 && deadline == UINT64_MAX ? 0 :
+				 deadline - t < KX_ANY_SLICE_NS ?
+				 deadline - t : KX_ANY_SLICE_NS;
+		if (ioctl(kx->fd, HCOMM_CMD_DB_WAIT, &arg) &&
+		    errno != ETIME && errno != ETIMEDOUT && errno != EINTR)
+			return hcomm__fail(hcomm__err_code(HCOMM_CMD_DB_WAIT,
+							   errno), errno,
+					   "HCOMM_CMD_DB_WAIT signal %u >= "
+					   "%llu", sig[0],
+					   (unsigned long long)val[0]);
+		i = kx_sig_any(kx, sig, val, n);
+		if (i >= 0)
+			return i;
+	}
+}
+
 static int64_t kx_signal_wait(struct hcomm_comm *c, uint32_t sig,
 			      uint64_t value, int timeout_ms)
 {
@@ -1233,6 +1298,7 @@ const struct hcomm_xport_ops hcomm__xport_kernel = {
 	.signal_count = kx_signal_count,
 	.signal_read = kx_signal_read,
 	.signal_wait = kx_signal_wait,
+	.signal_wait_any = kx_signal_wait_any,
 	.signal_add = kx_signal_add,
 	.stats = kx_stats,
 	.publish = kx_publish,

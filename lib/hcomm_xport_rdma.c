@@ -2581,6 +2581,80 @@ static void rx_signal_apply(struct hcomm_comm *c)
  * channel and on sig_evfd (another thread applied pieces), re-checking
  * after every wake-up and at least every 100 ms.
  */
+/* The first i < n whose signal reached its value, else -1. */
+static int rx_sig_any(struct rx *rx, const uint32_t *sig, const uint64_t *val,
+		      int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (__atomic_load_n(&rx->sigs[sig[i]], __ATOMIC_ACQUIRE) >=
+		    val[i])
+			return i;
+	return -1;
+}
+
+/* rx_signal_wait() for whichever of n signals gets there first. */
+static int rx_signal_wait_any(struct hcomm_comm *c, const uint32_t *sig,
+			      const uint64_t *val, int n, int timeout_ms)
+{
+	struct rx *rx = rx_of(c);
+	uint64_t start = hcomm__now_ns(), deadline = UINT64_MAX, t;
+	struct pollfd pfd[2];
+	struct timespec ts;
+	struct hcomm_spin spin;
+	int64_t wait_us;
+	int i, armed;
+
+	for (i = 0; i < n; i++)
+		if (sig[i] >= RX_SIGNALS)
+			return rx_fail(rx, HCOMM_ERR_INVAL, EINVAL,
+				       "signal %u of %u", sig[i], RX_SIGNALS);
+	if (timeout_ms >= 0)
+		deadline = start + (uint64_t)timeout_ms * 1000000ULL;
+	hcomm__spin_init(&spin, start, rx->spin_ns, 16);
+	do {
+		(void)rx_reap_recv(rx);
+		i = rx_sig_any(rx, sig, val, n);
+		if (i >= 0)
+			return i;
+	} while (hcomm__spin(&spin));
+	__atomic_add_fetch(&rx->sig_waiters, 1, __ATOMIC_ACQ_REL);
+	for (armed = 0;;) {
+		if (armed) {
+			(void)rx_reap_recv(rx);
+			i = rx_sig_any(rx, sig, val, n);
+			if (i >= 0)
+				break;
+		}
+		(void)ibv_req_notify_cq(rx->rcq.cq, 0);
+		armed = 1;
+		(void)rx_reap_recv(rx);
+		i = rx_sig_any(rx, sig, val, n);
+		if (i >= 0)
+			break;
+		t = hcomm__now_ns();
+		if (t >= deadline)
+			break;
+		wait_us = 100000;
+		if (deadline != UINT64_MAX && (deadline - t) / 1000 < 100000)
+			wait_us = (int64_t)((deadline - t) / 1000) + 1;
+		pfd[0].fd = rx->rcq.ch->fd;
+		pfd[0].events = POLLIN;
+		pfd[1].fd = rx->sig_evfd;
+		pfd[1].events = POLLIN;
+		rx_timeout_ts(wait_us, &ts);
+		if (ppoll(pfd, 2, &ts, NULL) > 0) {
+			if (pfd[0].revents)
+				rx_cq_events(&rx->rcq);
+			if (pfd[1].revents)
+				(void)!read(rx->sig_evfd, &t, sizeof(t));
+		}
+	}
+	__atomic_sub_fetch(&rx->sig_waiters, 1, __ATOMIC_RELEASE);
+	return i >= 0 ? i : -HCOMM_ERR_TIMEOUT;
+}
+
 static int64_t rx_signal_wait(struct hcomm_comm *c, uint32_t sig,
 			      uint64_t value, int timeout_ms)
 {
@@ -5690,6 +5764,7 @@ const struct hcomm_xport_ops hcomm__xport_rdma = {
 	.signal_count = rx_signal_count,
 	.signal_read = rx_signal_read,
 	.signal_wait = rx_signal_wait,
+	.signal_wait_any = rx_signal_wait_any,
 	.signal_add = rx_signal_add,
 	.signal_apply = rx_signal_apply,
 	.stats = rx_stats,

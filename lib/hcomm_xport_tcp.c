@@ -888,6 +888,63 @@ static int64_t tx_signal_wait(struct hcomm_comm *c, uint32_t sig,
 			   (unsigned long long)value, timeout_ms);
 }
 
+/* The first i < n whose signal reached its value, else -1. */
+static int tx_sig_any(struct tx *tx, const uint32_t *sig, const uint64_t *val,
+		      int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (__atomic_load_n(&tx->sig[sig[i]], __ATOMIC_SEQ_CST) >=
+		    val[i])
+			return i;
+	return -1;
+}
+
+/*
+ * tx_signal_wait() for whichever of n signals gets there first: every
+ * signal's change bumps sig_seq and wakes the futex on it, so one sleep
+ * serves them all.
+ */
+static int tx_signal_wait_any(struct hcomm_comm *c, const uint32_t *sig,
+			      const uint64_t *val, int n, int timeout_ms)
+{
+	struct tx *tx = tx_of(c);
+	uint64_t start = hcomm__now_ns(), deadline = UINT64_MAX, t;
+	struct hcomm_spin spin;
+	uint32_t seq;
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (sig[i] >= TX_NSIG)
+			return hcomm__fail(HCOMM_ERR_INVAL, EINVAL,
+					   "signal %u of %u", sig[i], TX_NSIG);
+	if (timeout_ms >= 0)
+		deadline = start + (uint64_t)timeout_ms * 1000000ULL;
+	hcomm__spin_init(&spin, start, hcomm__spin_ns(c, TX_SPIN_NS), 64);
+	do {
+		i = tx_sig_any(tx, sig, val, n);
+		if (i >= 0)
+			return i;
+	} while (hcomm__spin(&spin));
+	for (;;) {
+		t = hcomm__now_ns();
+		__atomic_add_fetch(&tx->sig_waiters, 1, __ATOMIC_SEQ_CST);
+		seq = __atomic_load_n(&tx->sig_seq, __ATOMIC_SEQ_CST);
+		i = tx_sig_any(tx, sig, val, n);
+		if (i < 0 && t < deadline)
+			futex_wait(&tx->sig_seq, seq, deadline == UINT64_MAX ?
+				   -1 : (int64_t)(deadline - t));
+		__atomic_sub_fetch(&tx->sig_waiters, 1, __ATOMIC_SEQ_CST);
+		if (i < 0)
+			i = tx_sig_any(tx, sig, val, n);
+		if (i >= 0)
+			return i;
+		if (t >= deadline)
+			return -HCOMM_ERR_TIMEOUT;
+	}
+}
+
 /* ------------------------------------------------------------------ */
 /* completions (any thread)                                            */
 /* ------------------------------------------------------------------ */
@@ -3581,6 +3638,7 @@ const struct hcomm_xport_ops hcomm__xport_tcp = {
 	.signal_count = tx_signal_count,
 	.signal_read = tx_signal_read,
 	.signal_wait = tx_signal_wait,
+	.signal_wait_any = tx_signal_wait_any,
 	.signal_add = tx_signal_add,
 	.stats = tx_stats,
 	.publish = tx_publish,

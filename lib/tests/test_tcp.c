@@ -1131,6 +1131,57 @@ out:
 }
 
 /*
+ * hcomm__signal_wait_any(), what the collectives wait with: rank 0 waits
+ * for either of two signals and rank 1 moves the second only; a wait for
+ * the first alone would sleep out its 20 s.
+ */
+static int rank_wait_any(void)
+{
+	unsigned char *mem = xmap(64 * KiB);
+	struct hcomm_win *w = NULL;
+	uint32_t sig[5] = { 21, 22, 23, 24, NSIG_TCP };
+	uint64_t val[5] = { 1, 1, 1, 1, 1 };
+	int64_t t0;
+	int ret = 1, i;
+
+	if (!mem || up())
+		return 1;
+	w = win_make(mem, 64 * KiB);
+	if (!w)
+		goto out;
+	check_ok(hcomm_boot_barrier(comm), "hcomm_barrier");
+	if (me == 1) {
+		usleep(50000);	/* rank 0 asleep by then */
+		check_ok(hcomm_put_signal(w, 0, 0, NULL, 0, 22, 1),
+			 "put_signal to signal 22");
+	} else {
+		t0 = now_ms();
+		i = hcomm__signal_wait_any(comm, sig, val, 2, 20000);
+		t0 = now_ms() - t0;
+		check(i == 1 && hcomm_signal_read(comm, 21) == 0,
+		      "wait for signal 21 or 22, 22 moved: index %d after "
+		      "%lld ms (of 20000), 21 still 0", i, (long long)t0);
+		i = hcomm__signal_wait_any(comm, sig + 2, val + 2, 2, 100);
+		check(i == -HCOMM_ERR_TIMEOUT, "neither of 23 and 24 moved: "
+		      "HCOMM_ERR_TIMEOUT after 100 ms (%d)", i);
+		sig[0] = 22;
+		check(hcomm__signal_wait_any(comm, sig, val, 2, 0) == 0,
+		      "both there (22 and 22): the lowest index, 0");
+		check(hcomm__signal_wait_any(comm, sig + 3, val, 2, 0) ==
+		      -HCOMM_ERR_INVAL, "signal %d of %d: HCOMM_ERR_INVAL",
+		      NSIG_TCP, NSIG_TCP);
+		check(hcomm__signal_wait_any(comm, sig, val, 0, 0) ==
+		      -HCOMM_ERR_INVAL &&
+		      hcomm__signal_wait_any(comm, sig, val, 5, 0) ==
+		      -HCOMM_ERR_INVAL, "0 or 5 signals: HCOMM_ERR_INVAL");
+	}
+	check_ok(hcomm_boot_barrier(comm), "hcomm_barrier");
+	ret = 0;
+out:
+	return down(w, ret);
+}
+
+/*
  * Rank 0 sends without payload CRC32C, rank 1 with: each checks what
  * carries one, and the data is the same both ways.
  */
@@ -2248,6 +2299,8 @@ int main(int argc, char **argv)
 		{ "internal operations in order, 4 lanes", 2, rank_ordered,
 		  { "HCOMM_NUM_QPS=4" } },
 		{ "errors", 2, rank_errors, { NULL } },
+		{ "waiting for either of two signals", 2, rank_wait_any,
+		  { NULL } },
 		{ "HCOMM_TRANSPORT=bogus", 1, rank_bad_env,
 		  { "HCOMM_TRANSPORT=bogus" } },
 		{ "HCOMM_TCP_ZC_THRESHOLD=lots", 1, rank_bad_env,
