@@ -1620,7 +1620,7 @@ static int do_reduce(struct hcomm_comm *c, struct hcomm_coll *k,
 		     const struct coll_op *o)
 {
 	size_t es = hcomm_dtype_size(o->dt);
-	int me_root = c->rank == o->root, ret, oop;
+	int me_root = c->rank == o->root, ret, oop, pos, scr = 0;
 	struct plan p;
 	char *acc;
 
@@ -1630,7 +1630,16 @@ static int do_reduce(struct hcomm_comm *c, struct hcomm_coll *k,
 		memmove(o->recv, o->send, o->count * es);
 		return 0;
 	}
-	acc = me_root ? o->recv : scratch_get(k, o->count * es);
+	/* the chain's head only sends, from send; the others reduce */
+	pos = mod(c->rank - o->root - 1, c->size);
+	if (me_root) {
+		acc = o->recv;
+	} else if (pos == 0) {
+		acc = (char *)o->send;	/* only read: it receives nothing */
+	} else {
+		acc = scratch_get(k, o->count * es);
+		scr = 1;
+	}
 	if (!acc)
 		return coll_nomem(k, "hcomm_reduce", o->count * es);
 	oop = acc != o->send && apart(acc, o->send, o->count * es);
@@ -1639,12 +1648,12 @@ static int do_reduce(struct hcomm_comm *c, struct hcomm_coll *k,
 	plan_init(&p, c, k, K_REDUCE, o->dt, o->op, acc, o->count);
 	if (oop)
 		p.src = o->send;
-	p.pos = mod(c->rank - o->root - 1, c->size);
+	p.pos = pos;
 	p.nch = (o->count + p.ce - 1) / p.ce;
 	p.nsend = p.pos == p.n - 1 ? 0 : p.nch;
 	p.nrecv = p.pos == 0 ? 0 : p.nch;
 	ret = ring_run(c, k, &p);
-	if (!me_root)
+	if (scr)
 		scratch_put(k, acc, o->count * es);
 	return ret;
 }

@@ -1075,7 +1075,9 @@ static int64_t signal_wait_multi(struct hcomm_comm *c, uint32_t sig,
 
 /*
  * Wait up to timeout_ms for one of n (1 .. 4) signals to reach its value:
- * the first such i, -HCOMM_ERR_TIMEOUT (not recorded) or another error.
+ * the first such i, -HCOMM_ERR_TIMEOUT (recorded only where a transport
+ * has no signal_wait_any and its signal_wait records it) or another
+ * error.
  * The collectives wait so for a message and a credit at once: waiting
  * for one of them only, a rank whose send waited for the credit that
  * came while it slept slept on until the message came or the wait's
@@ -1093,6 +1095,11 @@ int hcomm__signal_wait_any(struct hcomm_comm *c, const uint32_t *sig,
 
 	if (n < 1 || n > 4)
 		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "%d signals", n);
+	for (i = 0; i < n; i++)
+		if (sig[i] >= o->signal_count(c))
+			return hcomm__fail(HCOMM_ERR_INVAL, EINVAL,
+					   "signal %u of %u", sig[i],
+					   o->signal_count(c));
 	if (c->nxo == 1) {
 		if (o->signal_wait_any)
 			return o->signal_wait_any(c, sig, val, n, timeout_ms);

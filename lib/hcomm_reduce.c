@@ -304,7 +304,7 @@ static HR_ISA_##isa void name##_##isa(void *restrict io,		\
 		a[i] = OP(a[i], b[i]);					\
 }									\
 									\
-/* name_out_isa(out, a, b, n): out[i] = OP(a[i], b[i]), the same bits. */	\
+/* name_out_isa(out, a, b, n): out[i] = OP(a[i], b[i]) */		\
 static HR_ISA_##isa void name##_out_##isa(void *restrict out,		\
 				       const void *restrict x,		\
 				       const void *restrict y, size_t n) \
@@ -427,8 +427,8 @@ struct hr_set {
 	{ sum_##s##_##isa, prod_##s##_##isa, max_##t##_##isa,		\
 	  min_##t##_##isa }
 #define HR_FNS3(isa, t, s)						\
-	{ sum_##s##_out_##isa, prod_##s##_out_##isa, max_##t##_out_##isa,	\
-	  min_##t##_out_##isa }
+	{ sum_##s##_out_##isa, prod_##s##_out_##isa,			\
+	  max_##t##_out_##isa, min_##t##_out_##isa }
 
 #define HR_SET(isa, h2f_fn, f2h_fn) {					\
 	.name = #isa,							\

@@ -2576,11 +2576,6 @@ static void rx_signal_apply(struct hcomm_comm *c)
 	rx_reap_recv_all(rx_of(c));
 }
 
-/*
- * Poll the receive CQ for spin_ns, then sleep on its completion
- * channel and on sig_evfd (another thread applied pieces), re-checking
- * after every wake-up and at least every 100 ms.
- */
 /* The first i < n whose signal reached its value, else -1. */
 static int rx_sig_any(struct rx *rx, const uint32_t *sig, const uint64_t *val,
 		      int n)
@@ -2655,6 +2650,11 @@ static int rx_signal_wait_any(struct hcomm_comm *c, const uint32_t *sig,
 	return i >= 0 ? i : -HCOMM_ERR_TIMEOUT;
 }
 
+/*
+ * Poll the receive CQ for spin_ns, then sleep on its completion
+ * channel and on sig_evfd (another thread applied pieces), re-checking
+ * after every wake-up and at least every 100 ms.
+ */
 static int64_t rx_signal_wait(struct hcomm_comm *c, uint32_t sig,
 			      uint64_t value, int timeout_ms)
 {
