@@ -649,49 +649,12 @@ static int hr_op(enum hcomm_redop op)
 	}
 }
 
-/* inout op= in for fp16 (bf16 0) or bf16 (1), through fp32 blocks. */
+/*
+ * out = a op b for fp16 (bf16 0) or bf16 (1), through fp32 blocks.  out
+ * may be a (in place): each block is widened before it is written.
+ */
 static void hr_reduce_half(const struct hr_set *s, int bf16, int op,
-			   char *io, const char *in, size_t n)
-{
-	float a[HR_BLOCK] __attribute__((aligned(32)));
-	float b[HR_BLOCK] __attribute__((aligned(32)));
-	hr_widen widen = bf16 ? s->b2f : s->h2f;
-	hr_narrow narrow = bf16 ? s->f2b : s->f2h;
-	size_t m;
-
-	while (n) {
-		m = n < HR_BLOCK ? n : HR_BLOCK;
-		widen(a, io, m);
-		widen(b, in, m);
-		s->fn[HCOMM_FP32][op](a, b, m);
-		narrow(io, a, m, 1.0f);
-		io += 2 * m;
-		in += 2 * m;
-		n -= m;
-	}
-}
-
-int hcomm__reduce(enum hcomm_dtype dt, enum hcomm_redop op, void *inout,
-		  const void *in, size_t count)
-{
-	const struct hr_set *s;
-	int o = hr_op(op);
-
-	if (o < 0 || !hcomm_dtype_size(dt) || (count && (!inout || !in)))
-		return -HCOMM_ERR_INVAL;
-	if (!count)
-		return 0;
-	s = hr();
-	if (dt == HCOMM_FP16 || dt == HCOMM_BF16)
-		hr_reduce_half(s, dt == HCOMM_BF16, o, inout, in, count);
-	else
-		s->fn[dt][o](inout, in, count);
-	return 0;
-}
-
-/* out = a op b for fp16 or bf16, through fp32 blocks (as above). */
-static void hr_reduce_half3(const struct hr_set *s, int bf16, int op,
-			    char *out, const char *a, const char *b, size_t n)
+			   char *out, const char *a, const char *b, size_t n)
 {
 	float x[HR_BLOCK] __attribute__((aligned(32)));
 	float y[HR_BLOCK] __attribute__((aligned(32)));
@@ -712,6 +675,25 @@ static void hr_reduce_half3(const struct hr_set *s, int bf16, int op,
 	}
 }
 
+int hcomm__reduce(enum hcomm_dtype dt, enum hcomm_redop op, void *inout,
+		  const void *in, size_t count)
+{
+	const struct hr_set *s;
+	int o = hr_op(op);
+
+	if (o < 0 || !hcomm_dtype_size(dt) || (count && (!inout || !in)))
+		return -HCOMM_ERR_INVAL;
+	if (!count)
+		return 0;
+	s = hr();
+	if (dt == HCOMM_FP16 || dt == HCOMM_BF16)
+		hr_reduce_half(s, dt == HCOMM_BF16, o, inout, inout, in,
+			       count);
+	else
+		s->fn[dt][o](inout, in, count);
+	return 0;
+}
+
 int hcomm__reduce3(enum hcomm_dtype dt, enum hcomm_redop op, void *out,
 		   const void *a, const void *b, size_t count)
 {
@@ -725,7 +707,7 @@ int hcomm__reduce3(enum hcomm_dtype dt, enum hcomm_redop op, void *out,
 		return 0;
 	s = hr();
 	if (dt == HCOMM_FP16 || dt == HCOMM_BF16)
-		hr_reduce_half3(s, dt == HCOMM_BF16, o, out, a, b, count);
+		hr_reduce_half(s, dt == HCOMM_BF16, o, out, a, b, count);
 	else
 		s->fn3[dt][o](out, a, b, count);
 	return 0;

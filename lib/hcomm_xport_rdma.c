@@ -2589,7 +2589,12 @@ static int rx_sig_any(struct rx *rx, const uint32_t *sig, const uint64_t *val,
 	return -1;
 }
 
-/* rx_signal_wait() for whichever of n signals gets there first. */
+/*
+ * Until one of n signals reaches its value: poll the receive CQ for
+ * spin_ns, then sleep on its completion channel and on sig_evfd (another
+ * thread applied pieces), re-checking after every wake-up and at least
+ * every 100 ms.
+ */
 static int rx_signal_wait_any(struct hcomm_comm *c, const uint32_t *sig,
 			      const uint64_t *val, int n, int timeout_ms)
 {
@@ -2650,77 +2655,28 @@ static int rx_signal_wait_any(struct hcomm_comm *c, const uint32_t *sig,
 	return i >= 0 ? i : -HCOMM_ERR_TIMEOUT;
 }
 
-/*
- * Poll the receive CQ for spin_ns, then sleep on its completion
- * channel and on sig_evfd (another thread applied pieces), re-checking
- * after every wake-up and at least every 100 ms.
- */
+/* One signal: rx_signal_wait_any(), errors recorded. */
 static int64_t rx_signal_wait(struct hcomm_comm *c, uint32_t sig,
 			      uint64_t value, int timeout_ms)
 {
 	struct rx *rx = rx_of(c);
-	uint64_t start = hcomm__now_ns(), deadline = UINT64_MAX, t, v;
-	struct pollfd pfd[2];
-	struct timespec ts;
-	struct hcomm_spin spin;
-	int64_t wait_us;
-	int armed;
+	int i;
 
 	if (sig >= RX_SIGNALS)
 		return rx_fail(rx, HCOMM_ERR_INVAL, EINVAL,
 			       "hcomm_signal_wait: signal %u of %u", sig,
 			       RX_SIGNALS);
-	if (timeout_ms >= 0)
-		deadline = start + (uint64_t)timeout_ms * 1000000ULL;
-	hcomm__spin_init(&spin, start, rx->spin_ns, 16);
-	for (;;) {
-		(void)rx_reap_recv(rx);
-		v = __atomic_load_n(&rx->sigs[sig], __ATOMIC_ACQUIRE);
-		if (v >= value)
-			return (int64_t)v;
-		if (!hcomm__spin(&spin))
-			break;
-	}
-	__atomic_add_fetch(&rx->sig_waiters, 1, __ATOMIC_ACQ_REL);
-	for (armed = 0;;) {
-		/* after a wake-up, look before arming again (a system call) */
-		if (armed) {
-			(void)rx_reap_recv(rx);
-			v = __atomic_load_n(&rx->sigs[sig], __ATOMIC_ACQUIRE);
-			if (v >= value)
-				break;
-		}
-		(void)ibv_req_notify_cq(rx->rcq.cq, 0);
-		armed = 1;
-		(void)rx_reap_recv(rx);
-		v = __atomic_load_n(&rx->sigs[sig], __ATOMIC_ACQUIRE);
-		if (v >= value)
-			break;
-		t = hcomm__now_ns();
-		if (t >= deadline)
-			break;
-		wait_us = 100000;
-		if (deadline != UINT64_MAX && (deadline - t) / 1000 < 100000)
-			wait_us = (int64_t)((deadline - t) / 1000) + 1;
-		pfd[0].fd = rx->rcq.ch->fd;
-		pfd[0].events = POLLIN;
-		pfd[1].fd = rx->sig_evfd;
-		pfd[1].events = POLLIN;
-		rx_timeout_ts(wait_us, &ts);
-		if (ppoll(pfd, 2, &ts, NULL) > 0) {
-			if (pfd[0].revents)
-				rx_cq_events(&rx->rcq);
-			if (pfd[1].revents)
-				(void)!read(rx->sig_evfd, &t, sizeof(t));
-		}
-	}
-	__atomic_sub_fetch(&rx->sig_waiters, 1, __ATOMIC_RELEASE);
-	if (v >= value)
-		return (int64_t)v;
+	i = rx_signal_wait_any(c, &sig, &value, 1, timeout_ms);
+	if (i == 0)
+		return (int64_t)__atomic_load_n(&rx->sigs[sig],
+						__ATOMIC_ACQUIRE);
+	if (i != -HCOMM_ERR_TIMEOUT)
+		return i;
 	return hcomm__fail(HCOMM_ERR_TIMEOUT, ETIME, "hcomm_signal_wait: "
 			   "signal %u stayed at %llu < %llu for %d ms", sig,
-			   (unsigned long long)v, (unsigned long long)value,
-			   timeout_ms);
+			   (unsigned long long)__atomic_load_n(&rx->sigs[sig],
+							       __ATOMIC_ACQUIRE),
+			   (unsigned long long)value, timeout_ms);
 }
 
 /* ------------------------------------------------------------------ */

@@ -846,48 +846,6 @@ static uint64_t tx_signal_read(struct hcomm_comm *c, uint32_t sig)
 	return __atomic_load_n(&tx_of(c)->sig[sig], __ATOMIC_ACQUIRE);
 }
 
-static int64_t tx_signal_wait(struct hcomm_comm *c, uint32_t sig,
-			      uint64_t value, int timeout_ms)
-{
-	struct tx *tx = tx_of(c);
-	uint64_t start = hcomm__now_ns(), deadline = UINT64_MAX, t, v;
-	struct hcomm_spin spin;
-	uint32_t seq;
-
-	if (sig >= TX_NSIG)
-		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL,
-				   "hcomm_signal_wait: signal %u of %u", sig,
-				   TX_NSIG);
-	if (timeout_ms >= 0)
-		deadline = start + (uint64_t)timeout_ms * 1000000ULL;
-	hcomm__spin_init(&spin, start, hcomm__spin_ns(c, TX_SPIN_NS), 64);
-	for (;;) {
-		v = __atomic_load_n(&tx->sig[sig], __ATOMIC_ACQUIRE);
-		if (v >= value)
-			return (int64_t)v;
-		if (!hcomm__spin(&spin))
-			break;
-	}
-	for (;;) {
-		t = hcomm__now_ns();
-		__atomic_add_fetch(&tx->sig_waiters, 1, __ATOMIC_SEQ_CST);
-		seq = __atomic_load_n(&tx->sig_seq, __ATOMIC_SEQ_CST);
-		v = __atomic_load_n(&tx->sig[sig], __ATOMIC_SEQ_CST);
-		if (v < value && t < deadline)
-			futex_wait(&tx->sig_seq, seq, deadline == UINT64_MAX ?
-				   -1 : (int64_t)(deadline - t));
-		__atomic_sub_fetch(&tx->sig_waiters, 1, __ATOMIC_SEQ_CST);
-		if (v >= value)
-			return (int64_t)v;
-		if (t >= deadline)
-			break;
-	}
-	return hcomm__fail(HCOMM_ERR_TIMEOUT, ETIME,
-			   "hcomm_signal_wait: signal %u stayed at %llu < %llu "
-			   "for %d ms", sig, (unsigned long long)v,
-			   (unsigned long long)value, timeout_ms);
-}
-
 /* The first i < n whose signal reached its value, else -1. */
 static int tx_sig_any(struct tx *tx, const uint32_t *sig, const uint64_t *val,
 		      int n)
@@ -902,9 +860,9 @@ static int tx_sig_any(struct tx *tx, const uint32_t *sig, const uint64_t *val,
 }
 
 /*
- * tx_signal_wait() for whichever of n signals gets there first: every
- * signal's change bumps sig_seq and wakes the futex on it, so one sleep
- * serves them all.
+ * Until one of n signals reaches its value: spin for the spin budget,
+ * then sleep on the futex sig_seq, which every signal's change bumps (so
+ * one sleep serves them all).
  */
 static int tx_signal_wait_any(struct hcomm_comm *c, const uint32_t *sig,
 			      const uint64_t *val, int n, int timeout_ms)
@@ -943,6 +901,31 @@ static int tx_signal_wait_any(struct hcomm_comm *c, const uint32_t *sig,
 		if (t >= deadline)
 			return -HCOMM_ERR_TIMEOUT;
 	}
+}
+
+/* One signal: tx_signal_wait_any(), errors recorded. */
+static int64_t tx_signal_wait(struct hcomm_comm *c, uint32_t sig,
+			      uint64_t value, int timeout_ms)
+{
+	struct tx *tx = tx_of(c);
+	int i;
+
+	if (sig >= TX_NSIG)
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL,
+				   "hcomm_signal_wait: signal %u of %u", sig,
+				   TX_NSIG);
+	i = tx_signal_wait_any(c, &sig, &value, 1, timeout_ms);
+	if (i == 0)
+		return (int64_t)__atomic_load_n(&tx->sig[sig],
+						__ATOMIC_ACQUIRE);
+	if (i != -HCOMM_ERR_TIMEOUT)
+		return i;
+	return hcomm__fail(HCOMM_ERR_TIMEOUT, ETIME,
+			   "hcomm_signal_wait: signal %u stayed at %llu < %llu "
+			   "for %d ms", sig,
+			   (unsigned long long)__atomic_load_n(&tx->sig[sig],
+							       __ATOMIC_ACQUIRE),
+			   (unsigned long long)value, timeout_ms);
 }
 
 /* ------------------------------------------------------------------ */
