@@ -1037,76 +1037,24 @@ static void signals_apply(struct hcomm_comm *c)
 			c->xo[i]->signal_apply(c);
 }
 
-static int64_t signal_wait_multi(struct hcomm_comm *c, uint32_t sig,
-				 uint64_t value, int timeout_ms)
-{
-	const struct hcomm_xport_ops *o = c->xo[c->sig_xp];
-	uint64_t deadline = timeout_ms < 0 ? UINT64_MAX :
-			    hcomm__now_ns() + (uint64_t)timeout_ms * 1000000ULL;
-	int64_t got;
-	uint64_t v, t;
-	int slice;
-
-	if (sig >= o->signal_count(c))
-		return o->signal_wait(c, sig, value, 0);	/* the error */
-	for (;;) {
-		hcomm__run_pending();
-		xo_progress(c);
-		signals_apply(c);
-		v = o->signal_read(c, sig);
-		if (v >= value)
-			return (int64_t)v;
-		t = hcomm__now_ns();
-		if (t >= deadline)
-			break;
-		slice = deadline - t < SIG_SLICE_MS * 1000000ULL ?
-			(int)((deadline - t) / 1000000ULL) : SIG_SLICE_MS;
-		got = o->signal_wait(c, sig, value, slice);
-		if (got >= 0)
-			return got;
-		if (got != -HCOMM_ERR_TIMEOUT)
-			return got;
-	}
-	return hcomm__fail(HCOMM_ERR_TIMEOUT, ETIME, "hcomm_signal_wait: "
-			   "signal %u stayed at %llu < %llu for %d ms", sig,
-			   (unsigned long long)v, (unsigned long long)value,
-			   timeout_ms);
-}
-
 /*
- * Wait up to timeout_ms for one of n (1 .. 4) signals to reach its value:
- * the first such i, -HCOMM_ERR_TIMEOUT (recorded only where a transport
- * has no signal_wait_any and its signal_wait records it) or another
- * error.
- * The collectives wait so for a message and a credit at once: waiting
- * for one of them only, a rank whose send waited for the credit that
- * came while it slept slept on until the message came or the wait's
- * slice ended, and its neighbour, waiting for that send, likewise.
+ * Until one of n signals (valid numbers) reaches its value: the first
+ * such i, -HCOMM_ERR_TIMEOUT (not recorded) or another error.  One
+ * transport waits itself; with several, a signal may sit in another's
+ * queue, so each slice reaps and applies them all first.
  */
-int hcomm__signal_wait_any(struct hcomm_comm *c, const uint32_t *sig,
-			   const uint64_t *val, int n, int timeout_ms)
+static int wait_any(struct hcomm_comm *c, const uint32_t *sig,
+		    const uint64_t *val, int n, int timeout_ms)
 {
 	const struct hcomm_xport_ops *o = c->xo[c->sig_xp];
-	uint64_t deadline = timeout_ms < 0 ? UINT64_MAX :
-			    hcomm__now_ns() + (uint64_t)timeout_ms * 1000000ULL;
-	int64_t got;
-	uint64_t t;
+	uint64_t deadline, t;
 	int i, slice;
 
-	if (n < 1 || n > 4)
-		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "%d signals", n);
-	for (i = 0; i < n; i++)
-		if (sig[i] >= o->signal_count(c))
-			return hcomm__fail(HCOMM_ERR_INVAL, EINVAL,
-					   "signal %u of %u", sig[i],
-					   o->signal_count(c));
-	if (c->nxo == 1) {
-		if (o->signal_wait_any)
-			return o->signal_wait_any(c, sig, val, n, timeout_ms);
-		got = o->signal_wait(c, sig[0], val[0], timeout_ms);
-		return got < 0 ? (int)got : 0;
-	}
-	for (;;) {		/* as signal_wait_multi(), any of them */
+	if (c->nxo == 1)
+		return o->signal_wait_any(c, sig, val, n, timeout_ms);
+	deadline = timeout_ms < 0 ? UINT64_MAX :
+		   hcomm__now_ns() + (uint64_t)timeout_ms * 1000000ULL;
+	for (;;) {
 		hcomm__run_pending();
 		xo_progress(c);
 		signals_apply(c);
@@ -1118,24 +1066,64 @@ int hcomm__signal_wait_any(struct hcomm_comm *c, const uint32_t *sig,
 			return -HCOMM_ERR_TIMEOUT;
 		slice = deadline - t < SIG_SLICE_MS * 1000000ULL ?
 			(int)((deadline - t) / 1000000ULL) : SIG_SLICE_MS;
-		got = o->signal_wait_any ?
-		      o->signal_wait_any(c, sig, val, n, slice) :
-		      o->signal_wait(c, sig[0], val[0], slice);
-		if (got >= 0)
-			return o->signal_wait_any ? (int)got : 0;
-		if (got != -HCOMM_ERR_TIMEOUT)
-			return (int)got;
+		i = o->signal_wait_any(c, sig, val, n, slice);
+		if (i != -HCOMM_ERR_TIMEOUT)
+			return i;
 	}
+}
+
+/* Signal numbers of this communicator: 0, or the error recorded. */
+static int sigs_valid(struct hcomm_comm *c, const char *fn,
+		      const uint32_t *sig, int n)
+{
+	uint32_t count = c->xo[c->sig_xp]->signal_count(c);
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (sig[i] >= count)
+			return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "%s: signal "
+					   "%u of %u", fn, sig[i], count);
+	return 0;
+}
+
+/*
+ * Wait up to timeout_ms for one of n (1 .. 4) signals to reach its value:
+ * the first such i, -HCOMM_ERR_TIMEOUT (not recorded) or another error.
+ * The collectives wait so for a message and a credit at once: waiting
+ * for one of them only, a rank whose send waited for the credit that
+ * came while it slept slept on until the message came or the wait's
+ * slice ended, and its neighbour, waiting for that send, likewise.
+ */
+int hcomm__signal_wait_any(struct hcomm_comm *c, const uint32_t *sig,
+			   const uint64_t *val, int n, int timeout_ms)
+{
+	int ret;
+
+	if (n < 1 || n > 4)
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "%d signals", n);
+	ret = sigs_valid(c, "signal_wait_any", sig, n);
+	return ret ? ret : wait_any(c, sig, val, n, timeout_ms);
 }
 
 HCOMM_EXPORT int64_t hcomm_signal_wait(struct hcomm_comm *c, uint32_t sig,
 				       uint64_t value, int timeout_ms)
 {
+	int ret;
+
 	if (!c)
 		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "hcomm_signal_wait");
-	if (c->nxo > 1)
-		return signal_wait_multi(c, sig, value, timeout_ms);
-	return c->xo[c->sig_xp]->signal_wait(c, sig, value, timeout_ms);
+	ret = sigs_valid(c, "hcomm_signal_wait", &sig, 1);
+	if (!ret)
+		ret = wait_any(c, &sig, &value, 1, timeout_ms);
+	if (!ret)
+		return (int64_t)c->xo[c->sig_xp]->signal_read(c, sig);
+	if (ret != -HCOMM_ERR_TIMEOUT)
+		return ret;
+	return hcomm__fail(HCOMM_ERR_TIMEOUT, ETIME, "hcomm_signal_wait: "
+			   "signal %u stayed at %llu < %llu for %d ms", sig,
+			   (unsigned long long)c->xo[c->sig_xp]->
+			   signal_read(c, sig), (unsigned long long)value,
+			   timeout_ms);
 }
 
 HCOMM_EXPORT uint64_t hcomm_signal_read(struct hcomm_comm *c, uint32_t sig)

@@ -97,17 +97,17 @@ struct hcomm_win_peers {
  * @fence:      operations issued before complete before any issued after.
  * @flush:      return once the operations this rank issued so far have
  *              completed (c->inflight reached 0).
- * @signal_count, @signal_read, @signal_wait: this rank's signals (see
+ * @signal_count, @signal_read, @signal_wait_any: this rank's signals (see
  *              hcomm.h); @signal_read and @signal_count never fail.  Only
  *              the communicator's signal owner (hcomm__signal_owner())
  *              is asked; a transport that receives a signal for this rank
  *              hands it to hcomm__signal_deliver().
- * @signal_wait_any: (optional) wait up to timeout_ms (< 0: no limit) until
- *              one of n signals sig[i] reads at least val[i]; returns
- *              that i (the lowest), -HCOMM_ERR_TIMEOUT without recording
- *              it, or another negated hcomm_err (recorded).  NULL: the
- *              communicator waits on sig[0] and looks at the others
- *              between slices (hcomm__signal_wait_any()).
+ *              @signal_wait_any waits up to timeout_ms (< 0: no limit)
+ *              until one of n (1 .. 4) signals sig[i] (numbers the caller
+ *              checked) reads at least val[i]; it returns that i (the
+ *              lowest), -HCOMM_ERR_TIMEOUT without recording it, or
+ *              another negated hcomm_err (recorded).  hcomm_signal_wait()
+ *              is it with one signal.
  * @signal_add: add v to this rank's signal sig and wake its waiters (the
  *              owner's, for signals another transport received).
  * @signal_apply: (optional) hand over every signal that has arrived and
@@ -143,8 +143,6 @@ struct hcomm_xport_ops {
 	int (*flush)(struct hcomm_comm *c);
 	uint32_t (*signal_count)(const struct hcomm_comm *c);
 	uint64_t (*signal_read)(struct hcomm_comm *c, uint32_t sig);
-	int64_t (*signal_wait)(struct hcomm_comm *c, uint32_t sig,
-			       uint64_t value, int timeout_ms);
 	int (*signal_wait_any)(struct hcomm_comm *c, const uint32_t *sig,
 			       const uint64_t *val, int n, int timeout_ms);
 	int (*signal_add)(struct hcomm_comm *c, uint32_t sig, uint64_t v);

@@ -789,10 +789,10 @@ static int kx_sig_any(struct kx *kx, const uint32_t *sig, const uint64_t *val,
 }
 
 /*
- * kx_signal_wait() for whichever of n doorbells gets there first.  The
- * module sleeps on one doorbell at a time (HCOMM_CMD_DB_WAIT), so after
- * the spin this sleeps on sig[0] for at most KX_ANY_SLICE_NS at a time
- * and looks at the others in between.
+ * Until one of n doorbells reaches its value: spin, then sleep in the
+ * module (HCOMM_CMD_DB_WAIT).  It sleeps on one doorbell at a time, so
+ * with more than one this sleeps on sig[0] for at most KX_ANY_SLICE_NS
+ * at a time and looks at the others in between.
  */
 static int kx_signal_wait_any(struct hcomm_comm *c, const uint32_t *sig,
 			      const uint64_t *val, int n, int timeout_ms)
@@ -803,11 +803,6 @@ static int kx_signal_wait_any(struct hcomm_comm *c, const uint32_t *sig,
 	struct hcomm_spin spin;
 	int i;
 
-	for (i = 0; i < n; i++)
-		if (sig[i] >= kx->nr_db)
-			return hcomm__fail(HCOMM_ERR_INVAL, EINVAL,
-					   "signal %u of %u", sig[i],
-					   kx->nr_db);
 	if (timeout_ms >= 0)
 		deadline = start + (uint64_t)timeout_ms * 1000000ULL;
 	hcomm__spin_init(&spin, start, hcomm__spin_ns(c, KX_SPIN_NS), 64);
@@ -823,9 +818,11 @@ static int kx_signal_wait_any(struct hcomm_comm *c, const uint32_t *sig,
 		memset(&arg, 0, sizeof(arg));
 		arg.index = sig[0];
 		arg.value = val[0];
-		arg.timeout_ns = n == 1 && deadline == UINT64_MAX ? 0 :
-				 deadline - t < KX_ANY_SLICE_NS ?
-				 deadline - t : KX_ANY_SLICE_NS;
+		if (deadline != UINT64_MAX)	/* 0: no limit */
+			arg.timeout_ns = deadline - t;
+		if (n > 1 && (!arg.timeout_ns ||
+			      arg.timeout_ns > KX_ANY_SLICE_NS))
+			arg.timeout_ns = KX_ANY_SLICE_NS;
 		if (ioctl(kx->fd, HCOMM_CMD_DB_WAIT, &arg) &&
 		    errno != ETIME && errno != ETIMEDOUT && errno != EINTR)
 			return hcomm__fail(hcomm__err_code(HCOMM_CMD_DB_WAIT,
@@ -837,60 +834,6 @@ static int kx_signal_wait_any(struct hcomm_comm *c, const uint32_t *sig,
 		if (i >= 0)
 			return i;
 	}
-}
-
-static int64_t kx_signal_wait(struct hcomm_comm *c, uint32_t sig,
-			      uint64_t value, int timeout_ms)
-{
-	struct kx *kx = kx_of(c);
-	uint64_t start = hcomm__now_ns(), deadline = UINT64_MAX, spin_ns, t, v;
-	struct hcomm_db_wait arg;
-	struct hcomm_spin spin;
-
-	if (sig >= kx->nr_db)
-		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL,
-				   "hcomm_signal_wait: signal %u of %u", sig,
-				   kx->nr_db);
-	if (timeout_ms >= 0)
-		deadline = start + (uint64_t)timeout_ms * 1000000ULL;
-	spin_ns = hcomm__spin_ns(c, KX_SPIN_NS);
-	if (spin_ns > deadline - start)
-		spin_ns = deadline - start;
-	hcomm__spin_init(&spin, start, spin_ns, 64);
-	for (;;) {
-		v = __atomic_load_n(&kx->db[sig], __ATOMIC_ACQUIRE);
-		if (v >= value)
-			return (int64_t)v;
-		if (!hcomm__spin(&spin))
-			break;
-	}
-	for (;;) {
-		memset(&arg, 0, sizeof(arg));
-		arg.index = sig;
-		arg.value = value;
-		if (deadline != UINT64_MAX) {
-			t = hcomm__now_ns();
-			if (t >= deadline)
-				break;
-			arg.timeout_ns = deadline - t;
-		}
-		if (!ioctl(kx->fd, HCOMM_CMD_DB_WAIT, &arg))
-			return (int64_t)arg.current_value;
-		if (errno == ETIME || errno == ETIMEDOUT)
-			break;
-		if (errno != EINTR)
-			return hcomm__fail(hcomm__err_code(HCOMM_CMD_DB_WAIT,
-							   errno), errno,
-					   "HCOMM_CMD_DB_WAIT signal %u >= %llu",
-					   sig, (unsigned long long)value);
-	}
-	v = __atomic_load_n(&kx->db[sig], __ATOMIC_ACQUIRE);
-	if (v >= value)
-		return (int64_t)v;
-	return hcomm__fail(HCOMM_ERR_TIMEOUT, ETIME,
-			   "hcomm_signal_wait: signal %u stayed at %llu < %llu "
-			   "for %d ms", sig, (unsigned long long)v,
-			   (unsigned long long)value, timeout_ms);
 }
 
 /*
@@ -1297,7 +1240,6 @@ const struct hcomm_xport_ops hcomm__xport_kernel = {
 	.flush = kx_flush,
 	.signal_count = kx_signal_count,
 	.signal_read = kx_signal_read,
-	.signal_wait = kx_signal_wait,
 	.signal_wait_any = kx_signal_wait_any,
 	.signal_add = kx_signal_add,
 	.stats = kx_stats,

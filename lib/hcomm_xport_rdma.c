@@ -2606,10 +2606,6 @@ static int rx_signal_wait_any(struct hcomm_comm *c, const uint32_t *sig,
 	int64_t wait_us;
 	int i, armed;
 
-	for (i = 0; i < n; i++)
-		if (sig[i] >= RX_SIGNALS)
-			return rx_fail(rx, HCOMM_ERR_INVAL, EINVAL,
-				       "signal %u of %u", sig[i], RX_SIGNALS);
 	if (timeout_ms >= 0)
 		deadline = start + (uint64_t)timeout_ms * 1000000ULL;
 	hcomm__spin_init(&spin, start, rx->spin_ns, 16);
@@ -2653,30 +2649,6 @@ static int rx_signal_wait_any(struct hcomm_comm *c, const uint32_t *sig,
 	}
 	__atomic_sub_fetch(&rx->sig_waiters, 1, __ATOMIC_RELEASE);
 	return i >= 0 ? i : -HCOMM_ERR_TIMEOUT;
-}
-
-/* One signal: rx_signal_wait_any(), errors recorded. */
-static int64_t rx_signal_wait(struct hcomm_comm *c, uint32_t sig,
-			      uint64_t value, int timeout_ms)
-{
-	struct rx *rx = rx_of(c);
-	int i;
-
-	if (sig >= RX_SIGNALS)
-		return rx_fail(rx, HCOMM_ERR_INVAL, EINVAL,
-			       "hcomm_signal_wait: signal %u of %u", sig,
-			       RX_SIGNALS);
-	i = rx_signal_wait_any(c, &sig, &value, 1, timeout_ms);
-	if (i == 0)
-		return (int64_t)__atomic_load_n(&rx->sigs[sig],
-						__ATOMIC_ACQUIRE);
-	if (i != -HCOMM_ERR_TIMEOUT)
-		return i;
-	return hcomm__fail(HCOMM_ERR_TIMEOUT, ETIME, "hcomm_signal_wait: "
-			   "signal %u stayed at %llu < %llu for %d ms", sig,
-			   (unsigned long long)__atomic_load_n(&rx->sigs[sig],
-							       __ATOMIC_ACQUIRE),
-			   (unsigned long long)value, timeout_ms);
 }
 
 /* ------------------------------------------------------------------ */
@@ -5719,7 +5691,6 @@ const struct hcomm_xport_ops hcomm__xport_rdma = {
 	.flush = rx_flush,
 	.signal_count = rx_signal_count,
 	.signal_read = rx_signal_read,
-	.signal_wait = rx_signal_wait,
 	.signal_wait_any = rx_signal_wait_any,
 	.signal_add = rx_signal_add,
 	.signal_apply = rx_signal_apply,

@@ -873,10 +873,6 @@ static int tx_signal_wait_any(struct hcomm_comm *c, const uint32_t *sig,
 	uint32_t seq;
 	int i;
 
-	for (i = 0; i < n; i++)
-		if (sig[i] >= TX_NSIG)
-			return hcomm__fail(HCOMM_ERR_INVAL, EINVAL,
-					   "signal %u of %u", sig[i], TX_NSIG);
 	if (timeout_ms >= 0)
 		deadline = start + (uint64_t)timeout_ms * 1000000ULL;
 	hcomm__spin_init(&spin, start, hcomm__spin_ns(c, TX_SPIN_NS), 64);
@@ -901,31 +897,6 @@ static int tx_signal_wait_any(struct hcomm_comm *c, const uint32_t *sig,
 		if (t >= deadline)
 			return -HCOMM_ERR_TIMEOUT;
 	}
-}
-
-/* One signal: tx_signal_wait_any(), errors recorded. */
-static int64_t tx_signal_wait(struct hcomm_comm *c, uint32_t sig,
-			      uint64_t value, int timeout_ms)
-{
-	struct tx *tx = tx_of(c);
-	int i;
-
-	if (sig >= TX_NSIG)
-		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL,
-				   "hcomm_signal_wait: signal %u of %u", sig,
-				   TX_NSIG);
-	i = tx_signal_wait_any(c, &sig, &value, 1, timeout_ms);
-	if (i == 0)
-		return (int64_t)__atomic_load_n(&tx->sig[sig],
-						__ATOMIC_ACQUIRE);
-	if (i != -HCOMM_ERR_TIMEOUT)
-		return i;
-	return hcomm__fail(HCOMM_ERR_TIMEOUT, ETIME,
-			   "hcomm_signal_wait: signal %u stayed at %llu < %llu "
-			   "for %d ms", sig,
-			   (unsigned long long)__atomic_load_n(&tx->sig[sig],
-							       __ATOMIC_ACQUIRE),
-			   (unsigned long long)value, timeout_ms);
 }
 
 /* ------------------------------------------------------------------ */
@@ -3620,7 +3591,6 @@ const struct hcomm_xport_ops hcomm__xport_tcp = {
 	.flush = tx_flush,
 	.signal_count = tx_signal_count,
 	.signal_read = tx_signal_read,
-	.signal_wait = tx_signal_wait,
 	.signal_wait_any = tx_signal_wait_any,
 	.signal_add = tx_signal_add,
 	.stats = tx_stats,
