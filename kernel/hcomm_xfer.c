@@ -57,6 +57,7 @@
 #include <linux/overflow.h>
 #include <linux/uaccess.h>
 #include <linux/ktime.h>
+#include <linux/hrtimer.h>
 #include <linux/jiffies.h>
 #include <linux/workqueue.h>
 #include <linux/dma-buf.h>
@@ -143,7 +144,8 @@ struct hcomm_op {
 			u32 index;
 			u64 value;
 			ktime_t deadline;	/* KTIME_MAX: none */
-			struct delayed_work timeout;
+			struct hrtimer timer;	/* fires at @deadline */
+			struct work_struct timeout;	/* queued by @timer */
 		} w;
 	};
 };
@@ -1485,11 +1487,16 @@ static u64 hcomm_db_read(struct hcomm_ctx *ctx, u32 index)
 								 ctx->nr_db)]);
 }
 
-/* End a wait taken off ctx->waiters by the caller. */
+/*
+ * End a wait taken off ctx->waiters by the caller: @sync_timer unless the
+ * caller is the wait's own timeout work.  The timer is stopped first (it
+ * queues the work), and is done with before the operation is freed.
+ */
 static void hcomm_wait_end(struct hcomm_op *op, int res, bool sync_timer)
 {
+	hrtimer_cancel(&op->w.timer);
 	if (sync_timer)
-		cancel_delayed_work_sync(&op->w.timeout);
+		cancel_work_sync(&op->w.timeout);
 	op->res = res;
 	op->res2 = hcomm_db_read(op->ctx, op->w.index);
 	atomic64_dec(&hcomm_stats.waits_pending);
@@ -1521,31 +1528,36 @@ void hcomm_db_wake(struct hcomm_ctx *ctx, u32 index)
 }
 
 /*
- * Arm the timeout of a parked wait for what is left until its deadline.
- * The timer wheel caps a delay (at about 12 days with HZ=250); a longer
- * timeout fires early, finds time left, and is armed again.  db_lock held.
+ * Arm the timeout of a parked wait at its deadline (CLOCK_MONOTONIC, as
+ * ktime_get()): a high-resolution timer, so that a timeout of 100 us
+ * ends after about 100 us, not at the next timer tick (4 ms with
+ * HZ=250).  It runs in hard interrupt context and only queues the
+ * timeout's work, which ends the wait under db_lock.  A deadline already
+ * past (a 1 ns timeout) fires at once.  db_lock held.
  */
-static void hcomm_wait_arm(struct hcomm_op *op, ktime_t now)
+static void hcomm_wait_arm(struct hcomm_op *op)
 {
-	s64 left = ktime_to_ns(ktime_sub(op->w.deadline, now));
-
 	lockdep_assert_held(&op->ctx->db_lock);
-	/* already past (a 1 ns timeout): expire now, never "in 2^64 ns" */
-	mod_delayed_work(hcomm_engine.timer_wq, &op->w.timeout,
-			 left > 0 ? nsecs_to_jiffies(left) + 1 : 0);
+	hrtimer_start(&op->w.timer, op->w.deadline, HRTIMER_MODE_ABS);
+}
+
+static enum hrtimer_restart hcomm_wait_timer(struct hrtimer *t)
+{
+	struct hcomm_op *op = container_of(t, struct hcomm_op, w.timer);
+
+	queue_work(hcomm_engine.timer_wq, &op->w.timeout);
+	return HRTIMER_NORESTART;
 }
 
 static void hcomm_wait_timeout(struct work_struct *work)
 {
-	struct hcomm_op *op = container_of(to_delayed_work(work),
-					   struct hcomm_op, w.timeout);
-	ktime_t now = ktime_get();
+	struct hcomm_op *op = container_of(work, struct hcomm_op, w.timeout);
 	bool mine = false;
 
 	spin_lock(&op->ctx->db_lock);
 	if (!list_empty(&op->node)) {
-		if (ktime_before(now, op->w.deadline)) {
-			hcomm_wait_arm(op, now);
+		if (ktime_before(ktime_get(), op->w.deadline)) {
+			hcomm_wait_arm(op);	/* not reached: never early */
 		} else {
 			list_del_init(&op->node);
 			mine = true;
@@ -1602,7 +1614,9 @@ int hcomm_db_wait(struct hcomm_ctx *ctx, struct hcomm_db_wait *arg,
 	op->w.index = arg->index;
 	op->w.value = arg->value;
 	op->w.deadline = hcomm_wait_deadline(ktime_get(), arg->timeout_ns);
-	INIT_DELAYED_WORK(&op->w.timeout, hcomm_wait_timeout);
+	hrtimer_init(&op->w.timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS);
+	op->w.timer.function = hcomm_wait_timer;
+	INIT_WORK(&op->w.timeout, hcomm_wait_timeout);
 
 	spin_lock(&ctx->db_lock);
 	if (hcomm_db_read(ctx, arg->index) >= arg->value) {
@@ -1625,7 +1639,7 @@ int hcomm_db_wait(struct hcomm_ctx *ctx, struct hcomm_db_wait *arg,
 	spin_lock(&ctx->db_lock);
 	list_add_tail(&op->node, hcomm_wait_bucket(ctx, op->w.index));
 	if (op->w.deadline != KTIME_MAX)
-		hcomm_wait_arm(op, ktime_get());
+		hcomm_wait_arm(op);
 	spin_unlock(&ctx->db_lock);
 	if (io->ioucmd)
 		hcomm_sweep_kick();

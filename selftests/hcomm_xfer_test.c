@@ -882,6 +882,69 @@ TEST_F(hcomm, db_wait_timeout)
 	ASSERT_EQ(0, munmap(db, full));
 }
 
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * A short timeout ends soon after it is due, not at the next timer tick
+ * (4 ms with HZ=250): the median of PRECISE_N DB_WAITs of 200 us, each
+ * never shorter than its timeout, is within 1 ms of the median of as many
+ * nanosleep()s of 200 us in the same run (a high-resolution timer's
+ * sleep on this machine, under this load).
+ */
+#define PRECISE_N	31
+#define PRECISE_NS	200000
+
+TEST_F(hcomm, db_wait_timeout_precise)
+{
+	int64_t wait[PRECISE_N], sleep[PRECISE_N], t;
+	struct timespec ts = { 0, PRECISE_NS };
+	struct hcomm_db_wait w;
+	int i, ret;
+
+	XFER_SETUP();
+	for (i = 0; i < PRECISE_N; i++) {
+		hx_db_wait_init(&w, 13, 1, 4, PRECISE_NS);
+		t = now_ns();
+		ret = hx_cmd(self->fd, self->r, HCOMM_CMD_DB_WAIT, &w, NULL);
+		wait[i] = now_ns() - t;
+		ASSERT_EQ(-ETIME, ret) TH_LOG("DB_WAIT %d: %d", i, ret);
+		ASSERT_LE(PRECISE_NS, wait[i]) TH_LOG("DB_WAIT of %d ns "
+						      "ended after %lld ns",
+						      PRECISE_NS,
+						      (long long)wait[i]);
+		t = now_ns();
+		ASSERT_EQ(0, nanosleep(&ts, NULL));
+		sleep[i] = now_ns() - t;
+	}
+	qsort(wait, PRECISE_N, sizeof(wait[0]), cmp_i64);
+	qsort(sleep, PRECISE_N, sizeof(sleep[0]), cmp_i64);
+	TH_LOG("timeout %d us: DB_WAIT median %lld us (%lld .. %lld), "
+	       "nanosleep median %lld us", PRECISE_NS / 1000,
+	       (long long)wait[PRECISE_N / 2] / 1000,
+	       (long long)wait[0] / 1000,
+	       (long long)wait[PRECISE_N - 1] / 1000,
+	       (long long)sleep[PRECISE_N / 2] / 1000);
+	ASSERT_GT(sleep[PRECISE_N / 2] + 1000000, wait[PRECISE_N / 2])
+		TH_LOG("a DB_WAIT's timeout of %d us ended %lld us late "
+		       "(median), a nanosleep %lld us",
+		       PRECISE_NS / 1000,
+		       (long long)(wait[PRECISE_N / 2] - PRECISE_NS) / 1000,
+		       (long long)(sleep[PRECISE_N / 2] - PRECISE_NS) / 1000);
+}
+
 /* A DB_WAIT parked through the variant's transport. */
 struct waiter {
 	pthread_t th;		/* ioctl: the thread blocked in DB_WAIT */

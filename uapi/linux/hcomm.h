@@ -432,7 +432,8 @@ struct hcomm_fence {
  * @timeout_ns: in: give up with -ETIME after this long; 0, or a value
  *              whose deadline does not fit a signed 64-bit nanosecond
  *              clock (about 292 years), waits forever.  -ETIME only once
- *              the time has passed: never because of a signal.
+ *              the time has passed (a high-resolution timer: soon
+ *              after, not at a timer tick): never because of a signal.
  *              out (ioctl): when a signal interrupts a finite wait, the
  *              time left, so that the restarted call waits no longer in
  *              all (with SA_RESTART the restart is transparent).
