@@ -1021,11 +1021,16 @@ HCOMM_EXPORT int hcomm_batch(struct hcomm_win *win,
 
 /*
  * With several transports a signal may still sit in another transport's
- * queue (an RDMA completion nobody reaped): reap everything, then look at
- * the owner's value; wait by turns on every transport, at most
- * SIG_SLICE_MS at a time (the owner's own wait cannot see the others).
+ * queue (an RDMA completion nobody reaped, one with @signal_apply): reap
+ * everything, then look at the owner's value, then sleep in the owner's
+ * wait, which cannot see such a queue: for SIG_SLICE_MIN_NS, then twice
+ * as long each time up to SIG_SLICE_MAX_NS, so that a signal that comes
+ * soon is seen soon and a long wait costs few wake-ups.  Transports that
+ * hand their signals over themselves (tcp's service thread) wake the
+ * owner's wait: without another kind the owner waits the whole time.
  */
-#define SIG_SLICE_MS	2
+#define SIG_SLICE_MIN_NS	100000ULL
+#define SIG_SLICE_MAX_NS	2000000ULL
 
 /* Every signal another transport holds, into the owner (signal_apply). */
 static void signals_apply(struct hcomm_comm *c)
@@ -1047,13 +1052,18 @@ static int wait_any(struct hcomm_comm *c, const uint32_t *sig,
 		    const uint64_t *val, int n, int timeout_ms)
 {
 	const struct hcomm_xport_ops *o = c->xo[c->sig_xp];
-	uint64_t deadline, t;
-	int i, slice;
+	uint64_t deadline = UINT64_MAX, slice = 0, t;
+	int64_t w;
+	int i;
 
 	if (c->nxo == 1)
-		return o->signal_wait_any(c, sig, val, n, timeout_ms);
-	deadline = timeout_ms < 0 ? UINT64_MAX :
-		   hcomm__now_ns() + (uint64_t)timeout_ms * 1000000ULL;
+		return o->signal_wait_any(c, sig, val, n, timeout_ms < 0 ? -1 :
+					  (int64_t)timeout_ms * 1000000);
+	for_each_xo(c, i)
+		if (i != c->sig_xp && c->xo[i]->signal_apply)
+			slice = SIG_SLICE_MIN_NS;
+	if (timeout_ms >= 0)
+		deadline = hcomm__now_ns() + (uint64_t)timeout_ms * 1000000ULL;
 	for (;;) {
 		hcomm__run_pending();
 		xo_progress(c);
@@ -1064,9 +1074,13 @@ static int wait_any(struct hcomm_comm *c, const uint32_t *sig,
 		t = hcomm__now_ns();
 		if (t >= deadline)
 			return -HCOMM_ERR_TIMEOUT;
-		slice = deadline - t < SIG_SLICE_MS * 1000000ULL ?
-			(int)((deadline - t) / 1000000ULL) : SIG_SLICE_MS;
-		i = o->signal_wait_any(c, sig, val, n, slice);
+		w = deadline == UINT64_MAX ? -1 : (int64_t)(deadline - t);
+		if (slice && (w < 0 || (uint64_t)w > slice)) {
+			w = (int64_t)slice;
+			if (slice < SIG_SLICE_MAX_NS)
+				slice *= 2;
+		}
+		i = o->signal_wait_any(c, sig, val, n, w);
 		if (i != -HCOMM_ERR_TIMEOUT)
 			return i;
 	}

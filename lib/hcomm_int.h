@@ -105,6 +105,13 @@ static inline int hcomm__spin(struct hcomm_spin *s)
 	return 1;
 }
 
+/* A wait's spin budget: budget_ns, or its timeout when shorter (>= 0). */
+static inline uint64_t hcomm__spin_cap(uint64_t budget_ns, int64_t timeout_ns)
+{
+	return timeout_ns >= 0 && (uint64_t)timeout_ns < budget_ns ?
+	       (uint64_t)timeout_ns : budget_ns;
+}
+
 /*
  * A small number of this thread's own, handed out once per thread in
  * order of first use (0, 1, 2, ...): transports spread threads over

@@ -102,7 +102,8 @@ struct hcomm_win_peers {
  *              the communicator's signal owner (hcomm__signal_owner())
  *              is asked; a transport that receives a signal for this rank
  *              hands it to hcomm__signal_deliver().
- *              @signal_wait_any waits up to timeout_ms (< 0: no limit)
+ *              @signal_wait_any waits up to timeout_ns (< 0: no limit;
+ *              0: only looks)
  *              until one of n (1 .. 4) signals sig[i] (numbers the caller
  *              checked) reads at least val[i]; it returns that i (the
  *              lowest), -HCOMM_ERR_TIMEOUT without recording it, or
@@ -144,7 +145,7 @@ struct hcomm_xport_ops {
 	uint32_t (*signal_count)(const struct hcomm_comm *c);
 	uint64_t (*signal_read)(struct hcomm_comm *c, uint32_t sig);
 	int (*signal_wait_any)(struct hcomm_comm *c, const uint32_t *sig,
-			       const uint64_t *val, int n, int timeout_ms);
+			       const uint64_t *val, int n, int64_t timeout_ns);
 	int (*signal_add)(struct hcomm_comm *c, uint32_t sig, uint64_t v);
 	void (*signal_apply)(struct hcomm_comm *c);
 	void (*stats)(struct hcomm_comm *c, struct hcomm_comm_stats *st);

@@ -50,7 +50,8 @@
 #define KX_REAP_BATCH		64
 #define KX_RCACHE_ENTRIES	256
 #define KX_SPIN_NS		20000		/* signal_wait spin */
-#define KX_ANY_SLICE_NS		100000		/* signal_wait_any's sleeps */
+#define KX_ANY_SLICE_NS		100000		/* signal_wait_any's sleeps: */
+#define KX_ANY_SLICE_MAX_NS	2000000		/* doubling up to this */
 #define KX_BATCH_MIN		4		/* inline transfers in a row that */
 #define KX_BATCH_MAX		64		/* go as one XFER_BATCH, at most */
 
@@ -791,26 +792,30 @@ static int kx_sig_any(struct kx *kx, const uint32_t *sig, const uint64_t *val,
 /*
  * Until one of n doorbells reaches its value: spin, then sleep in the
  * module (HCOMM_CMD_DB_WAIT).  It sleeps on one doorbell at a time, so
- * with more than one this sleeps on sig[0] for at most KX_ANY_SLICE_NS
- * at a time and looks at the others in between.
+ * with more than one this sleeps on sig[0] for KX_ANY_SLICE_NS, then
+ * twice as long each time up to KX_ANY_SLICE_MAX_NS, and looks at the
+ * others in between: another doorbell that moves soon is seen soon, and a
+ * long wait wakes seldom.
  */
 static int kx_signal_wait_any(struct hcomm_comm *c, const uint32_t *sig,
-			      const uint64_t *val, int n, int timeout_ms)
+			      const uint64_t *val, int n, int64_t timeout_ns)
 {
 	struct kx *kx = kx_of(c);
 	uint64_t start = hcomm__now_ns(), deadline = UINT64_MAX, t;
 	struct hcomm_db_wait arg;
+	uint64_t slice = KX_ANY_SLICE_NS;
 	struct hcomm_spin spin;
 	int i;
 
-	if (timeout_ms >= 0)
-		deadline = start + (uint64_t)timeout_ms * 1000000ULL;
-	hcomm__spin_init(&spin, start, hcomm__spin_ns(c, KX_SPIN_NS), 64);
+	if (timeout_ns >= 0)
+		deadline = start + (uint64_t)timeout_ns;
+	hcomm__spin_init(&spin, start, hcomm__spin_cap(hcomm__spin_ns(c,
+			 KX_SPIN_NS), timeout_ns), 64);
 	do {
 		i = kx_sig_any(kx, sig, val, n);
 		if (i >= 0)
 			return i;
-	} while (hcomm__spin(&spin) && hcomm__now_ns() < deadline);
+	} while (hcomm__spin(&spin));
 	for (;;) {
 		t = hcomm__now_ns();
 		if (t >= deadline)
@@ -820,9 +825,11 @@ static int kx_signal_wait_any(struct hcomm_comm *c, const uint32_t *sig,
 		arg.value = val[0];
 		if (deadline != UINT64_MAX)	/* 0: no limit */
 			arg.timeout_ns = deadline - t;
-		if (n > 1 && (!arg.timeout_ns ||
-			      arg.timeout_ns > KX_ANY_SLICE_NS))
-			arg.timeout_ns = KX_ANY_SLICE_NS;
+		if (n > 1 && (!arg.timeout_ns || arg.timeout_ns > slice)) {
+			arg.timeout_ns = slice;
+			if (slice < KX_ANY_SLICE_MAX_NS)
+				slice *= 2;
+		}
 		if (ioctl(kx->fd, HCOMM_CMD_DB_WAIT, &arg) &&
 		    errno != ETIME && errno != ETIMEDOUT && errno != EINTR)
 			return hcomm__fail(hcomm__err_code(HCOMM_CMD_DB_WAIT,

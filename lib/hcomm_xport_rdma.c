@@ -2596,7 +2596,7 @@ static int rx_sig_any(struct rx *rx, const uint32_t *sig, const uint64_t *val,
  * every 100 ms.
  */
 static int rx_signal_wait_any(struct hcomm_comm *c, const uint32_t *sig,
-			      const uint64_t *val, int n, int timeout_ms)
+			      const uint64_t *val, int n, int64_t timeout_ns)
 {
 	struct rx *rx = rx_of(c);
 	uint64_t start = hcomm__now_ns(), deadline = UINT64_MAX, t;
@@ -2606,9 +2606,10 @@ static int rx_signal_wait_any(struct hcomm_comm *c, const uint32_t *sig,
 	int64_t wait_us;
 	int i, armed;
 
-	if (timeout_ms >= 0)
-		deadline = start + (uint64_t)timeout_ms * 1000000ULL;
-	hcomm__spin_init(&spin, start, rx->spin_ns, 16);
+	if (timeout_ns >= 0)
+		deadline = start + (uint64_t)timeout_ns;
+	hcomm__spin_init(&spin, start, hcomm__spin_cap(rx->spin_ns, timeout_ns),
+			 16);
 	do {
 		(void)rx_reap_recv(rx);
 		i = rx_sig_any(rx, sig, val, n);

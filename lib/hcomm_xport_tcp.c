@@ -865,7 +865,7 @@ static int tx_sig_any(struct tx *tx, const uint32_t *sig, const uint64_t *val,
  * one sleep serves them all).
  */
 static int tx_signal_wait_any(struct hcomm_comm *c, const uint32_t *sig,
-			      const uint64_t *val, int n, int timeout_ms)
+			      const uint64_t *val, int n, int64_t timeout_ns)
 {
 	struct tx *tx = tx_of(c);
 	uint64_t start = hcomm__now_ns(), deadline = UINT64_MAX, t;
@@ -873,9 +873,10 @@ static int tx_signal_wait_any(struct hcomm_comm *c, const uint32_t *sig,
 	uint32_t seq;
 	int i;
 
-	if (timeout_ms >= 0)
-		deadline = start + (uint64_t)timeout_ms * 1000000ULL;
-	hcomm__spin_init(&spin, start, hcomm__spin_ns(c, TX_SPIN_NS), 64);
+	if (timeout_ns >= 0)
+		deadline = start + (uint64_t)timeout_ns;
+	hcomm__spin_init(&spin, start, hcomm__spin_cap(hcomm__spin_ns(c,
+			 TX_SPIN_NS), timeout_ns), 64);
 	do {
 		i = tx_sig_any(tx, sig, val, n);
 		if (i >= 0)

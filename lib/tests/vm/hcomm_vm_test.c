@@ -16,7 +16,8 @@
  *             bytes around each destination must stay untouched
  *   signal    put_signal + signal_wait in a ring (data checked after each
  *             signal), all-to-all signal sums, a burst of 600 completed
- *             put_signals seen by one signal_read, signal_wait timeout
+ *             put_signals seen by one signal_read, signal_wait timeout,
+ *             200 waits of 1 ms use under a quarter of their time's CPU
  *   batch     hcomm_batch of 256 and 1000 descriptors mixing PUT, GET and
  *             PUT_SIGNAL with requests (per-request checks), and of 256
  *             without requests (blocking)
@@ -214,6 +215,14 @@ static void on_alarm(int sig)
 	if (write(1, buf, (size_t)n) < 0)
 		(void)0;
 	_exit(3);
+}
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
 static uint64_t now_ns(void)
@@ -928,6 +937,36 @@ static int case_signal(void)
 	CHECK(t0 >= 250000000ULL && t0 < 10000000000ULL,
 	      "signal_wait(timeout 300 ms) returned after %.1f ms",
 	      (double)t0 / 1e6);
+
+	/*
+	 * Waits of 1 ms, as the collectives wait between their checks,
+	 * sleep, on every transport and with several (which sleep in
+	 * slices, reaping between them): not a poll through their time.
+	 */
+	phase = "short waits";
+	{
+		enum { WAITS = 200 };
+		uint64_t idle = hcomm_signal_read(comm, SIG_IDLE) + 1, cpu;
+
+		cpu = thread_cpu_ns();
+		t0 = now_ns();
+		for (k = 0; k < WAITS; k++) {
+			got = hcomm_signal_wait(comm, SIG_IDLE, idle, 1);
+			if (got != -HCOMM_ERR_TIMEOUT)
+				break;
+		}
+		t0 = now_ns() - t0;
+		cpu = thread_cpu_ns() - cpu;
+		EXPECT(got, -HCOMM_ERR_TIMEOUT);
+		printf("# rank %d: %d waits of 1 ms on %s: %.1f ms of CPU in "
+		       "%.1f ms\n", me, k, hcomm_comm_transport(comm),
+		       (double)cpu / 1e6, (double)t0 / 1e6);
+		CHECK(cpu * 4 < t0, "%d signal_waits of 1 ms on %s that timed "
+		      "out took %.1f ms of this thread's CPU in %.1f ms: "
+		      "they poll instead of sleeping", k,
+		      hcomm_comm_transport(comm), (double)cpu / 1e6,
+		      (double)t0 / 1e6);
+	}
 	barrier();
 	phase = "win_free";
 	OK(hcomm_win_free(w));
