@@ -1081,6 +1081,29 @@ static int run_nop(void *p, uint64_t n)
 	return 0;
 }
 
+/*
+ * The cheapest hcomm command through io_uring: a CANCEL of a tag nothing
+ * carries (its argument copied in, checked, the pending lists looked at
+ * under their lock, 0 found): what any command costs before its work.
+ */
+static int run_cancel_uring(void *p, uint64_t n)
+{
+	struct hcomm_cancel *a = p;
+	uint64_t big0;
+	int res, ret;
+
+	while (n--) {
+		a->count = 1;
+		ret = uring_cmd1(&S.ring, S.fd, HCOMM_CMD_CANCEL, a, &res,
+				 &big0);
+		if (ret || res)
+			return ret ? ret : res;
+		if (a->count)
+			return -EIO;
+	}
+	return 0;
+}
+
 static int run_xfer1_uring(void *p, uint64_t n)
 {
 	struct bw_ctx *c = p;
@@ -1155,7 +1178,7 @@ static void bench_latency(void)
 	static struct bw_ctx c;
 	struct stats a, b;
 	struct meas m;
-	double nop = NAN, xu = NAN, xi = NAN, pph = NAN, ppp = NAN;
+	double nop = NAN, xu = NAN, xi = NAN, pph = NAN, ppp = NAN, cc = NAN;
 	char eng[24] = "";
 	int ret;
 
@@ -1168,6 +1191,15 @@ static void bench_latency(void)
 		nop = us_of(&m, 1);
 
 	if (!opt_baselines_only) {
+		struct hcomm_cancel ca = { .tag = ~0ULL };
+
+		ret = measure(run_cancel_uring, &ca, &m, opt_time, opt_iters);
+		if (ret)
+			fail("CANCEL round trip (io_uring): %s",
+			     strerror(-ret));
+		else
+			cc = us_of(&m, 1);
+
 		memset(&c, 0, sizeof(c));
 		c.len = 8;
 		xfer_init(&c.xs[0], 0, 0, 8);
@@ -1189,6 +1221,8 @@ static void bench_latency(void)
 		else if (!remote_verify("8 B XFER (ioctl)", 0, 0, 8))
 			xi = us_of(&m, 1);
 	}
+	add_result("rtt_cancel_uring", 0, cc, "us", "rtt_nop_uring", nop,
+		   false, "");
 	add_result("rtt_xfer8_uring", 8, xu, "us", "rtt_nop_uring", nop,
 		   false, eng);
 	add_result("rtt_xfer8_ioctl", 8, xi, "us", "rtt_nop_uring", nop,

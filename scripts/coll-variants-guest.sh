@@ -1,8 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 #
-# hcomm_coll_perf alone (no mpirun) on two ranks, one in each VM of the
-# network test bed, once per setting, all in one boot:
+# hcomm_coll_perf alone (no mpirun) on the VMs of the network test bed,
+# COLL_PER_VM ranks in each (default 1), once per setting, all in one boot:
 #
 #   scripts/netvm.sh run --n 2 \
 #       --env "COLL_ARGS=-t allreduce -b 1M -e 64M -f 4 -n 3" \
@@ -12,7 +12,9 @@
 # COLL_ARGS: hcomm_coll_perf's arguments (default: a broadcast from 1 to
 # 16 MiB); COLL_VARIANTS: settings separated by ';', each a list of
 # VAR=value for both ranks (default: one run with none); COLL_XP: the
-# transport (HCOMM_TRANSPORT, default tcp); COLL_PERF=1: rank 0's VM
+# transport (HCOMM_TRANSPORT, default tcp; kernel+tcp with COLL_PER_VM=2
+# gives a communicator of two transports; HCOMM_KO: the module, loaded
+# when set); COLL_PERF=1: rank 0's VM
 # records each run with "perf record -a" and leaves the report of the
 # last in $NETVM_RUN/out/perf-vm1.txt.  Settings compared in one boot
 # run under the same host load, which two separate boots do not
@@ -26,6 +28,14 @@ bench=${HCOMM_COLL_PERF:-$repo/build/bench/hcomm_coll_perf}
 args=${COLL_ARGS:--t broadcast -b 1M -e 16M -f 4 -n 3 -w 1 -c 1}
 IFS=';' read -ra variants <<< "${COLL_VARIANTS:-}"
 [ ${#variants[@]} -gt 0 ] || variants=("")
+per=${COLL_PER_VM:-1}
+case $per in
+''|*[!0-9]*|0) echo "coll-variants: COLL_PER_VM=$per: 1 or more" >&2; exit 2 ;;
+esac
+if [ -n "${HCOMM_KO:-}" ] && [ ! -e /dev/hcomm ]; then
+	insmod "$HCOMM_KO" && chmod 0666 /dev/hcomm ||
+		{ echo "coll-variants: insmod $HCOMM_KO failed" >&2; exit 2; }
+fi
 pre=()
 if [ "$VM_ID" = 1 ] && [ "${COLL_PERF:-0}" = 1 ]; then
 	command -v perf > /dev/null || { echo "coll-variants: no perf" >&2; exit 2; }
@@ -36,14 +46,27 @@ failed=0 i=0
 for v in "${variants[@]}"; do
 	i=$((i + 1))
 	barrier "coll-variant-$i" || exit 1
-	# shellcheck disable=SC2086 # $v and $args are word lists
-	env $v HCOMM_RANK=$((VM_ID - 1)) HCOMM_WORLD_SIZE=2 \
-		HCOMM_ROOT_ADDR="$(ip_of 1):$((25200 + i))" \
-		HCOMM_JOB_ID="coll-variant-$i" \
-		HCOMM_TRANSPORT="${COLL_XP:-tcp}" \
-		timeout 900 "${pre[@]}" "$bench" $args \
-		> /tmp/coll.out 2> /tmp/coll.err
-	rc=$?
+	pids=()
+	for ((j = per - 1; j >= 0; j--)); do
+		run=("$bench")
+		[ "$j" = 0 ] && run=("${pre[@]}" "$bench")
+		# shellcheck disable=SC2086 # $v and $args are word lists
+		env $v HCOMM_RANK=$(((VM_ID - 1) * per + j)) \
+			HCOMM_WORLD_SIZE=$((NVM * per)) \
+			HCOMM_ROOT_ADDR="$(ip_of 1):$((25200 + i))" \
+			HCOMM_JOB_ID="coll-variant-$i" \
+			HCOMM_TRANSPORT="${COLL_XP:-tcp}" \
+			timeout 900 "${run[@]}" $args \
+			> "/tmp/coll.out.$j" 2> "/tmp/coll.err.$j" &
+		pids+=($!)
+	done
+	rc=0
+	for p in "${pids[@]}"; do
+		wait "$p" || rc=1
+	done
+	mv /tmp/coll.out.0 /tmp/coll.out
+	cat /tmp/coll.err.* > /tmp/coll.err
+	rm -f /tmp/coll.out.* /tmp/coll.err.*
 	[ "$rc" = 0 ] || failed=1
 	cp /tmp/coll.err "$NETVM_RUN/out/coll-$i-vm$VM_ID.err"
 	if [ "$VM_ID" = 1 ]; then
