@@ -144,6 +144,7 @@ struct hcomm_op {
 			u32 index;
 			u64 value;
 			ktime_t deadline;	/* KTIME_MAX: none */
+			u64 slack;		/* the waiter's timer slack */
 			struct hrtimer timer;	/* fires at @deadline */
 			struct work_struct timeout;	/* queued by @timer */
 		} w;
@@ -1531,14 +1532,16 @@ void hcomm_db_wake(struct hcomm_ctx *ctx, u32 index)
  * Arm the timeout of a parked wait at its deadline (CLOCK_MONOTONIC, as
  * ktime_get()): a high-resolution timer, so that a timeout of 100 us
  * ends after about 100 us, not at the next timer tick (4 ms with
- * HZ=250).  It runs in hard interrupt context and only queues the
- * timeout's work, which ends the wait under db_lock.  A deadline already
- * past (a 1 ns timeout) fires at once.  db_lock held.
+ * HZ=250), within the waiter's timer slack as nanosleep() would be (so
+ * that many waits share an interrupt).  It runs in hard interrupt context
+ * and only queues the timeout's work, which ends the wait under db_lock.
+ * A deadline already past (a 1 ns timeout) fires at once.  db_lock held.
  */
 static void hcomm_wait_arm(struct hcomm_op *op)
 {
 	lockdep_assert_held(&op->ctx->db_lock);
-	hrtimer_start(&op->w.timer, op->w.deadline, HRTIMER_MODE_ABS);
+	hrtimer_start_range_ns(&op->w.timer, op->w.deadline, op->w.slack,
+			       HRTIMER_MODE_ABS);
 }
 
 static enum hrtimer_restart hcomm_wait_timer(struct hrtimer *t)
@@ -1614,6 +1617,7 @@ int hcomm_db_wait(struct hcomm_ctx *ctx, struct hcomm_db_wait *arg,
 	op->w.index = arg->index;
 	op->w.value = arg->value;
 	op->w.deadline = hcomm_wait_deadline(ktime_get(), arg->timeout_ns);
+	op->w.slack = current->timer_slack_ns;
 	hrtimer_init(&op->w.timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS);
 	op->w.timer.function = hcomm_wait_timer;
 	INIT_WORK(&op->w.timeout, hcomm_wait_timeout);
