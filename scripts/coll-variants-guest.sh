@@ -11,12 +11,12 @@
 #
 # COLL_ARGS: hcomm_coll_perf's arguments (default: a broadcast from 1 to
 # 16 MiB); COLL_VARIANTS: settings separated by ';', each a list of
-# VAR=value for both ranks (default: one run with none); COLL_XP: the
-# transport (HCOMM_TRANSPORT, default tcp; kernel+tcp with COLL_PER_VM=2
-# gives a communicator of two transports; HCOMM_KO: the module, loaded
-# when set); COLL_PERF=1: rank 0's VM
-# records each run with "perf record -a" and leaves the report of the
-# last in $NETVM_RUN/out/perf-vm1.txt.  Settings compared in one boot
+# VAR=value for every rank (default: one run with none); COLL_XP: the
+# transport (HCOMM_TRANSPORT, default tcp; auto with COLL_PER_VM=2 and
+# HCOMM_KO, the module, which is then loaded: the kernel inside each VM,
+# rdma and tcp across); COLL_PERF=1: rank 0's VM records each run with
+# "perf record -a" and leaves the report of the last in
+# $NETVM_RUN/out/perf-vm1.txt.  Settings compared in one boot
 # run under the same host load, which two separate boots do not
 # (Documentation/collectives.rst, "Across hosts").  vm1 prints every
 # run's table; the exit status is 1 when any run failed.

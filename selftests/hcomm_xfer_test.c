@@ -900,9 +900,12 @@ static int cmp_i64(const void *a, const void *b)
 /*
  * A short timeout ends soon after it is due, not at the next timer tick
  * (4 ms with HZ=250): the median of PRECISE_N DB_WAITs of 200 us, each
- * never shorter than its timeout, is within 1 ms of the median of as many
+ * never shorter than its timeout, is at most twice the median of as many
  * nanosleep()s of 200 us in the same run (a high-resolution timer's
- * sleep on this machine, under this load).
+ * sleep on this machine, under this load), plus 1 ms.  The wait ends in
+ * a work item that the timer queues: one wake-up more than a sleep, which
+ * a debug kernel under emulation makes as long as the sleep itself (3.3
+ * against 4.8 ms there).
  */
 #define PRECISE_N	31
 #define PRECISE_NS	200000
@@ -937,7 +940,7 @@ TEST_F(hcomm, db_wait_timeout_precise)
 	       (long long)wait[0] / 1000,
 	       (long long)wait[PRECISE_N - 1] / 1000,
 	       (long long)sleep[PRECISE_N / 2] / 1000);
-	ASSERT_GT(sleep[PRECISE_N / 2] + 1000000, wait[PRECISE_N / 2])
+	ASSERT_GT(2 * sleep[PRECISE_N / 2] + 1000000, wait[PRECISE_N / 2])
 		TH_LOG("a DB_WAIT's timeout of %d us ended %lld us late "
 		       "(median), a nanosleep %lld us",
 		       PRECISE_NS / 1000,
