@@ -1075,11 +1075,8 @@ static int wait_any(struct hcomm_comm *c, const uint32_t *sig,
 		if (t >= deadline)
 			return -HCOMM_ERR_TIMEOUT;
 		w = deadline == UINT64_MAX ? -1 : (int64_t)(deadline - t);
-		if (slice && (w < 0 || (uint64_t)w > slice)) {
-			w = (int64_t)slice;
-			if (slice < SIG_SLICE_MAX_NS)
-				slice *= 2;
-		}
+		if (slice)
+			w = hcomm__slice(w, &slice, SIG_SLICE_MAX_NS);
 		i = o->signal_wait_any(c, sig, val, n, w);
 		if (i != -HCOMM_ERR_TIMEOUT)
 			return i;

@@ -105,6 +105,23 @@ static inline int hcomm__spin(struct hcomm_spin *s)
 	return 1;
 }
 
+/*
+ * A sleep in slices that double: the next slice of a wait with left_ns
+ * to go (< 0: no limit), *slice_ns or what is left when that is shorter;
+ * *slice_ns doubles up to max_ns.  A wait that cannot see every wake-up
+ * sleeps so: what comes soon is seen soon, a long wait wakes seldom.
+ */
+static inline int64_t hcomm__slice(int64_t left_ns, uint64_t *slice_ns,
+				   uint64_t max_ns)
+{
+	if (left_ns >= 0 && (uint64_t)left_ns <= *slice_ns)
+		return left_ns;
+	left_ns = (int64_t)*slice_ns;
+	if (*slice_ns < max_ns)
+		*slice_ns *= 2;
+	return left_ns;
+}
+
 /* A wait's spin budget: budget_ns, or its timeout when shorter (>= 0). */
 static inline uint64_t hcomm__spin_cap(uint64_t budget_ns, int64_t timeout_ns)
 {

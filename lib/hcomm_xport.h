@@ -103,12 +103,11 @@ struct hcomm_win_peers {
  *              is asked; a transport that receives a signal for this rank
  *              hands it to hcomm__signal_deliver().
  *              @signal_wait_any waits up to timeout_ns (< 0: no limit;
- *              0: only looks)
- *              until one of n (1 .. 4) signals sig[i] (numbers the caller
- *              checked) reads at least val[i]; it returns that i (the
- *              lowest), -HCOMM_ERR_TIMEOUT without recording it, or
- *              another negated hcomm_err (recorded).  hcomm_signal_wait()
- *              is it with one signal.
+ *              0: only looks) until one of n (1 .. 4) signals sig[i]
+ *              (numbers the caller checked) reads at least val[i]; it
+ *              returns that i (the lowest), -HCOMM_ERR_TIMEOUT without
+ *              recording it, or another negated hcomm_err (recorded).
+ *              hcomm_signal_wait() is it with one signal.
  * @signal_add: add v to this rank's signal sig and wake its waiters (the
  *              owner's, for signals another transport received).
  * @signal_apply: (optional) hand over every signal that has arrived and

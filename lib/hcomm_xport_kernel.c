@@ -805,6 +805,7 @@ static int kx_signal_wait_any(struct hcomm_comm *c, const uint32_t *sig,
 	struct hcomm_db_wait arg;
 	uint64_t slice = KX_ANY_SLICE_NS;
 	struct hcomm_spin spin;
+	int64_t left;
 	int i;
 
 	if (timeout_ns >= 0)
@@ -823,13 +824,10 @@ static int kx_signal_wait_any(struct hcomm_comm *c, const uint32_t *sig,
 		memset(&arg, 0, sizeof(arg));
 		arg.index = sig[0];
 		arg.value = val[0];
-		if (deadline != UINT64_MAX)	/* 0: no limit */
-			arg.timeout_ns = deadline - t;
-		if (n > 1 && (!arg.timeout_ns || arg.timeout_ns > slice)) {
-			arg.timeout_ns = slice;
-			if (slice < KX_ANY_SLICE_MAX_NS)
-				slice *= 2;
-		}
+		left = deadline == UINT64_MAX ? -1 : (int64_t)(deadline - t);
+		if (n > 1)
+			left = hcomm__slice(left, &slice, KX_ANY_SLICE_MAX_NS);
+		arg.timeout_ns = left < 0 ? 0 : (uint64_t)left; /* 0: none */
 		if (ioctl(kx->fd, HCOMM_CMD_DB_WAIT, &arg) &&
 		    errno != ETIME && errno != ETIMEDOUT && errno != EINTR)
 			return hcomm__fail(hcomm__err_code(HCOMM_CMD_DB_WAIT,
