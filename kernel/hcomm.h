@@ -38,7 +38,7 @@
 #define HCOMM_WAIT_BUCKETS	64
 
 /* Number of commands: HCOMM_CMD_* numbers are 0 .. HCOMM_NR_CMDS - 1. */
-#define HCOMM_NR_CMDS	13
+#define HCOMM_NR_CMDS	14
 
 struct dma_buf;
 struct dma_buf_attachment;
@@ -158,7 +158,9 @@ extern struct hcomm_stats hcomm_stats;
  * @db_npages: pages in @db_pages.
  * @nr_db:   doorbells in @db.
  * @waiters: parked DB_WAIT operations, by doorbell index modulo
- *           HCOMM_WAIT_BUCKETS: a signal looks at one bucket only.
+ *           HCOMM_WAIT_BUCKETS: a signal looks at one bucket only; a
+ *           DB_WAIT_ANY of several doorbells in the extra last list,
+ *           which every signal looks at (while it is not empty).
  * @op_lock: protects @pending and @fences.
  * @pending: submitted transfers not yet completed, in submission order.
  * @fences:  parked FENCE operations, in submission order.
@@ -221,7 +223,7 @@ struct hcomm_ctx {
 	struct page **db_pages;
 	unsigned int db_npages;
 	u32 nr_db;
-	struct list_head waiters[HCOMM_WAIT_BUCKETS];
+	struct list_head waiters[HCOMM_WAIT_BUCKETS + 1];
 
 	spinlock_t op_lock;		/* see @op_lock above */
 	struct list_head pending;
@@ -464,6 +466,8 @@ int hcomm_fence(struct hcomm_ctx *ctx, struct hcomm_fence *arg,
 		const struct hcomm_cmd_io *io);
 int hcomm_db_wait(struct hcomm_ctx *ctx, struct hcomm_db_wait *arg,
 		  const struct hcomm_cmd_io *io, void __user *uarg);
+int hcomm_db_wait_any(struct hcomm_ctx *ctx, struct hcomm_db_wait_any *arg,
+		      const struct hcomm_cmd_io *io, void __user *uarg);
 int hcomm_cancel(struct hcomm_ctx *ctx, u64 tag, bool all);
 void hcomm_uring_cancel(struct io_uring_cmd *ioucmd);
 int hcomm_set_qos(struct hcomm_ctx *ctx, struct hcomm_qos *arg);

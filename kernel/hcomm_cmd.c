@@ -66,7 +66,8 @@ static int hcomm_cmd_get_info(struct hcomm_ctx *ctx, void __user *uarg,
 	info.abi_version = HCOMM_ABI_VERSION;
 	info.features = HCOMM_FEAT_URING_CMD | HCOMM_FEAT_DMABUF |
 			HCOMM_FEAT_HUGE_EXTENTS | HCOMM_FEAT_XFER |
-			HCOMM_FEAT_REG_CACHE | HCOMM_FEAT_XFER_BATCH;
+			HCOMM_FEAT_REG_CACHE | HCOMM_FEAT_XFER_BATCH |
+			HCOMM_FEAT_DB_WAIT_ANY;
 	if (IS_ENABLED(CONFIG_DMABUF_MOVE_NOTIFY))
 		info.features |= HCOMM_FEAT_DMABUF_MOVE_NOTIFY;
 	info.max_region_size = READ_ONCE(hcomm_max_region_size);
@@ -318,6 +319,26 @@ static int hcomm_cmd_db_wait(struct hcomm_ctx *ctx, void __user *uarg,
 	return hcomm_db_wait(ctx, &arg, io, io->ioucmd ? NULL : uarg);
 }
 
+static int hcomm_cmd_db_wait_any(struct hcomm_ctx *ctx, void __user *uarg,
+				 const struct hcomm_cmd_io *io)
+{
+	struct hcomm_db_wait_any arg;
+	int ret;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	ret = hcomm_db_wait_any(ctx, &arg, io, io->ioucmd ? NULL : uarg);
+	if (io->ioucmd && ret != -EIOCBQUEUED) {
+		/* ended at once: the ready bits in the second word, as later */
+		if (ret)
+			atomic64_inc(&hcomm_stats.cmd_errors);
+		hcomm_uring_cmd_done(io->ioucmd, ret, arg.ready,
+				     io->issue_flags);
+		return -EIOCBQUEUED;
+	}
+	return ret;
+}
+
 static int hcomm_cmd_grant(struct hcomm_ctx *ctx, void __user *uarg,
 			   const struct hcomm_cmd_io *io)
 {
@@ -385,6 +406,8 @@ static const struct hcomm_cmd_desc hcomm_cmds[HCOMM_NR_CMDS] = {
 		HCOMM_CMD_SET_CTX, true, hcomm_cmd_set_ctx },
 	[_IOC_NR(HCOMM_CMD_XFER_BATCH)] = {
 		HCOMM_CMD_XFER_BATCH, false, hcomm_cmd_xfer_batch },
+	[_IOC_NR(HCOMM_CMD_DB_WAIT_ANY)] = {
+		HCOMM_CMD_DB_WAIT_ANY, false, hcomm_cmd_db_wait_any },
 };
 
 /*
@@ -454,7 +477,7 @@ long hcomm_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
  * @issue_flags: IO_URING_F_*.
  *
  * Commands that complete synchronously return what becomes cqe->res;
- * XFER, FENCE and DB_WAIT may return -EIOCBQUEUED and complete later
+ * XFER, FENCE, DB_WAIT and DB_WAIT_ANY may return -EIOCBQUEUED and complete later
  * through io_uring_cmd_done().  With IO_URING_F_CANCEL (the ring or the
  * task is going away) the pending command is cancelled instead.
  *

@@ -26,6 +26,7 @@ static const char * const hcomm_cmd_names[HCOMM_NR_CMDS] = {
 	[_IOC_NR(HCOMM_CMD_SET_QOS)] = "set_qos",
 	[_IOC_NR(HCOMM_CMD_SET_CTX)] = "set_ctx",
 	[_IOC_NR(HCOMM_CMD_XFER_BATCH)] = "xfer_batch",
+	[_IOC_NR(HCOMM_CMD_DB_WAIT_ANY)] = "db_wait_any",
 };
 
 static void hcomm_show(struct seq_file *m, const char *name, atomic64_t *v)

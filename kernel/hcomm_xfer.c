@@ -94,7 +94,8 @@ enum hcomm_op_kind {
  * @ioucmd:    the io_uring command, or NULL for ioctl.
  * @done:      ioctl: completed at delivery.
  * @res:       result (0 or -errno).
- * @res2:      transfers: bytes copied; waits: the doorbell value.
+ * @res2:      transfers: bytes copied; DB_WAIT: the doorbell value;
+ *             DB_WAIT_ANY: the bits of the doorbells that hold.
  * @tag:       user tag for CANCEL.
  * @seq:       transfers: submission order; fences: last transfer covered.
  * @x:         transfer state; the engine lock protects @x.next,
@@ -103,7 +104,7 @@ enum hcomm_op_kind {
  *             the regions were last checked against) belong to the chunk
  *             being copied: chunks of one transfer may run on several
  *             workers, so each chunk checks against its own copy.
- * @w:         DB_WAIT state.
+ * @w:         DB_WAIT and DB_WAIT_ANY state (DB_WAIT: @w.count 1).
  */
 struct hcomm_op {
 	enum hcomm_op_kind kind;
@@ -141,8 +142,10 @@ struct hcomm_op {
 			u64 db_value;
 		} x;
 		struct {
-			u32 index;
-			u64 value;
+			u32 count;		/* doorbells named */
+			bool any;		/* DB_WAIT_ANY: res2 is a mask */
+			u32 index[HCOMM_DB_WAIT_ANY_MAX];
+			u64 value[HCOMM_DB_WAIT_ANY_MAX];
 			ktime_t deadline;	/* KTIME_MAX: none */
 			u64 slack;		/* the waiter's timer slack */
 			struct hrtimer timer;	/* fires at @deadline */
@@ -1482,10 +1485,39 @@ static struct list_head *hcomm_wait_bucket(struct hcomm_ctx *ctx, u32 index)
 	return &ctx->waiters[index % HCOMM_WAIT_BUCKETS];
 }
 
+/* The list a wait parks on: its doorbell's bucket, or the shared last. */
+static struct list_head *hcomm_wait_list(struct hcomm_op *op)
+{
+	struct hcomm_ctx *ctx = op->ctx;
+
+	if (op->w.count == 1)
+		return hcomm_wait_bucket(ctx, op->w.index[0]);
+	return &ctx->waiters[HCOMM_WAIT_BUCKETS];
+}
+
 static u64 hcomm_db_read(struct hcomm_ctx *ctx, u32 index)
 {
 	return atomic64_read_acquire(&ctx->db[array_index_nospec(index,
 								 ctx->nr_db)]);
+}
+
+/* Bit i for each doorbell of @op that reached its value. */
+static u32 hcomm_wait_ready(struct hcomm_op *op)
+{
+	u32 i, ready = 0;
+
+	for (i = 0; i < op->w.count; i++)
+		if (hcomm_db_read(op->ctx, op->w.index[i]) >= op->w.value[i])
+			ready |= BIT(i);
+	return ready;
+}
+
+/* What a wait reports besides its result: a value, or DB_WAIT_ANY's bits. */
+static u64 hcomm_wait_out(struct hcomm_op *op)
+{
+	if (op->w.any)
+		return hcomm_wait_ready(op);
+	return hcomm_db_read(op->ctx, op->w.index[0]);
 }
 
 /*
@@ -1499,7 +1531,7 @@ static void hcomm_wait_end(struct hcomm_op *op, int res, bool sync_timer)
 	if (sync_timer)
 		cancel_work_sync(&op->w.timeout);
 	op->res = res;
-	op->res2 = hcomm_db_read(op->ctx, op->w.index);
+	op->res2 = hcomm_wait_out(op);
 	atomic64_dec(&hcomm_stats.waits_pending);
 	hcomm_op_deliver(op);
 }
@@ -1508,16 +1540,23 @@ static void hcomm_wait_end(struct hcomm_op *op, int res, bool sync_timer)
  * hcomm_db_wake() - complete the waits on doorbell @index that now hold.
  * @ctx:   context owning the doorbell.
  * @index: the doorbell just signalled.
+ *
+ * The waits on one doorbell are in its bucket; those on several
+ * (DB_WAIT_ANY) all in the last list, looked at only when it is not empty.
  */
 void hcomm_db_wake(struct hcomm_ctx *ctx, u32 index)
 {
+	struct list_head *any = &ctx->waiters[HCOMM_WAIT_BUCKETS];
 	struct hcomm_op *op, *tmp;
 	LIST_HEAD(ready);
 
 	spin_lock(&ctx->db_lock);
 	list_for_each_entry_safe(op, tmp, hcomm_wait_bucket(ctx, index), node) {
-		if (op->w.index == index &&
-		    hcomm_db_read(ctx, index) >= op->w.value)
+		if (op->w.index[0] == index && hcomm_wait_ready(op))
+			hcomm_op_claim(op, &ready);
+	}
+	list_for_each_entry_safe(op, tmp, any, node) {
+		if (hcomm_wait_ready(op))
 			hcomm_op_claim(op, &ready);
 	}
 	spin_unlock(&ctx->db_lock);
@@ -1588,6 +1627,86 @@ static void hcomm_wait_cancel(struct hcomm_op *op)
 		hcomm_wait_end(op, -ECANCELED, true);
 }
 
+/*
+ * Run the wait @op (its doorbells and deadline filled in): it completes at
+ * once when a doorbell holds already, else parks; an ioctl sleeps until it
+ * ends.  *@out is what the wait reports (hcomm_wait_out()).  *@copy says
+ * whether the caller writes its argument back (ioctl): after a wait that
+ * ended, and with the time left in *@timeout_ns when a signal interrupted
+ * a finite one (-ERESTARTSYS).  Consumes @op.
+ *
+ * Return: 0, -EIOCBQUEUED (parked through io_uring) or -errno.
+ */
+static int hcomm_wait_run(struct hcomm_ctx *ctx, struct hcomm_op *op,
+			  const struct hcomm_cmd_io *io, u64 *timeout_ns,
+			  u64 *out, bool *copy)
+{
+	u32 first = op->w.index[0];	/* @op may be gone once parked */
+	ktime_t deadline;
+	int ret = 0;
+
+	*copy = false;
+	op->w.slack = current->timer_slack_ns;
+	hrtimer_init(&op->w.timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS);
+	op->w.timer.function = hcomm_wait_timer;
+	INIT_WORK(&op->w.timeout, hcomm_wait_timeout);
+
+	spin_lock(&ctx->db_lock);
+	if (hcomm_wait_ready(op)) {
+		spin_unlock(&ctx->db_lock);
+		*out = hcomm_wait_out(op);
+		*copy = true;
+		hcomm_op_discard(op);
+		return 0;
+	}
+	spin_unlock(&ctx->db_lock);
+	if (io->ioucmd) {
+		ret = hcomm_op_queued(op, io);
+		if (ret != -EIOCBQUEUED) {
+			hcomm_op_discard(op);
+			return ret;
+		}
+	}
+	atomic64_inc(&hcomm_stats.waits_pending);
+	spin_lock(&ctx->db_lock);
+	list_add_tail(&op->node, hcomm_wait_list(op));
+	if (op->w.deadline != KTIME_MAX)
+		hcomm_wait_arm(op);
+	spin_unlock(&ctx->db_lock);
+	if (io->ioucmd)
+		hcomm_sweep_kick();
+	/*
+	 * A signal between the check and the parking must not be lost (one
+	 * wake covers them all: it looks at the whole of a DB_WAIT_ANY).
+	 */
+	hcomm_db_wake(ctx, first);
+	if (io->ioucmd)
+		return ret;
+
+	deadline = op->w.deadline;
+	ret = hcomm_op_wait(op, true, hcomm_wait_cancel);
+	*out = op->res2;
+	kfree(op);
+	if (ret == -EINTR) {
+		/*
+		 * A signal, or only io_uring task work of this thread: let
+		 * the syscall be restarted (transparently when no handler
+		 * runs) with the time that is left, as select(2) does.
+		 */
+		if (deadline != KTIME_MAX) {
+			s64 left = ktime_to_ns(ktime_sub(deadline, ktime_get()));
+
+			if (left <= 0)
+				return -ETIME;
+			*timeout_ns = left;
+			*copy = true;
+		}
+		return -ERESTARTSYS;
+	}
+	*copy = true;
+	return ret;
+}
+
 /**
  * hcomm_db_wait() - HCOMM_CMD_DB_WAIT.
  * @ctx:  the caller's context.
@@ -1601,8 +1720,8 @@ int hcomm_db_wait(struct hcomm_ctx *ctx, struct hcomm_db_wait *arg,
 		  const struct hcomm_cmd_io *io, void __user *uarg)
 {
 	struct hcomm_op *op;
-	ktime_t deadline;
-	int ret = 0;
+	bool copy;
+	int ret;
 
 	if (arg->flags || arg->reserved[0] || arg->reserved[1])
 		return -EINVAL;
@@ -1614,66 +1733,62 @@ int hcomm_db_wait(struct hcomm_ctx *ctx, struct hcomm_db_wait *arg,
 	op = hcomm_op_alloc(ctx, HCOMM_OP_WAIT, arg->tag, io);
 	if (!op)
 		return -ENOMEM;
-	op->w.index = arg->index;
-	op->w.value = arg->value;
+	op->w.count = 1;
+	op->w.index[0] = arg->index;
+	op->w.value[0] = arg->value;
 	op->w.deadline = hcomm_wait_deadline(ktime_get(), arg->timeout_ns);
-	op->w.slack = current->timer_slack_ns;
-	hrtimer_init(&op->w.timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS);
-	op->w.timer.function = hcomm_wait_timer;
-	INIT_WORK(&op->w.timeout, hcomm_wait_timeout);
+	ret = hcomm_wait_run(ctx, op, io, &arg->timeout_ns,
+			     &arg->current_value, &copy);
+	if (copy && uarg && copy_to_user(uarg, arg, sizeof(*arg)))
+		return -EFAULT;
+	return ret;
+}
 
-	spin_lock(&ctx->db_lock);
-	if (hcomm_db_read(ctx, arg->index) >= arg->value) {
-		spin_unlock(&ctx->db_lock);
-		arg->current_value = hcomm_db_read(ctx, arg->index);
-		hcomm_op_discard(op);
-		if (uarg && copy_to_user(uarg, arg, sizeof(*arg)))
-			return -EFAULT;
-		return 0;
-	}
-	spin_unlock(&ctx->db_lock);
-	if (io->ioucmd) {
-		ret = hcomm_op_queued(op, io);
-		if (ret != -EIOCBQUEUED) {
-			hcomm_op_discard(op);
+/**
+ * hcomm_db_wait_any() - HCOMM_CMD_DB_WAIT_ANY.
+ * @ctx:  the caller's context.
+ * @arg:  copy of the user's argument; @arg->ready is set when it ended.
+ * @io:   how the command arrived.
+ * @uarg: the user's argument (for ready), ioctl only.
+ *
+ * Return: 0, -EIOCBQUEUED or -errno.
+ */
+int hcomm_db_wait_any(struct hcomm_ctx *ctx, struct hcomm_db_wait_any *arg,
+		      const struct hcomm_cmd_io *io, void __user *uarg)
+{
+	struct hcomm_op *op;
+	u64 ready = 0;
+	bool copy;
+	u32 i;
+	int ret;
+
+	arg->ready = 0;
+	if (arg->flags || arg->reserved0 || arg->reserved[0] ||
+	    arg->reserved[1])
+		return -EINVAL;
+	if (!arg->count || arg->count > HCOMM_DB_WAIT_ANY_MAX)
+		return -EINVAL;
+	for (i = arg->count; i < HCOMM_DB_WAIT_ANY_MAX; i++)
+		if (arg->index[i] || arg->value[i])
+			return -EINVAL;
+	if (current->mm != ctx->mm)
+		return -EPERM;
+	for (i = 0; i < arg->count; i++) {
+		ret = hcomm_db_check(ctx, arg->index[i]);
+		if (ret)
 			return ret;
-		}
 	}
-	atomic64_inc(&hcomm_stats.waits_pending);
-	spin_lock(&ctx->db_lock);
-	list_add_tail(&op->node, hcomm_wait_bucket(ctx, op->w.index));
-	if (op->w.deadline != KTIME_MAX)
-		hcomm_wait_arm(op);
-	spin_unlock(&ctx->db_lock);
-	if (io->ioucmd)
-		hcomm_sweep_kick();
-	/* A signal between the check and the parking must not be lost. */
-	hcomm_db_wake(ctx, arg->index);
-	if (io->ioucmd)
-		return ret;
-
-	deadline = op->w.deadline;
-	ret = hcomm_op_wait(op, true, hcomm_wait_cancel);
-	arg->current_value = op->res2;
-	kfree(op);
-	if (ret == -EINTR) {
-		/*
-		 * A signal, or only io_uring task work of this thread: let
-		 * the syscall be restarted (transparently when no handler
-		 * runs) with the time that is left, as select(2) does.
-		 */
-		if (deadline != KTIME_MAX) {
-			s64 left = ktime_to_ns(ktime_sub(deadline, ktime_get()));
-
-			if (left <= 0)
-				return -ETIME;
-			arg->timeout_ns = left;
-			if (copy_to_user(uarg, arg, sizeof(*arg)))
-				return -EFAULT;
-		}
-		return -ERESTARTSYS;
-	}
-	if (copy_to_user(uarg, arg, sizeof(*arg)))
+	op = hcomm_op_alloc(ctx, HCOMM_OP_WAIT, arg->tag, io);
+	if (!op)
+		return -ENOMEM;
+	op->w.count = arg->count;
+	op->w.any = true;
+	memcpy(op->w.index, arg->index, sizeof(op->w.index));
+	memcpy(op->w.value, arg->value, sizeof(op->w.value));
+	op->w.deadline = hcomm_wait_deadline(ktime_get(), arg->timeout_ns);
+	ret = hcomm_wait_run(ctx, op, io, &arg->timeout_ns, &ready, &copy);
+	arg->ready = ready;
+	if (copy && uarg && copy_to_user(uarg, arg, sizeof(*arg)))
 		return -EFAULT;
 	return ret;
 }
@@ -1726,7 +1841,7 @@ static unsigned int hcomm_cancel_select(struct hcomm_ctx *ctx,
 	spin_unlock(&ctx->op_lock);
 
 	spin_lock(&ctx->db_lock);
-	for (i = 0; i < HCOMM_WAIT_BUCKETS; i++)
+	for (i = 0; i < ARRAY_SIZE(ctx->waiters); i++)
 		list_for_each_entry_safe(op, tmp, &ctx->waiters[i], node)
 			if (hcomm_cancel_wants(op, sel))
 				hcomm_op_claim(op, &waits);
@@ -1906,7 +2021,7 @@ int hcomm_ctx_engine_init(struct hcomm_ctx *ctx)
 	mutex_init(&ctx->db_mutex);
 	INIT_LIST_HEAD(&ctx->pending);
 	INIT_LIST_HEAD(&ctx->fences);
-	for (i = 0; i < HCOMM_WAIT_BUCKETS; i++)
+	for (i = 0; i < ARRAY_SIZE(ctx->waiters); i++)
 		INIT_LIST_HEAD(&ctx->waiters[i]);
 	INIT_LIST_HEAD(&ctx->xq);
 	init_llist_head(&ctx->incoming);
@@ -1943,7 +2058,7 @@ void hcomm_ctx_engine_release(struct hcomm_ctx *ctx)
 	hcomm_qos_user_free(gone);
 	WARN_ON_ONCE(!list_empty(&ctx->pending) || !list_empty(&ctx->xq) ||
 		     !list_empty(&ctx->fences));
-	for (i = 0; i < HCOMM_WAIT_BUCKETS; i++)
+	for (i = 0; i < ARRAY_SIZE(ctx->waiters); i++)
 		WARN_ON_ONCE(!list_empty(&ctx->waiters[i]));
 
 	/*

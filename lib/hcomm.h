@@ -665,6 +665,15 @@ int hcomm_put_signal(struct hcomm_win *win, int target, uint64_t target_off,
  */
 int64_t hcomm_signal_wait(struct hcomm_comm *comm, uint32_t sig,
 			  uint64_t value, int timeout_ms);
+/* Signals one hcomm_signal_wait_any() waits for, at most. */
+#define HCOMM_SIGNAL_WAIT_ANY_MAX	4
+/*
+ * Wait until one of n (1 .. HCOMM_SIGNAL_WAIT_ANY_MAX) of this rank's
+ * signals, sig[i], reaches at least value[i]: one sleep for all of them.
+ * Returns the lowest such i, -HCOMM_ERR_TIMEOUT or another error.
+ */
+int hcomm_signal_wait_any(struct hcomm_comm *comm, const uint32_t *sig,
+			  const uint64_t *value, int n, int timeout_ms);
 /* Current value of this rank's signal sig (acquire load; no syscall). */
 uint64_t hcomm_signal_read(struct hcomm_comm *comm, uint32_t sig);
 /* Number of signals per rank. */

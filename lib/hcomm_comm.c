@@ -1098,7 +1098,8 @@ static int sigs_valid(struct hcomm_comm *c, const char *fn,
 }
 
 /*
- * Wait up to timeout_ms for one of n (1 .. 4) signals to reach its value:
+ * Wait up to timeout_ms for one of n (1 .. HCOMM_SIGNAL_WAIT_ANY_MAX)
+ * signals to reach its value:
  * the first such i, -HCOMM_ERR_TIMEOUT (not recorded) or another error.
  * The collectives wait so for a message and a credit at once: waiting
  * for one of them only, a rank whose send waited for the credit that
@@ -1110,7 +1111,7 @@ int hcomm__signal_wait_any(struct hcomm_comm *c, const uint32_t *sig,
 {
 	int ret;
 
-	if (n < 1 || n > 4)
+	if (n < 1 || n > HCOMM_SIGNAL_WAIT_ANY_MAX)
 		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "%d signals", n);
 	ret = sigs_valid(c, "signal_wait_any", sig, n);
 	return ret ? ret : wait_any(c, sig, val, n, timeout_ms);
@@ -1135,6 +1136,27 @@ HCOMM_EXPORT int64_t hcomm_signal_wait(struct hcomm_comm *c, uint32_t sig,
 			   (unsigned long long)c->xo[c->sig_xp]->
 			   signal_read(c, sig), (unsigned long long)value,
 			   timeout_ms);
+}
+
+HCOMM_EXPORT int hcomm_signal_wait_any(struct hcomm_comm *c,
+					const uint32_t *sig,
+					const uint64_t *value, int n,
+					int timeout_ms)
+{
+	int ret;
+
+	if (!c || !sig || !value)
+		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL,
+				   "hcomm_signal_wait_any: NULL");
+	ret = hcomm__signal_wait_any(c, sig, value, n, timeout_ms);
+	if (ret != -HCOMM_ERR_TIMEOUT)
+		return ret;
+	return hcomm__fail(HCOMM_ERR_TIMEOUT, ETIME, "hcomm_signal_wait_any: "
+			   "none of %d signals (the first %u at %llu < %llu) "
+			   "reached its value in %d ms", n, sig[0],
+			   (unsigned long long)c->xo[c->sig_xp]->
+			   signal_read(c, sig[0]),
+			   (unsigned long long)value[0], timeout_ms);
 }
 
 HCOMM_EXPORT uint64_t hcomm_signal_read(struct hcomm_comm *c, uint32_t sig)

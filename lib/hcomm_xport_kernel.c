@@ -130,6 +130,7 @@ struct kx {
 	int cqe32;
 	int ext_arg;
 	int batch;			/* runs go as HCOMM_CMD_XFER_BATCH */
+	int wait_any;			/* HCOMM_CMD_DB_WAIT_ANY */
 	unsigned int batch_max;		/* bytes a descriptor of one may move
 					 * (the context's max_inline) */
 	uint64_t *db;
@@ -790,12 +791,41 @@ static int kx_sig_any(struct kx *kx, const uint32_t *sig, const uint64_t *val,
 }
 
 /*
+ * One sleep in the module until one of n doorbells reaches its value or
+ * timeout_ns (< 0: none) passes: HCOMM_CMD_DB_WAIT_ANY.  Returns 0 or
+ * -HCOMM_ERR_*; the caller looks at the doorbells.
+ */
+static int kx_db_wait_any(struct kx *kx, const uint32_t *sig,
+			  const uint64_t *val, int n, int64_t timeout_ns)
+{
+	struct hcomm_db_wait_any arg;
+	int i;
+
+	memset(&arg, 0, sizeof(arg));
+	arg.count = (uint32_t)n;
+	for (i = 0; i < n; i++) {
+		arg.index[i] = sig[i];
+		arg.value[i] = val[i];
+	}
+	arg.timeout_ns = timeout_ns < 0 ? 0 : (uint64_t)timeout_ns; /* 0: none */
+	if (ioctl(kx->fd, HCOMM_CMD_DB_WAIT_ANY, &arg) &&
+	    errno != ETIME && errno != ETIMEDOUT && errno != EINTR)
+		return hcomm__fail(hcomm__err_code(HCOMM_CMD_DB_WAIT_ANY,
+						   errno), errno,
+				   "HCOMM_CMD_DB_WAIT_ANY of %d signals, "
+				   "first %u >= %llu", n, sig[0],
+				   (unsigned long long)val[0]);
+	return 0;
+}
+
+/*
  * Until one of n doorbells reaches its value: spin, then sleep in the
- * module (HCOMM_CMD_DB_WAIT).  It sleeps on one doorbell at a time, so
- * with more than one this sleeps on sig[0] for KX_ANY_SLICE_NS, then
- * twice as long each time up to KX_ANY_SLICE_MAX_NS, and looks at the
- * others in between: another doorbell that moves soon is seen soon, and a
- * long wait wakes seldom.
+ * module.  A module with HCOMM_FEAT_DB_WAIT_ANY sleeps on all of them
+ * at once.  An older one (HCOMM_CMD_DB_WAIT) sleeps on one doorbell at a
+ * time, so with more than one this sleeps on sig[0] for KX_ANY_SLICE_NS,
+ * then twice as long each time up to KX_ANY_SLICE_MAX_NS, and looks at
+ * the others in between: another doorbell that moves soon is seen soon,
+ * and a long wait wakes seldom.
  */
 static int kx_signal_wait_any(struct hcomm_comm *c, const uint32_t *sig,
 			      const uint64_t *val, int n, int64_t timeout_ns)
@@ -806,7 +836,7 @@ static int kx_signal_wait_any(struct hcomm_comm *c, const uint32_t *sig,
 	uint64_t slice = KX_ANY_SLICE_NS;
 	struct hcomm_spin spin;
 	int64_t left;
-	int i;
+	int i, err;
 
 	if (timeout_ns >= 0)
 		deadline = start + (uint64_t)timeout_ns;
@@ -825,6 +855,15 @@ static int kx_signal_wait_any(struct hcomm_comm *c, const uint32_t *sig,
 		arg.index = sig[0];
 		arg.value = val[0];
 		left = deadline == UINT64_MAX ? -1 : (int64_t)(deadline - t);
+		if (n > 1 && kx->wait_any) {
+			err = kx_db_wait_any(kx, sig, val, n, left);
+			if (err)
+				return err;
+			i = kx_sig_any(kx, sig, val, n);
+			if (i >= 0)
+				return i;
+			continue;
+		}
 		if (n > 1)
 			left = hcomm__slice(left, &slice, KX_ANY_SLICE_MAX_NS);
 		arg.timeout_ns = left < 0 ? 0 : (uint64_t)left; /* 0: none */
@@ -1180,8 +1219,13 @@ static int kx_init(struct hcomm_comm *c)
 	/*
 	 * Runs of small transfers go as one XFER_BATCH where the module has
 	 * it and, through io_uring, the CQE carries how many landed (CQE32).
-	 * HCOMM_NO_BATCH=1: one command each.
+	 * HCOMM_NO_BATCH=1: one command each.  A wait for one of several
+	 * signals sleeps on all of them where the module has DB_WAIT_ANY;
+	 * HCOMM_NO_WAIT_ANY=1: as on an older module (slices of DB_WAIT).
 	 */
+	nb = getenv("HCOMM_NO_WAIT_ANY");
+	kx->wait_any = (kx->info.features & HCOMM_FEAT_DB_WAIT_ANY) &&
+		       !(nb && *nb && strcmp(nb, "0"));
 	nb = getenv("HCOMM_NO_BATCH");
 	kx->batch = (kx->info.features & HCOMM_FEAT_XFER_BATCH) &&
 		    (!kx->uring || kx->cqe32) &&

@@ -303,6 +303,7 @@ TEST_F(hcomm, bad_command_numbers)
 		{ 0x0a, sizeof(struct hcomm_qos) },
 		{ 0x0b, sizeof(struct hcomm_ctx_opts) },
 		{ 0x0c, sizeof(struct hcomm_xfer_batch) },
+		{ 0x0d, sizeof(struct hcomm_db_wait_any) },
 	};
 	/* big enough for any size tried; zeroed so only the size is wrong */
 	uint64_t arg[64];
@@ -341,7 +342,7 @@ TEST_F(hcomm, bad_command_numbers)
 
 	/* unknown nr with hcomm's magic */
 	{
-		const unsigned int nrs[] = { 0x0d, 0x0e, 0x10, 0x7f, 0xff };
+		const unsigned int nrs[] = { 0x0e, 0x0f, 0x10, 0x7f, 0xff };
 
 		for (i = 0; i < ARRAY_SIZE(nrs); i++) {
 			memset(arg, 0, sizeof(arg));
@@ -371,7 +372,7 @@ TEST_F(hcomm, bad_arg_pointer)
 		HCOMM_CMD_DEREG, HCOMM_CMD_QUERY, HCOMM_CMD_XFER,
 		HCOMM_CMD_CANCEL, HCOMM_CMD_FENCE, HCOMM_CMD_DB_WAIT,
 		HCOMM_CMD_GRANT, HCOMM_CMD_SET_QOS, HCOMM_CMD_SET_CTX,
-		HCOMM_CMD_XFER_BATCH,
+		HCOMM_CMD_XFER_BATCH, HCOMM_CMD_DB_WAIT_ANY,
 	};
 	struct hcomm_stats s0, s1;
 	size_t i;

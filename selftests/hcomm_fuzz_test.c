@@ -888,11 +888,45 @@ static int do_fence(struct thr *t, int fd)
 	return ret == 1 ? 0 : ret;
 }
 
+/* DB_WAIT_ANY of 0 .. 5 doorbells, entries past count sometimes set. */
+static int do_wait_any(struct thr *t, int fd, bool async)
+{
+	struct hcomm_db_wait_any a = { 0 };
+	unsigned int i;
+	int ret;
+
+	a.count = chance(t, 90) ? (uint32_t)below(t, HCOMM_DB_WAIT_ANY_MAX + 2) :
+				  (uint32_t)rnd(t);
+	for (i = 0; i < HCOMM_DB_WAIT_ANY_MAX; i++) {
+		if (i >= a.count && !chance(t, 5))
+			continue;
+		a.index[i] = chance(t, 90) ? (uint32_t)below(t, 8) :
+					     (uint32_t)rnd(t);
+		a.value[i] = below(t, 3) ? below(t, 4) : rnd(t);
+	}
+	a.tag = below(t, 4);
+	a.timeout_ns = 1 + below(t, async ? 50000000 : 2000000);
+	if (chance(t, 4))
+		a.flags = (uint32_t)rnd(t);
+	if (chance(t, 4))
+		a.reserved[1] = rnd(t);
+	if (chance(t, 4))
+		a.reserved0 = (uint32_t)rnd(t);
+	note(t, "DB_WAIT_ANY fd %d count %u index %u,%u,%u,%u timeout %llu%s",
+	     fd, a.count, a.index[0], a.index[1], a.index[2], a.index[3],
+	     (unsigned long long)a.timeout_ns, async ? " async" : "");
+	ret = issue(t, fd, HCOMM_CMD_DB_WAIT_ANY, &a, async);
+	return ret == 1 ? 0 : ret;
+}
+
 static int do_wait(struct thr *t, int fd)
 {
 	struct hcomm_db_wait a = { 0 };
 	bool async = t->have_ring && chance(t, 50);
 	int ret;
+
+	if (chance(t, 40))
+		return do_wait_any(t, fd, async);
 
 	a.index = chance(t, 85) ? (uint32_t)below(t, 8) : (uint32_t)rnd(t);
 	a.value = below(t, 3) ? below(t, 4) : rnd(t);

@@ -3,9 +3,11 @@
  * Races and lifetimes of the operations that park in the module (DB_WAIT,
  * FENCE, engine transfers) and of the context itself:
  *
- *   parked_stress          many DB_WAIT and FENCE waiters (ioctl threads
- *                          and io_uring rings on one context) with short
- *                          timeouts on one doorbell, a thread signalling
+ *   parked_stress          many DB_WAIT, DB_WAIT_ANY and FENCE waiters
+ *                          (ioctl threads and io_uring rings on one
+ *                          context) with short timeouts on one doorbell
+ *                          (DB_WAIT_ANY: it and others nobody signals,
+ *                          in any order), a thread signalling
  *                          it, signals to the ioctl waiters and CANCEL_ALL,
  *                          for HCOMM_STRESS_SECS (default 4) seconds: every
  *                          operation ends exactly once (one CQE per SQE,
@@ -15,8 +17,9 @@
  *                          first parked io_uring command (an ABBA deadlock
  *                          between mmap_lock and the doorbell mutex on
  *                          kernels without IO_URING_F_CANCEL).
- *   ring_close_parked      closing a ring with a DB_WAIT parked (no
- *                          timeout) ends the wait promptly.
+ *   ring_close_parked      closing a ring with a DB_WAIT and a
+ *                          DB_WAIT_ANY parked (no timeout) ends both
+ *                          promptly.
  *   exec_parked            exec() with a DB_WAIT parked on a ring completes.
  *   infinite_timeout_signals  DB_WAIT with timeout_ns = 2^64-1 never ends
  *                          with ETIME: signals with SA_RESTART are
@@ -150,18 +153,48 @@ static unsigned int rnd(unsigned int *seed, unsigned int n)
 	return (*seed >> 8) % n;
 }
 
+/*
+ * A DB_WAIT_ANY for doorbell 0 >= @want among 1 .. 3 others that nobody
+ * signals (doorbells 1 .. 3 >= 1), 0 at a random place; @t as DB_WAIT.
+ */
+static void stress_any_init(struct hcomm_db_wait_any *a, unsigned int *seed,
+			    uint64_t want, uint64_t t)
+{
+	unsigned int i, at;
+
+	memset(a, 0, sizeof(*a));
+	a->count = 2 + rnd(seed, HCOMM_DB_WAIT_ANY_MAX - 1);
+	at = rnd(seed, a->count);
+	for (i = 0; i < a->count; i++) {
+		a->index[i] = i == at ? 0 : 1 + rnd(seed, 3);
+		a->value[i] = i == at ? want : 1;
+	}
+	a->tag = 7;
+	a->timeout_ns = t;
+}
+
 static void *stress_ioctl_waiter(void *p)
 {
 	struct stress *st = p;
 	unsigned int seed = (unsigned int)(uintptr_t)pthread_self();
+	struct hcomm_db_wait_any a;
 	struct hcomm_db_wait w;
+	unsigned int kind;
 
 	while (!st->stop) {
 		uint64_t want = hx_db_load(st->db, 0) + 1 + rnd(&seed, 3);
-
 		/* 0.05 .. 3 ms: about a jiffy, so timeouts race the rest */
-		hx_db_wait_init(&w, 0, want, 7, 50000 + rnd(&seed, 3000000));
-		if (rnd(&seed, 8) == 0) {
+		uint64_t t = 50000 + rnd(&seed, 3000000);
+
+		hx_db_wait_init(&w, 0, want, 7, t);
+		kind = rnd(&seed, 8);
+		if (kind < 3) {
+			stress_any_init(&a, &seed, want, t);
+			stress_count(st, ioctl(st->fd, HCOMM_CMD_DB_WAIT_ANY,
+					       &a) ? -errno : 0, false);
+			continue;
+		}
+		if (kind == 3) {
 			struct hcomm_fence f;
 
 			memset(&f, 0, sizeof(f));
@@ -181,6 +214,7 @@ static void *stress_ring_waiter(void *p)
 	struct stress *st = p;
 	unsigned int seed = (unsigned int)(uintptr_t)pthread_self() ^ 0x5a5a;
 	struct hcomm_db_wait w[RING_BATCH];
+	struct hcomm_db_wait_any a[RING_BATCH];
 	struct hcomm_fence f;
 	bool out[RING_BATCH + 1];
 	struct io_uring ring;
@@ -200,9 +234,17 @@ static void *stress_ring_waiter(void *p)
 			/* a few without a timeout: only signals or CANCEL end them */
 			uint64_t t = rnd(&seed, 6) ? 50000 + rnd(&seed, 3000000) : 0;
 
-			hx_db_wait_init(&w[i], 0, want, 7, t);
-			if (!hx_prep_cmd(&ring, st->fd, HCOMM_CMD_DB_WAIT, &w[i], i))
-				break;
+			if (i % 3 == 1) {
+				stress_any_init(&a[i], &seed, want, t);
+				if (!hx_prep_cmd(&ring, st->fd,
+						 HCOMM_CMD_DB_WAIT_ANY, &a[i], i))
+					break;
+			} else {
+				hx_db_wait_init(&w[i], 0, want, 7, t);
+				if (!hx_prep_cmd(&ring, st->fd,
+						 HCOMM_CMD_DB_WAIT, &w[i], i))
+					break;
+			}
 			out[i] = true;
 			pending++;
 		}
@@ -461,6 +503,7 @@ static int park_forever(int fd, struct io_uring *ring, struct hcomm_db_wait *w)
 TEST(ring_close_parked)
 {
 	struct hcomm_stats s0, s1, s;
+	struct hcomm_db_wait_any a;
 	struct hcomm_db_wait w;
 	struct io_uring ring;
 	int fd, ret;
@@ -470,14 +513,27 @@ TEST(ring_close_parked)
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, io_uring_queue_init(8, &ring, 0));
 	ASSERT_EQ(0, park_forever(fd, &ring, &w));
-	ret = hx_stat_wait(HX_STAT(waits_pending), s0.waits_pending + 1,
+	/* and one on several doorbells: the context's other waiter list */
+	memset(&a, 0, sizeof(a));
+	a.count = 3;
+	a.index[0] = 2;
+	a.index[1] = 3;
+	a.index[2] = 2;
+	a.value[0] = 1;
+	a.value[1] = 1;
+	a.value[2] = 2;
+	ASSERT_NE(NULL, hx_prep_cmd(&ring, fd, HCOMM_CMD_DB_WAIT_ANY, &a, 2));
+	ASSERT_EQ(1, io_uring_submit(&ring));
+	ret = hx_stat_wait(HX_STAT(waits_pending), s0.waits_pending + 2,
 			   SETTLE_MS, &s);
-	ASSERT_EQ(0, ret) TH_LOG("the DB_WAIT did not park");
+	ASSERT_EQ(0, ret) TH_LOG("the DB_WAIT and the DB_WAIT_ANY did not "
+				 "park (waits_pending %llu)",
+				 ULL(s.waits_pending - s0.waits_pending));
 	io_uring_queue_exit(&ring);
 	/* The ring is gone: its wait must end, without closing @fd. */
 	ret = hx_stat_wait(HX_STAT(waits_pending), s0.waits_pending,
 			   10000, &s);
-	ASSERT_EQ(0, ret) TH_LOG("a DB_WAIT of a closed ring is still "
+	ASSERT_EQ(0, ret) TH_LOG("a wait of a closed ring is still "
 				 "pending 10 s later (waits_pending %llu)",
 				 ULL(s.waits_pending));
 	ASSERT_EQ(0, close(fd));

@@ -95,6 +95,15 @@ TEST(field_offsets)
 	ASSERT_EQ(8, OFF(hcomm_xfer_batch, count));
 	ASSERT_EQ(16, OFF(hcomm_xfer_batch, done));
 	ASSERT_EQ(24, OFF(hcomm_xfer_batch, reserved));
+	ASSERT_EQ(96, sizeof(struct hcomm_db_wait_any));
+	ASSERT_EQ(4, OFF(hcomm_db_wait_any, flags));
+	ASSERT_EQ(8, OFF(hcomm_db_wait_any, tag));
+	ASSERT_EQ(16, OFF(hcomm_db_wait_any, timeout_ns));
+	ASSERT_EQ(24, OFF(hcomm_db_wait_any, index));
+	ASSERT_EQ(40, OFF(hcomm_db_wait_any, value));
+	ASSERT_EQ(72, OFF(hcomm_db_wait_any, ready));
+	ASSERT_EQ(76, OFF(hcomm_db_wait_any, reserved0));
+	ASSERT_EQ(80, OFF(hcomm_db_wait_any, reserved));
 
 	ASSERT_EQ(0, OFF(hcomm_dereg, region));
 	ASSERT_EQ(4, OFF(hcomm_dereg, flags));
@@ -166,6 +175,8 @@ TEST(feature_and_access_bits)
 	ASSERT_EQ(16, HCOMM_FEAT_XFER);
 	ASSERT_EQ(32, HCOMM_FEAT_REG_CACHE);
 	ASSERT_EQ(128, HCOMM_FEAT_XFER_BATCH);
+	ASSERT_EQ(256, HCOMM_FEAT_DB_WAIT_ANY);
+	ASSERT_EQ(4, HCOMM_DB_WAIT_ANY_MAX);
 	ASSERT_EQ(4096, HCOMM_BATCH_MAX);
 	ASSERT_EQ(512, HCOMM_GEN_SLOTS);
 	ASSERT_EQ(0x10000000ULL, HCOMM_MMAP_GENERATION);

@@ -80,6 +80,7 @@ struct hcomm_stats {
 	uint64_t cmd_set_qos;
 	uint64_t cmd_set_ctx;
 	uint64_t cmd_xfer_batch;
+	uint64_t cmd_db_wait_any;
 	uint64_t cmd_errors;
 	uint64_t uring_cmds;
 	uint64_t ioctls;
@@ -128,6 +129,7 @@ static const struct {
 	HC_STAT(cmd_set_qos, false),
 	HC_STAT(cmd_set_ctx, false),
 	HC_STAT(cmd_xfer_batch, false),
+	HC_STAT(cmd_db_wait_any, false),
 	HC_STAT(cmd_errors, false),
 	HC_STAT(uring_cmds, false),
 	HC_STAT(ioctls, false),

@@ -948,20 +948,29 @@ TEST_F(hcomm, db_wait_timeout_precise)
 		       (long long)(sleep[PRECISE_N / 2] - PRECISE_NS) / 1000);
 }
 
-/* A DB_WAIT parked through the variant's transport. */
+/* A DB_WAIT (or DB_WAIT_ANY: @any) parked through the variant's transport. */
 struct waiter {
 	pthread_t th;		/* ioctl: the thread blocked in DB_WAIT */
 	bool thread;
+	bool any;
 	int fd;
 	int ret;
+	uint64_t done;		/* uring: big_cqe[0] of its CQE */
 	struct hcomm_db_wait w;
+	struct hcomm_db_wait_any a;
 };
+
+static unsigned int waiter_cmd(const struct waiter *wt)
+{
+	return wt->any ? HCOMM_CMD_DB_WAIT_ANY : HCOMM_CMD_DB_WAIT;
+}
 
 static void *waiter_thread(void *p)
 {
 	struct waiter *wt = p;
+	void *arg = wt->any ? (void *)&wt->a : (void *)&wt->w;
 
-	wt->ret = ioctl(wt->fd, HCOMM_CMD_DB_WAIT, &wt->w) < 0 ? -errno : 0;
+	wt->ret = ioctl(wt->fd, waiter_cmd(wt), arg) < 0 ? -errno : 0;
 	return NULL;
 }
 
@@ -971,10 +980,12 @@ static int waiter_start(FIXTURE_DATA(hcomm) *self, struct waiter *wt,
 {
 	wt->fd = self->fd;
 	wt->ret = HC_XPORT_ERR;
+	wt->done = HX_NO_DONE;
 	wt->thread = !self->r;
 	if (wt->thread)
 		return -pthread_create(&wt->th, NULL, waiter_thread, wt);
-	if (!hx_prep_cmd(self->r, self->fd, HCOMM_CMD_DB_WAIT, &wt->w, ud))
+	if (!hx_prep_cmd(self->r, self->fd, waiter_cmd(wt),
+			 wt->any ? (void *)&wt->a : (void *)&wt->w, ud))
 		return -EBUSY;
 	return io_uring_submit(self->r) == 1 ? 0 : -EIO;
 }
@@ -1036,6 +1047,7 @@ static void signal_and_finish(struct __test_metadata *_metadata,
 				       ULL(ud));
 		ASSERT_EQ(want, c[i].res) TH_LOG("parked DB_WAIT ended with %d, "
 						 "want %d", c[i].res, want);
+		wt->done = c[i].done;
 	}
 	ASSERT_TRUE(hx_span_check(&sp, 64, why, sizeof(why))) TH_LOG("%s", why);
 	hx_span_free(&sp);
@@ -1061,7 +1073,7 @@ static void no_cqe(struct __test_metadata *_metadata, struct io_uring *r,
 TEST_F(hcomm, db_wait_parked)
 {
 	struct hcomm_stats s0, s1, s;
-	struct waiter w1, w2;
+	struct waiter w1 = {}, w2 = {};
 	struct hx_buf src, dst;
 	uint64_t *db;
 	size_t full;
@@ -1117,7 +1129,7 @@ TEST_F(hcomm, db_wait_cancel)
 {
 	struct hcomm_stats s0, s1, s;
 	struct hcomm_cancel c;
-	struct waiter w1, w2;
+	struct waiter w1 = {}, w2 = {};
 	struct hx_buf src, dst;
 	struct hx_cqe cq[2];
 	uint32_t count;
@@ -1253,6 +1265,310 @@ TEST_F(hcomm, db_bad_args)
 	ASSERT_EQ(SIZE_MAX, hx_first_diff(dst.map, save, dst.map_len))
 		TH_LOG("a rejected XFER wrote the destination");
 	free(save);
+	free_bufs(_metadata, self, &src, &dst);
+	ASSERT_EQ(0, munmap(db, full));
+}
+
+/* ------------------------------------------------------------------ */
+/* DB_WAIT_ANY                                                         */
+/* ------------------------------------------------------------------ */
+
+#define ANY_SETUP() do { \
+	XFER_SETUP(); \
+	if (!(self->info.features & HCOMM_FEAT_DB_WAIT_ANY)) \
+		SKIP(return, "module without HCOMM_FEAT_DB_WAIT_ANY"); \
+} while (0)
+
+/* A zeroed DB_WAIT_ANY of @n (index, value) pairs, timeout_ns 0 = forever. */
+static void any_init(struct hcomm_db_wait_any *a, unsigned int n,
+		     const uint32_t *index, const uint64_t *value,
+		     uint64_t tag, uint64_t timeout_ns)
+{
+	unsigned int i;
+
+	memset(a, 0, sizeof(*a));
+	a->count = n;
+	for (i = 0; i < n; i++) {
+		a->index[i] = index[i];
+		a->value[i] = value[i];
+	}
+	a->tag = tag;
+	a->timeout_ns = timeout_ns;
+}
+
+/* What the variant reports of a DB_WAIT_ANY's ready bits. */
+static uint64_t any_ready(const FIXTURE_VARIANT(hcomm) *variant,
+			  const struct hcomm_db_wait_any *a,
+			  const struct hx_cqe *c)
+{
+	return variant->uring ? c->done : a->ready;
+}
+
+/*
+ * Arguments: count 0 and above HCOMM_DB_WAIT_ANY_MAX, flags and reserved
+ * words, an index out of range at any place, a non-zero entry past count:
+ * EINVAL, nothing parked, no doorbell written.
+ */
+TEST_F(hcomm, db_wait_any_bad_args)
+{
+	uint32_t nr = self->info.nr_doorbells;
+	struct hcomm_db_wait_any a0, a;
+	uint64_t *db;
+	size_t full;
+
+	ANY_SETUP();
+	db = map_doorbells(_metadata, self, &full);
+	ASSERT_NE(NULL, db);
+	any_init(&a0, 2, (uint32_t[]){ 1, 2 }, (uint64_t[]){ 1, 1 }, 1, 1000);
+
+#define ANY_FAILS(...) do { \
+	a = a0; \
+	__VA_ARGS__; \
+	cmd_fails(_metadata, self, HCOMM_CMD_DB_WAIT_ANY, &a, EINVAL, \
+		  #__VA_ARGS__); \
+} while (0)
+	ANY_FAILS(a.count = 0);
+	ANY_FAILS(a.count = HCOMM_DB_WAIT_ANY_MAX + 1);
+	ANY_FAILS(a.count = UINT32_MAX);
+	ANY_FAILS(a.flags = 1);
+	ANY_FAILS(a.flags = 1U << 31);
+	ANY_FAILS(a.reserved0 = 1);
+	ANY_FAILS(a.reserved[0] = 1);
+	ANY_FAILS(a.reserved[1] = 1ULL << 63);
+	ANY_FAILS(a.index[0] = nr);
+	ANY_FAILS(a.index[1] = nr);
+	ANY_FAILS(a.index[1] = UINT32_MAX);
+	ANY_FAILS(a.count = HCOMM_DB_WAIT_ANY_MAX,
+		  a.index[HCOMM_DB_WAIT_ANY_MAX - 1] = nr);
+	ANY_FAILS(a.index[2] = 1);
+	ANY_FAILS(a.value[2] = 1);
+	ANY_FAILS(a.value[HCOMM_DB_WAIT_ANY_MAX - 1] = 1ULL << 63);
+	ANY_FAILS(a.count = 1, a.index[1] = 2);
+#undef ANY_FAILS
+	ASSERT_TRUE(all_zero(db, (size_t)nr * 8))
+		TH_LOG("a rejected command wrote a doorbell");
+	ASSERT_EQ(0, munmap(db, full));
+}
+
+/*
+ * A DB_WAIT_ANY whose condition already holds for some of its doorbells
+ * completes at once and names exactly those; the same doorbell may appear
+ * twice with different values.
+ */
+TEST_F(hcomm, db_wait_any_satisfied)
+{
+	struct hcomm_stats s0, s1;
+	struct hcomm_db_wait_any a;
+	struct hx_buf src, dst;
+	struct hx_cqe c;
+	uint64_t *db;
+	size_t full;
+	int ret;
+
+	ANY_SETUP();
+	db = map_doorbells(_metadata, self, &full);
+	ASSERT_NE(NULL, db);
+	two_bufs(_metadata, self, &src, &dst, PG, PG);
+	xfer_checked(_metadata, self, variant, &src, &dst,
+		     &(struct xf){ .soff = 1, .doff = 1, .len = 8,
+				   .flags = DB_SET, .db_index = 21,
+				   .db_value = 5 });
+
+	ASSERT_STATS(s0);
+	/* 20 >= 1 no, 21 >= 5 yes, 21 >= 6 no, 21 >= 0 yes */
+	any_init(&a, 4, (uint32_t[]){ 20, 21, 21, 21 },
+		 (uint64_t[]){ 1, 5, 6, 0 }, 1, 0);
+	ret = hx_cmd(self->fd, self->r, HCOMM_CMD_DB_WAIT_ANY, &a, &c);
+	ASSERT_EQ(0, ret) TH_LOG("DB_WAIT_ANY with doorbell 21 at 5: %d (%s)",
+				 ret, strerror(-ret));
+	ASSERT_EQ(0xa, any_ready(variant, &a, &c));
+	/* one doorbell, as DB_WAIT would */
+	any_init(&a, 1, (uint32_t[]){ 21 }, (uint64_t[]){ 4 }, 1, 0);
+	ret = hx_cmd(self->fd, self->r, HCOMM_CMD_DB_WAIT_ANY, &a, &c);
+	ASSERT_EQ(0, ret);
+	ASSERT_EQ(0x1, any_ready(variant, &a, &c));
+	ASSERT_STATS(s1);
+	ASSERT_TRUE(hcomm_gauges_equal(&s0, &s1))
+		hcomm_gauges_dump(stderr, "satisfied waits", &s0, &s1);
+	ASSERT_DELTA(s0, s1, cmd_db_wait_any, 2);
+	ASSERT_DELTA(s0, s1, cmd_db_wait, 0);
+	ASSERT_DELTA(s0, s1, cmd_errors, 0);
+	ASSERT_EQ(5, hx_db_load(db, 21));
+	ASSERT_EQ(0, hx_db_load(db, 20));
+	free_bufs(_metadata, self, &src, &dst);
+	ASSERT_EQ(0, munmap(db, full));
+}
+
+/* timeout_ns: ETIME with no bit set, the gauges back. */
+TEST_F(hcomm, db_wait_any_timeout)
+{
+	struct hcomm_stats s0, s1;
+	struct hcomm_db_wait_any a;
+	struct hx_cqe c;
+	int ret;
+
+	ANY_SETUP();
+	ASSERT_STATS(s0);
+	any_init(&a, 3, (uint32_t[]){ 22, 23, 22 }, (uint64_t[]){ 1, 1, 2 },
+		 2, 20 * 1000 * 1000);
+	ret = hx_cmd(self->fd, self->r, HCOMM_CMD_DB_WAIT_ANY, &a, &c);
+	ASSERT_EQ(-ETIME, ret) TH_LOG("DB_WAIT_ANY with a 20 ms timeout on "
+				      "doorbells nobody signals: %d (%s)",
+				      ret, strerror(-ret));
+	ASSERT_EQ(0, any_ready(variant, &a, &c));
+	SETTLE(&s0, &s1);
+	ASSERT_DELTA(s0, s1, cmd_db_wait_any, 1);
+	ASSERT_DELTA(s0, s1, db_signals, 0);
+}
+
+/*
+ * A parked DB_WAIT_ANY is woken by a signal to any of its doorbells, the
+ * first to reach its value: here the second of three, after a signal to
+ * the third that does not reach its value leaves it parked.  Then one on
+ * the same doorbells is woken by the first.
+ */
+TEST_F(hcomm, db_wait_any_parked)
+{
+	struct hcomm_stats s0, s1, s;
+	struct waiter w1 = { .any = true }, w2 = { .any = true };
+	struct hx_buf src, dst;
+	struct hcomm_xfer x;
+	struct hx_cqe c;
+	uint64_t *db;
+	size_t full;
+	int ret;
+
+	ANY_SETUP();
+	db = map_doorbells(_metadata, self, &full);
+	ASSERT_NE(NULL, db);
+	two_bufs(_metadata, self, &src, &dst, PG, PG);
+	ASSERT_STATS(s0);
+
+	any_init(&w1.a, 3, (uint32_t[]){ 30, 31, 32 },
+		 (uint64_t[]){ 1, 1, 2 }, 41, 0);
+	ASSERT_EQ(0, waiter_start(self, &w1, 1));
+	ret = hx_stat_wait(HX_STAT(waits_pending), s0.waits_pending + 1,
+			   SETTLE_MS, &s);
+	ASSERT_EQ(0, ret) TH_LOG("DB_WAIT_ANY on unsignalled doorbells did not "
+				 "park: waits_pending %llu",
+				 ULL(s.waits_pending));
+
+	/* doorbell 32 to 1, short of its 2: still parked */
+	hx_xfer_init(&x, src.reg.key, 0, dst.reg.key, 0, 0, DB_ADD);
+	x.db_index = 32;
+	x.db_value = 1;
+	if (w1.thread) {
+		ASSERT_EQ(0, hx_xfer(self->fd, NULL, &x, NULL));
+	} else {
+		ASSERT_NE(NULL, hx_prep_cmd(self->r, self->fd, HCOMM_CMD_XFER,
+					    &x, 101));
+		ASSERT_EQ(1, io_uring_submit(self->r));
+		ASSERT_EQ(1, hx_reap(self->r, 1, REAP_MS, &c));
+		ASSERT_EQ(101, c.user_data) TH_LOG("the DB_WAIT_ANY ended "
+						   "at doorbell 32 = 1 < 2");
+		ASSERT_EQ(0, c.res);
+	}
+	ret = hx_stat_wait(HX_STAT(waits_pending), s0.waits_pending + 1,
+			   SETTLE_MS, &s);
+	ASSERT_EQ(0, ret) TH_LOG("waits_pending %llu", ULL(s.waits_pending));
+	no_cqe(_metadata, self->r, "doorbell 32 at 1, wait for 2");
+	if (w1.thread)
+		ASSERT_EQ(EBUSY, pthread_tryjoin_np(w1.th, NULL))
+			TH_LOG("DB_WAIT_ANY returned at doorbell 32 = 1 < 2");
+
+	/* doorbell 31 to 1: ends it, with bit 1 only */
+	signal_and_finish(_metadata, self, &src, &dst, 31, 1, &w1, 1, 0);
+	ASSERT_EQ(0x2, w1.thread ? w1.a.ready : w1.done);
+
+	/* the first of the same doorbells wakes the next */
+	any_init(&w2.a, 3, (uint32_t[]){ 30, 31, 32 },
+		 (uint64_t[]){ 1, 2, 2 }, 42, 0);
+	ASSERT_EQ(0, waiter_start(self, &w2, 2));
+	ret = hx_stat_wait(HX_STAT(waits_pending), s0.waits_pending + 1,
+			   SETTLE_MS, &s);
+	ASSERT_EQ(0, ret) TH_LOG("waits_pending %llu", ULL(s.waits_pending));
+	signal_and_finish(_metadata, self, &src, &dst, 30, 1, &w2, 2, 0);
+	ASSERT_EQ(0x1, w2.thread ? w2.a.ready : w2.done);
+	ASSERT_EQ(1, hx_db_load(db, 30));
+	ASSERT_EQ(1, hx_db_load(db, 31));
+	ASSERT_EQ(1, hx_db_load(db, 32));
+
+	SETTLE(&s0, &s1);
+	ASSERT_DELTA(s0, s1, cmd_db_wait_any, 2);
+	ASSERT_DELTA(s0, s1, db_wakeups, 2);
+	ASSERT_DELTA(s0, s1, db_signals, 3);
+	ASSERT_DELTA(s0, s1, cmd_errors, 0);
+	free_bufs(_metadata, self, &src, &dst);
+	ASSERT_EQ(0, munmap(db, full));
+}
+
+/*
+ * CANCEL(tag) ends a parked DB_WAIT_ANY (ECANCELED, no bit set) and leaves
+ * a DB_WAIT on one of its doorbells parked.
+ */
+TEST_F(hcomm, db_wait_any_cancel)
+{
+	struct hcomm_stats s0, s1, s;
+	struct waiter w1 = { .any = true }, w2 = {};
+	struct hx_buf src, dst;
+	struct hcomm_cancel c;
+	struct hx_cqe cq[2];
+	uint64_t *db;
+	size_t full;
+	int i, ret;
+
+	ANY_SETUP();
+	db = map_doorbells(_metadata, self, &full);
+	ASSERT_NE(NULL, db);
+	two_bufs(_metadata, self, &src, &dst, PG, PG);
+	ASSERT_STATS(s0);
+
+	any_init(&w1.a, 2, (uint32_t[]){ 33, 34 }, (uint64_t[]){ 1, 1 }, 51,
+		 0);
+	hx_db_wait_init(&w2.w, 34, 1, 52, 0);
+	ASSERT_EQ(0, waiter_start(self, &w1, 1));
+	ASSERT_EQ(0, waiter_start(self, &w2, 2));
+	ret = hx_stat_wait(HX_STAT(waits_pending), s0.waits_pending + 2,
+			   SETTLE_MS, &s);
+	ASSERT_EQ(0, ret) TH_LOG("waits_pending %llu, want %llu",
+				 ULL(s.waits_pending),
+				 ULL(s0.waits_pending + 2));
+
+	memset(&c, 0, sizeof(c));
+	c.tag = 51;
+	if (w1.thread) {
+		ASSERT_EQ(0, ioctl(self->fd, HCOMM_CMD_CANCEL, &c))
+			TH_LOG("CANCEL: %s", strerror(errno));
+		ret = waiter_join(&w1);
+		ASSERT_EQ(-ECANCELED, ret) TH_LOG("cancelled DB_WAIT_ANY: %d "
+						  "(%s)", ret, strerror(-ret));
+		ASSERT_EQ(0, w1.a.ready);
+	} else {
+		ASSERT_NE(NULL, hx_prep_cmd(self->r, self->fd,
+					    HCOMM_CMD_CANCEL, &c, 3));
+		ASSERT_EQ(1, io_uring_submit(self->r));
+		ASSERT_EQ(2, hx_reap(self->r, 2, REAP_MS, cq))
+			TH_LOG("CANCEL and the DB_WAIT_ANY it ends must "
+			       "complete");
+		i = hx_find_cqe(cq, 2, 3);
+		ASSERT_LE(0, i);
+		ASSERT_EQ(0, cq[i].res);
+		i = hx_find_cqe(cq, 2, 1);
+		ASSERT_LE(0, i) TH_LOG("no CQE for the cancelled DB_WAIT_ANY");
+		ASSERT_EQ(-ECANCELED, cq[i].res);
+		ASSERT_EQ(0, cq[i].done);
+	}
+	ASSERT_EQ(1, c.count) TH_LOG("CANCEL(tag 51) count %u, want 1", c.count);
+	ret = hx_stat_wait(HX_STAT(waits_pending), s0.waits_pending + 1,
+			   SETTLE_MS, &s);
+	ASSERT_EQ(0, ret) TH_LOG("the DB_WAIT with tag 52 must stay parked: "
+				 "waits_pending %llu", ULL(s.waits_pending));
+	signal_and_finish(_metadata, self, &src, &dst, 34, 1, &w2, 2, 0);
+
+	SETTLE(&s0, &s1);
+	ASSERT_DELTA(s0, s1, cmd_db_wait_any, 1);
+	ASSERT_DELTA(s0, s1, cmd_db_wait, 1);
+	ASSERT_DELTA(s0, s1, cmd_cancel, 1);
 	free_bufs(_metadata, self, &src, &dst);
 	ASSERT_EQ(0, munmap(db, full));
 }

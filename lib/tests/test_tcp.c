@@ -1131,9 +1131,9 @@ out:
 }
 
 /*
- * hcomm__signal_wait_any(), what the collectives wait with: rank 0 waits
- * for either of two signals and rank 1 moves the second only; a wait for
- * the first alone would sleep out its 20 s.
+ * hcomm_signal_wait_any() (hcomm__signal_wait_any(), what the collectives
+ * wait with): rank 0 waits for either of two signals and rank 1 moves
+ * the second only; a wait for the first alone would sleep out its 20 s.
  */
 static int rank_wait_any(void)
 {
@@ -1156,14 +1156,25 @@ static int rank_wait_any(void)
 			 "put_signal to signal 22");
 	} else {
 		t0 = now_ms();
-		i = hcomm__signal_wait_any(comm, sig, val, 2, 20000);
+		i = hcomm_signal_wait_any(comm, sig, val, 2, 20000);
 		t0 = now_ms() - t0;
 		check(i == 1 && hcomm_signal_read(comm, 21) == 0,
 		      "wait for signal 21 or 22, 22 moved: index %d after "
 		      "%lld ms (of 20000), 21 still 0", i, (long long)t0);
-		i = hcomm__signal_wait_any(comm, sig + 2, val + 2, 2, 100);
-		check(i == -HCOMM_ERR_TIMEOUT, "neither of 23 and 24 moved: "
+		i = hcomm_signal_wait_any(comm, sig + 2, val + 2, 2, 100);
+		check(i == -HCOMM_ERR_TIMEOUT && hcomm_errno() == ETIME &&
+		      strstr(hcomm_errmsg(), "none of 2 signals"),
+		      "neither of 23 and 24 moved: "
 		      "HCOMM_ERR_TIMEOUT after 100 ms (%d)", i);
+		check(hcomm_signal_wait_any(NULL, sig, val, 1, 0) ==
+		      -HCOMM_ERR_INVAL &&
+		      hcomm_signal_wait_any(comm, NULL, val, 1, 0) ==
+		      -HCOMM_ERR_INVAL &&
+		      hcomm_signal_wait_any(comm, sig, NULL, 1, 0) ==
+		      -HCOMM_ERR_INVAL, "NULL comm, sig or value: "
+		      "HCOMM_ERR_INVAL");
+		check(hcomm_signal_wait_any(comm, sig, val, -1, 0) ==
+		      -HCOMM_ERR_INVAL, "-1 signals: HCOMM_ERR_INVAL");
 		sig[0] = 22;
 		check(hcomm__signal_wait_any(comm, sig, val, 2, 0) == 0,
 		      "both there (22 and 22): the lowest index, 0");

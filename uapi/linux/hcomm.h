@@ -19,9 +19,10 @@
  *    command is issued and written when it completes: it must stay valid,
  *    and unchanged, until the command's CQE has been reaped.  Outputs
  *    differ between the two paths only where a struct says "(ioctl)":
- *    XFER's done and engine and DB_WAIT's current_value and timeout_ns are
- *    written by ioctl() only; through io_uring, rings created with
- *    IORING_SETUP_CQE32 get XFER's bytes copied or DB_WAIT's doorbell value
+ *    XFER's done and engine, DB_WAIT's current_value and timeout_ns and
+ *    DB_WAIT_ANY's ready and timeout_ns are written by ioctl() only;
+ *    through io_uring, rings created with IORING_SETUP_CQE32 get XFER's
+ *    bytes copied, DB_WAIT's doorbell value or DB_WAIT_ANY's ready bits
  *    in cqe->big_cqe[0].
  *  - Do not link an hcomm command (IOSQE_IO_LINK) behind another request
  *    on kernels 6.8 .. 6.14: they issue a linked request after its SQE
@@ -83,6 +84,8 @@ struct hcomm_uring_cmd {
 /* Bit 6 is reserved: it never meant anything (no dmaengine copies). */
 /* HCOMM_CMD_XFER_BATCH is available. */
 #define HCOMM_FEAT_XFER_BATCH		_BITULL(7)
+/* HCOMM_CMD_DB_WAIT_ANY is available. */
+#define HCOMM_FEAT_DB_WAIT_ANY		_BITULL(8)
 
 /**
  * struct hcomm_info - answer of HCOMM_CMD_GET_INFO.
@@ -453,6 +456,44 @@ struct hcomm_db_wait {
 	__u64 reserved[2];
 };
 
+/* Doorbells one HCOMM_CMD_DB_WAIT_ANY waits for, at most. */
+#define HCOMM_DB_WAIT_ANY_MAX	4
+
+/**
+ * struct hcomm_db_wait_any - argument of HCOMM_CMD_DB_WAIT_ANY.
+ * @count:      in: doorbells named, 1 .. HCOMM_DB_WAIT_ANY_MAX.
+ * @flags:      in: must be zero.
+ * @tag:        in: tag for HCOMM_CMD_CANCEL.
+ * @timeout_ns: in/out: as in struct hcomm_db_wait.
+ * @index:      in: doorbell indices, each < nr_doorbells (GET_INFO); the
+ *              same index may appear twice.  Entries from @count on must
+ *              be zero.
+ * @value:      in: complete once, for some i < @count, doorbell @index[i]
+ *              >= @value[i] (unsigned compare).  Entries from @count on
+ *              must be zero.
+ * @ready:      out (ioctl): bit i set for each i < @count whose doorbell
+ *              held when the wait ended (0 after ETIME or ECANCELED,
+ *              unless one reached its value meanwhile).
+ * @reserved0:  must be zero.
+ * @reserved:   must be zero.
+ *
+ * DB_WAIT for the first of several doorbells to reach its value, in one
+ * sleep: a signal to any of them wakes the waiter.  Otherwise as DB_WAIT.
+ * Through io_uring, @ready is the second word of an IORING_SETUP_CQE32
+ * ring's CQE, whether the command parked or not.
+ */
+struct hcomm_db_wait_any {
+	__u32 count;
+	__u32 flags;
+	__u64 tag;
+	__u64 timeout_ns;
+	__u32 index[HCOMM_DB_WAIT_ANY_MAX];
+	__u64 value[HCOMM_DB_WAIT_ANY_MAX];
+	__u32 ready;
+	__u32 reserved0;
+	__u64 reserved[2];
+};
+
 /* hcomm_grant.scope */
 #define HCOMM_GRANT_NONE	0	/* revoke: only the owner */
 #define HCOMM_GRANT_SAME_UID	1	/* callers whose euid is the owner's */
@@ -647,6 +688,9 @@ struct hcomm_ctx_opts {
  *              ECANCELED cancelled, or the context or ring went away;
  *              EINTR     (ioctl) a signal arrived and its handler does
  *                        not restart system calls.
+ * DB_WAIT_ANY: EINVAL    count 0 or above HCOMM_DB_WAIT_ANY_MAX, an index
+ *                        >= nr_doorbells, a non-zero entry from count on;
+ *              ETIME, ECANCELED, EINTR as for DB_WAIT.
  * GRANT:       ENOENT    no region with this id in this context;
  *              EINVAL    unknown scope, access bits outside the region's
  *                        REMOTE_* access, access 0 with a scope other
@@ -676,5 +720,6 @@ struct hcomm_ctx_opts {
 #define HCOMM_CMD_SET_QOS	_IOWR(HCOMM_IOC_MAGIC, 0x0a, struct hcomm_qos)
 #define HCOMM_CMD_SET_CTX	_IOWR(HCOMM_IOC_MAGIC, 0x0b, struct hcomm_ctx_opts)
 #define HCOMM_CMD_XFER_BATCH	_IOWR(HCOMM_IOC_MAGIC, 0x0c, struct hcomm_xfer_batch)
+#define HCOMM_CMD_DB_WAIT_ANY	_IOWR(HCOMM_IOC_MAGIC, 0x0d, struct hcomm_db_wait_any)
 
 #endif /* _UAPI_LINUX_HCOMM_H */
