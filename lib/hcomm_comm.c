@@ -145,14 +145,19 @@ static struct hcomm_request *node_req(struct hcomm_mpsc_node *n)
 		offsetof(struct hcomm_req_priv, q));
 }
 
-/* Run the callback, then mark done; req belongs to the user afterwards. */
-static void run_cb(struct hcomm_comm *c, struct hcomm_request *req)
+/*
+ * Run the callback (req->cb and req->cb_arg, which the caller may have
+ * read from elsewhere), then mark done; req belongs to the user
+ * afterwards.
+ */
+static void run_cb_fn(struct hcomm_comm *c, struct hcomm_request *req,
+		      hcomm_cb_fn cb, void *arg)
 {
 	struct cb_frame f = { req, t_cb_top };
 
 	t_cb_top = &f;
 	t_cb_depth++;
-	req->cb(req, req->cb_arg);
+	cb(req, arg);
 	t_cb_depth--;
 	t_cb_top = f.up;
 	/* After this store the request is the user's: no more access. */
@@ -169,6 +174,11 @@ static int in_own_cb(const struct hcomm_request *req)
 		if (f->req == req)
 			return 1;
 	return 0;
+}
+
+static void run_cb(struct hcomm_comm *c, struct hcomm_request *req)
+{
+	run_cb_fn(c, req, req->cb, req->cb_arg);
 }
 
 static void pend_push(struct hcomm_request *req)
@@ -241,7 +251,15 @@ void hcomm__complete(struct hcomm_comm *c, struct hcomm_request *req,
 		return;
 	mode = __atomic_load_n(&c->cb_mode, __ATOMIC_ACQUIRE);
 	if (mode == HCOMM_CB_THREAD) {
-		hcomm_mpsc_push(&c->q, &rp->q.node);
+		struct hcomm_ring_item it = { req, (void (*)(void))req->cb,
+					      req->cb_arg };
+
+		/* the ring, unless full or the queue holds some already */
+		if (__atomic_load_n(&c->q_spill, __ATOMIC_ACQUIRE) ||
+		    hcomm_ring_push(c->ring, &it)) {
+			__atomic_add_fetch(&c->q_spill, 1, __ATOMIC_RELEASE);
+			hcomm_mpsc_push(&c->q, &rp->q.node);
+		}
 		hcomm_ec_notify(&c->ec);
 	} else if (mode == HCOMM_CB_THREAD_LOCKED) {
 		rp->q.next = NULL;
@@ -298,13 +316,32 @@ static int dispatch_some(struct hcomm_comm *c, int max)
 {
 	struct hcomm_mpsc_node *node;
 	struct hcomm_request *req, *next;
-	int n = 0;
+	struct hcomm_ring_item it;
+	int n = 0, ran = 0;
 
 	if (__atomic_load_n(&c->cb_mode, __ATOMIC_ACQUIRE) == HCOMM_CB_THREAD) {
+		/*
+		 * The ring first: what went to the queue came when the ring
+		 * was full, after what the ring holds.  Nothing pending on
+		 * this thread: run it at once, with the callback and the
+		 * argument from the slot's line (no other line before it).
+		 */
+		while (n < max && hcomm_ring_pop(c->ring, &it)) {
+			req = it.a;
+			if (!t_pend_head && !t_issuing) {
+				run_cb_fn(c, req, (hcomm_cb_fn)it.fn, it.b);
+				ran++;
+			} else {
+				pend_push(req);
+			}
+			n++;
+		}
 		while (n < max && (node = hcomm_mpsc_pop(&c->q))) {
+			__atomic_sub_fetch(&c->q_spill, 1, __ATOMIC_RELEASE);
 			pend_push(node_req(node));
 			n++;
 		}
+		return ran + hcomm__run_pending();
 	} else {
 		pthread_mutex_lock(&c->lq_lock);
 		req = c->lq_head;
@@ -318,10 +355,17 @@ static int dispatch_some(struct hcomm_comm *c, int max)
 	return hcomm__run_pending();
 }
 
+/* Dispatcher only: nothing in the ring or the queue (seq_cst loads). */
+static int cbq_empty(struct hcomm_comm *c)
+{
+	return hcomm_ring_empty(c->ring) && hcomm_mpsc_empty(&c->q);
+}
+
 static void *dispatcher_main(void *arg)
 {
 	struct hcomm_comm *c = arg;
 	uint64_t spin_ns;
+	unsigned int polls;
 	uint32_t key;
 
 	t_dispatcher = c;
@@ -350,15 +394,23 @@ static void *dispatcher_main(void *arg)
 		 * taken a cache miss after the push instead of a futex
 		 * wake-up later (microseconds).
 		 */
+		/*
+		 * The poll reads the ring's next slot alone (the line a
+		 * completion's publication moves), the queue and the stop
+		 * flag every 64th time: lines that producers write, so that
+		 * polling them would slow each completion down.
+		 */
 		hcomm__spin_init(&spin, hcomm__now_ns(), spin_ns, 256);
-		while (spin_ns && hcomm_mpsc_empty(&c->q) &&
-		       !__atomic_load_n(&c->disp_stop, __ATOMIC_RELAXED) &&
+		polls = 0;
+		while (spin_ns && hcomm_ring_empty(c->ring) &&
+		       ((++polls & 63) || (cbq_empty(c) &&
+			!__atomic_load_n(&c->disp_stop, __ATOMIC_RELAXED))) &&
 		       hcomm__spin(&spin))
 			;
-		if (!hcomm_mpsc_empty(&c->q))
+		if (!cbq_empty(c))
 			continue;
 		key = hcomm_ec_prepare(&c->ec);
-		if (!hcomm_mpsc_empty(&c->q))
+		if (!cbq_empty(c))
 			continue;	/* a push landed or is half done */
 		if (__atomic_load_n(&c->disp_stop, __ATOMIC_ACQUIRE))
 			return NULL;
@@ -409,6 +461,12 @@ static int threads_start(struct hcomm_comm *c, enum hcomm_cb_mode mode)
 			ret = c->xo[i]->wake_enable(c);
 	if (ret)
 		return ret;
+	if (!c->ring)
+		c->ring = hcomm_ring_new();
+	if (!c->ring)
+		return hcomm__fail(HCOMM_ERR_NOMEM, ENOMEM, "callback ring");
+	hcomm_ring_init(c->ring);
+	c->q_spill = 0;
 	hcomm_mpsc_init(&c->q);
 	hcomm_ec_init(&c->ec);
 	c->lq_head = c->lq_tail = NULL;
@@ -2216,6 +2274,7 @@ static void comm_free(struct hcomm_comm *c)
 	pthread_mutex_destroy(&c->lock);
 	hcomm__events_fini(c);
 	free(c->fo_mem);
+	free(c->ring);
 	free(c);
 }
 
@@ -2234,9 +2293,11 @@ HCOMM_EXPORT int hcomm_comm_init(struct hcomm_comm **out,
 	if (!out)
 		return hcomm__fail(HCOMM_ERR_INVAL, EINVAL, "hcomm_comm_init");
 	*out = NULL;
-	c = calloc(1, sizeof(*c));
+	/* on a cache-line boundary: its hot members have lines of their own */
+	c = aligned_alloc(64, (sizeof(*c) + 63) & ~(size_t)63);
 	if (!c)
 		return hcomm__fail(HCOMM_ERR_NOMEM, ENOMEM, "hcomm_comm_init");
+	memset(c, 0, sizeof(*c));
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_mutex_init(&c->lq_lock, NULL);
 	pthread_cond_init(&c->lq_cond, NULL);

@@ -77,6 +77,13 @@ struct hcomm_events {
  * @prog_stop, @disp_stop: ask the progress / dispatcher thread to end.
  * @q, @ec:     HCOMM_CB_THREAD: the lock-free queue of completed requests
  *              and the event count the dispatcher sleeps on.
+ * @ring:       HCOMM_CB_THREAD: the bounded ring in front of @q (request,
+ *              callback and its argument in one cache line per slot);
+ *              a completion goes to @q instead when the ring is full or
+ *              while @q_spill says @q holds some (so that one thread's
+ *              completions keep their order).  Made by the first start of
+ *              the threads, freed with the communicator.
+ * @q_spill:    requests pushed to @q and not yet popped (atomic).
  * @lq_*:       HCOMM_CB_THREAD_LOCKED: the same as a mutex+condvar list.
  * @pub, @pub_path: the published statistics file (HCOMM_STATS_DIR), its
  *              mapping and name, or NULL.
@@ -114,21 +121,28 @@ struct hcomm_comm {
 	struct hcomm_ctx *ctx;
 	int64_t spin_ns;		/* HCOMM_SPIN_US; -1: unset (read-only) */
 	int64_t cb_spin_ns;		/* HCOMM_CB_SPIN_US; -1: unset (read-only) */
+	struct hcomm_ring *ring;	/* set before the threads start */
+	/*
+	 * Read at every completion and by the dispatcher before it pops:
+	 * kept off the lines the completions write (@inflight, @cb_pending).
+	 */
+	int cb_mode;
+	int threads;
+	int prog_stop;
+	int disp_stop;
 
 	pthread_mutex_t lock;
 	struct hcomm_win *wins;
 
 	uint64_t inflight __attribute__((aligned(64)));
 	uint64_t cb_pending __attribute__((aligned(64)));
-	int cb_mode;
 
-	int threads;
-	int prog_stop;
-	int disp_stop;
 	pthread_t prog_thr;
 	pthread_t disp_thr;
-	struct hcomm_mpsc q;
-	struct hcomm_ec ec;
+	/* each on lines of its own (the struct is allocated 64-aligned) */
+	struct hcomm_mpsc q __attribute__((aligned(64)));
+	uint64_t q_spill __attribute__((aligned(64)));
+	struct hcomm_ec ec __attribute__((aligned(64)));
 	pthread_mutex_t lq_lock;
 	pthread_cond_t lq_cond;
 	struct hcomm_request *lq_head;

@@ -54,6 +54,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 #include <linux/futex.h>
@@ -237,6 +238,129 @@ static inline void hcomm_ec_notify(struct hcomm_ec *ec)
 	if (old & HCOMM_EC_WAITING)
 		syscall(SYS_futex, &ec->word, FUTEX_WAKE_PRIVATE, INT_MAX,
 			NULL, NULL, 0);
+}
+
+/*
+ * A bounded ring of hand-overs in front of the queue, for the consumer's
+ * fast path (Vyukov's bounded queue, single consumer): each slot is one
+ * cache line holding its sequence number and the item's three words, so
+ * that a consumer polling the next slot gets the item with the one cache
+ * line that the producer's publication moves, where the linked queue
+ * needs the link, then the node, then the item.  Allocate it on a
+ * 64-byte boundary (hcomm_ring_new()).
+ *
+ *   struct hcomm_ring *hcomm_ring_new(void);        (NULL: no memory)
+ *   int hcomm_ring_push(struct hcomm_ring *r, const struct hcomm_ring_item *it);
+ *                                         (any thread; -1 when full)
+ *   int hcomm_ring_pop(struct hcomm_ring *r, struct hcomm_ring_item *it);
+ *                                         (consumer; 0 when empty)
+ *   int hcomm_ring_empty(struct hcomm_ring *r);      (consumer)
+ *
+ * A push that finds the ring full fails: the producer then uses the
+ * linked queue (which never fails).  Publication is a seq_cst store of the
+ * slot's sequence number and empty() a seq_cst load of it, so that the
+ * event count's argument (above) holds for the ring too.
+ */
+#define HCOMM_RING_SLOTS	256	/* a power of two */
+
+struct hcomm_ring_item {
+	void *a;
+	void (*fn)(void);	/* cast back to its own type to call it */
+	void *b;
+};
+
+struct hcomm_ring_slot {
+	_Atomic uint64_t seq;	/* pos: free for push pos; pos + 1: full */
+	struct hcomm_ring_item it;
+	char pad[HCOMM_CACHELINE - sizeof(uint64_t) -
+		 sizeof(struct hcomm_ring_item)];
+};
+
+struct hcomm_ring {
+	_Atomic uint64_t enq;			/* producers' next ticket */
+	char pad_enq[HCOMM_CACHELINE - sizeof(uint64_t)];
+	uint64_t deq;				/* consumer's next slot */
+	char pad_deq[HCOMM_CACHELINE - sizeof(uint64_t)];
+	struct hcomm_ring_slot slot[HCOMM_RING_SLOTS];
+};
+
+_Static_assert(sizeof(struct hcomm_ring_slot) == HCOMM_CACHELINE,
+	       "a ring slot is one cache line");
+
+static inline void hcomm_ring_init(struct hcomm_ring *r)
+{
+	uint64_t i;
+
+	atomic_init(&r->enq, 0);
+	r->deq = 0;
+	for (i = 0; i < HCOMM_RING_SLOTS; i++)
+		atomic_init(&r->slot[i].seq, i);
+}
+
+static inline struct hcomm_ring *hcomm_ring_new(void)
+{
+	void *p;
+
+	if (posix_memalign(&p, HCOMM_CACHELINE, sizeof(struct hcomm_ring)))
+		return NULL;
+	hcomm_ring_init((struct hcomm_ring *)p);
+	return (struct hcomm_ring *)p;
+}
+
+/* Any thread: 0, or -1 when every slot is taken. */
+static inline int hcomm_ring_push(struct hcomm_ring *r,
+				  const struct hcomm_ring_item *it)
+{
+	uint64_t pos = atomic_load_explicit(&r->enq, memory_order_relaxed);
+	struct hcomm_ring_slot *s;
+	int64_t dif;
+
+	for (;;) {
+		s = &r->slot[pos & (HCOMM_RING_SLOTS - 1)];
+		dif = (int64_t)(atomic_load_explicit(&s->seq,
+						     memory_order_acquire) -
+				pos);
+		if (dif == 0) {
+			if (atomic_compare_exchange_weak_explicit(
+					&r->enq, &pos, pos + 1,
+					memory_order_relaxed,
+					memory_order_relaxed))
+				break;
+		} else if (dif < 0) {
+			return -1;	/* the consumer has not freed it */
+		} else {
+			pos = atomic_load_explicit(&r->enq,
+						   memory_order_relaxed);
+		}
+	}
+	s->it = *it;
+	atomic_store_explicit(&s->seq, pos + 1, memory_order_seq_cst);
+	return 0;
+}
+
+/* Consumer only: 1 with *it filled, 0 when the next slot is not full. */
+static inline int hcomm_ring_pop(struct hcomm_ring *r,
+				 struct hcomm_ring_item *it)
+{
+	struct hcomm_ring_slot *s = &r->slot[r->deq & (HCOMM_RING_SLOTS - 1)];
+
+	if (atomic_load_explicit(&s->seq, memory_order_acquire) !=
+	    r->deq + 1)
+		return 0;
+	*it = s->it;
+	atomic_store_explicit(&s->seq, r->deq + HCOMM_RING_SLOTS,
+			      memory_order_release);
+	r->deq++;
+	return 1;
+}
+
+/* Consumer only: 1 if the next slot holds nothing (seq_cst load). */
+static inline int hcomm_ring_empty(struct hcomm_ring *r)
+{
+	struct hcomm_ring_slot *s = &r->slot[r->deq & (HCOMM_RING_SLOTS - 1)];
+
+	return atomic_load_explicit(&s->seq, memory_order_seq_cst) !=
+	       r->deq + 1;
 }
 
 #endif /* LIBHCOMM_MPSC_H */
