@@ -171,12 +171,12 @@ fi
 # (make stops at the first that fails: the later ones count one failure):
 # units (the module-free pieces), tcp (forked ranks over 127.0.0.1),
 # reduce (the collectives' kernels), coll (the collectives), tools,
-# coll-tsan (the collectives' threads under ThreadSanitizer), then
-# asan-lib, asan-units, asan-tcp, asan-reduce, asan-coll (AddressSanitizer
-# + UBSan).
+# coll-tsan (the collectives' threads under ThreadSanitizer), units-tsan
+# (the lock-free queues under it), then asan-lib, asan-units, asan-tcp,
+# asan-reduce, asan-coll (AddressSanitizer + UBSan).
 prev=$sum lines=""
-for what in units tcp reduce coll tools coll-tsan asan-lib asan-units asan-tcp \
-	    asan-reduce asan-coll; do
+for what in units tcp reduce coll tools coll-tsan units-tsan asan-lib \
+	    asan-units asan-tcp asan-reduce asan-coll; do
 	wsum=$(grep -E "^$what: [0-9]+ passed, [0-9]+ failed" "$logs/check-host-lib-tests.log" | tail -n1)
 	if [ -n "$wsum" ]; then
 		set -- $wsum
