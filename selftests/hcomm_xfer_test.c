@@ -1124,18 +1124,57 @@ TEST_F(hcomm, db_wait_parked)
 	ASSERT_EQ(0, munmap(db, full));
 }
 
+/*
+ * CANCEL(@tag) through the variant's transport (user_data 3 on the ring)
+ * must end the parked wait @wt (user_data 1) with ECANCELED and count 1;
+ * *@done: uring, big_cqe[0] of the wait's CQE.
+ */
+static void cancel_parked(struct __test_metadata *_metadata,
+			  FIXTURE_DATA(hcomm) *self, struct waiter *wt,
+			  uint64_t tag, uint64_t *done)
+{
+	struct hcomm_cancel c;
+	struct hx_cqe cq[2];
+	int i, ret;
+
+	memset(&c, 0, sizeof(c));
+	c.tag = tag;
+	c.count = 1000;
+	if (wt->thread) {
+		ASSERT_EQ(0, ioctl(self->fd, HCOMM_CMD_CANCEL, &c))
+			TH_LOG("CANCEL: %s", strerror(errno));
+		ret = waiter_join(wt);
+		ASSERT_EQ(-ECANCELED, ret) TH_LOG("cancelled wait: %d (%s)",
+						  ret, strerror(-ret));
+	} else {
+		ASSERT_NE(NULL, hx_prep_cmd(self->r, self->fd,
+					    HCOMM_CMD_CANCEL, &c, 3));
+		ASSERT_EQ(1, io_uring_submit(self->r));
+		ASSERT_EQ(2, hx_reap(self->r, 2, REAP_MS, cq))
+			TH_LOG("CANCEL and the wait it ends must complete");
+		i = hx_find_cqe(cq, 2, 3);
+		ASSERT_LE(0, i);
+		ASSERT_EQ(0, cq[i].res);
+		i = hx_find_cqe(cq, 2, 1);
+		ASSERT_LE(0, i) TH_LOG("no CQE for the cancelled wait");
+		ASSERT_EQ(-ECANCELED, cq[i].res);
+		*done = cq[i].done;
+	}
+	ASSERT_EQ(1, c.count) TH_LOG("CANCEL(tag %llu) count %u, want 1",
+				     ULL(tag), c.count);
+}
+
 /* CANCEL(tag) ends exactly the parked DB_WAIT with that tag. */
 TEST_F(hcomm, db_wait_cancel)
 {
 	struct hcomm_stats s0, s1, s;
-	struct hcomm_cancel c;
 	struct waiter w1 = {}, w2 = {};
 	struct hx_buf src, dst;
-	struct hx_cqe cq[2];
+	uint64_t done = 0;
 	uint32_t count;
 	uint64_t *db;
 	size_t full;
-	int i, ret;
+	int ret;
 
 	XFER_SETUP();
 	db = map_doorbells(_metadata, self, &full);
@@ -1153,29 +1192,7 @@ TEST_F(hcomm, db_wait_cancel)
 				 ULL(s.waits_pending),
 				 ULL(s0.waits_pending + 2));
 
-	memset(&c, 0, sizeof(c));
-	c.tag = 31;
-	c.count = 1000;
-	if (!variant->uring) {
-		ASSERT_EQ(0, ioctl(self->fd, HCOMM_CMD_CANCEL, &c))
-			TH_LOG("CANCEL: %s", strerror(errno));
-		ret = waiter_join(&w1);
-		ASSERT_EQ(-ECANCELED, ret) TH_LOG("cancelled DB_WAIT: %d (%s)",
-						  ret, strerror(-ret));
-	} else {
-		ASSERT_NE(NULL, hx_prep_cmd(self->r, self->fd,
-					    HCOMM_CMD_CANCEL, &c, 3));
-		ASSERT_EQ(1, io_uring_submit(self->r));
-		ASSERT_EQ(2, hx_reap(self->r, 2, REAP_MS, cq))
-			TH_LOG("CANCEL and the DB_WAIT it ends must complete");
-		i = hx_find_cqe(cq, 2, 3);
-		ASSERT_LE(0, i);
-		ASSERT_EQ(0, cq[i].res);
-		i = hx_find_cqe(cq, 2, 1);
-		ASSERT_LE(0, i) TH_LOG("no CQE for the cancelled DB_WAIT");
-		ASSERT_EQ(-ECANCELED, cq[i].res);
-	}
-	ASSERT_EQ(1, c.count) TH_LOG("CANCEL(tag 31) count %u, want 1", c.count);
+	cancel_parked(_metadata, self, &w1, 31, &done);
 	ret = hx_stat_wait(HX_STAT(waits_pending), s0.waits_pending + 1,
 			   SETTLE_MS, &s);
 	ASSERT_EQ(0, ret) TH_LOG("the DB_WAIT with tag 32 must stay parked: "
@@ -1511,11 +1528,10 @@ TEST_F(hcomm, db_wait_any_cancel)
 	struct hcomm_stats s0, s1, s;
 	struct waiter w1 = { .any = true }, w2 = {};
 	struct hx_buf src, dst;
-	struct hcomm_cancel c;
-	struct hx_cqe cq[2];
+	uint64_t done = 0;
 	uint64_t *db;
 	size_t full;
-	int i, ret;
+	int ret;
 
 	ANY_SETUP();
 	db = map_doorbells(_metadata, self, &full);
@@ -1534,31 +1550,9 @@ TEST_F(hcomm, db_wait_any_cancel)
 				 ULL(s.waits_pending),
 				 ULL(s0.waits_pending + 2));
 
-	memset(&c, 0, sizeof(c));
-	c.tag = 51;
-	if (w1.thread) {
-		ASSERT_EQ(0, ioctl(self->fd, HCOMM_CMD_CANCEL, &c))
-			TH_LOG("CANCEL: %s", strerror(errno));
-		ret = waiter_join(&w1);
-		ASSERT_EQ(-ECANCELED, ret) TH_LOG("cancelled DB_WAIT_ANY: %d "
-						  "(%s)", ret, strerror(-ret));
-		ASSERT_EQ(0, w1.a.ready);
-	} else {
-		ASSERT_NE(NULL, hx_prep_cmd(self->r, self->fd,
-					    HCOMM_CMD_CANCEL, &c, 3));
-		ASSERT_EQ(1, io_uring_submit(self->r));
-		ASSERT_EQ(2, hx_reap(self->r, 2, REAP_MS, cq))
-			TH_LOG("CANCEL and the DB_WAIT_ANY it ends must "
-			       "complete");
-		i = hx_find_cqe(cq, 2, 3);
-		ASSERT_LE(0, i);
-		ASSERT_EQ(0, cq[i].res);
-		i = hx_find_cqe(cq, 2, 1);
-		ASSERT_LE(0, i) TH_LOG("no CQE for the cancelled DB_WAIT_ANY");
-		ASSERT_EQ(-ECANCELED, cq[i].res);
-		ASSERT_EQ(0, cq[i].done);
-	}
-	ASSERT_EQ(1, c.count) TH_LOG("CANCEL(tag 51) count %u, want 1", c.count);
+	cancel_parked(_metadata, self, &w1, 51, &done);
+	ASSERT_EQ(0, w1.thread ? w1.a.ready : done)
+		TH_LOG("a cancelled DB_WAIT_ANY names ready doorbells");
 	ret = hx_stat_wait(HX_STAT(waits_pending), s0.waits_pending + 1,
 			   SETTLE_MS, &s);
 	ASSERT_EQ(0, ret) TH_LOG("the DB_WAIT with tag 52 must stay parked: "

@@ -1218,14 +1218,23 @@ static void test_mpsc_basic(void)
 
 #define PER_PRODUCER	1000000u
 
+/*
+ * Two producer threads of PER_PRODUCER items each and a consumer thread:
+ * the linked queue alone, or the ring in front of it as the callback
+ * dispatcher uses them (hcomm_comm.c).
+ */
 struct mpsc_run {
 	struct hcomm_mpsc q;
 	struct hcomm_ec ec;
+	struct hcomm_ring *ring;	/* NULL: the queue alone */
+	atomic_ullong spill;		/* items in q while the ring is used */
 	struct item *items[2];
 	atomic_int start;
 	/* consumer's findings */
-	uint64_t received, sum, dups, order_err, sleeps;
+	uint64_t received, sum, dups, order_err, sleeps, via_ring, via_q;
 	int64_t deadline;
+	unsigned char *seen[2];
+	int64_t next[2];
 };
 
 /* Zeroed memory aligned for the queue's cache-line members. */
@@ -1244,11 +1253,16 @@ struct prod_arg {
 	unsigned p;
 };
 
+/*
+ * Item i of producer p, pushed as the dispatcher's producers do: to the
+ * ring unless it is full or the queue holds some, else to the queue.
+ */
 static void *producer(void *arg)
 {
 	struct mpsc_run *r = ((struct prod_arg *)arg)->r;
 	unsigned p = ((struct prod_arg *)arg)->p;
 	struct item *it = r->items[p];
+	struct hcomm_ring_item ri = { NULL, NULL, NULL };
 	uint32_t i;
 
 	while (!atomic_load(&r->start))
@@ -1256,82 +1270,107 @@ static void *producer(void *arg)
 	for (i = 0; i < PER_PRODUCER; i++) {
 		it[i].producer = p;
 		it[i].seq = i;
-		hcomm_mpsc_push(&r->q, &it[i].node);
+		ri.a = &it[i];
+		if (!r->ring ||
+		    atomic_load_explicit(&r->spill, memory_order_acquire) ||
+		    hcomm_ring_push(r->ring, &ri)) {
+			if (r->ring)
+				atomic_fetch_add_explicit(&r->spill, 1,
+							  memory_order_release);
+			hcomm_mpsc_push(&r->q, &it[i].node);
+		}
 		hcomm_ec_notify(&r->ec);
 	}
 	return NULL;
 }
 
+/* The consumer's check of one item: once each, in its producer's order. */
+static void take(struct mpsc_run *r, const struct item *it)
+{
+	r->received++;
+	if (it->producer > 1 || it->seq >= PER_PRODUCER) {
+		r->order_err++;
+		return;
+	}
+	if (r->seen[it->producer][it->seq]++)
+		r->dups++;
+	if ((int64_t)it->seq != r->next[it->producer])
+		r->order_err++;
+	r->next[it->producer] = (int64_t)it->seq + 1;
+	r->sum += ((uint64_t)it->producer << 32) + it->seq + 1;
+}
+
+/* 1 when nothing is in the ring (if any) or the queue. */
+static int run_empty(struct mpsc_run *r)
+{
+	return (!r->ring || hcomm_ring_empty(r->ring)) &&
+	       hcomm_mpsc_empty(&r->q);
+}
+
+/*
+ * The ring first, then the queue; sleeps on the event count.  With the
+ * ring it pauses now and then so that the ring fills and the queue is
+ * used too.
+ */
 static void *consumer(void *arg)
 {
 	struct mpsc_run *r = arg;
-	int64_t next[2] = { 0, 0 };
-	unsigned char *seen[2];
+	struct hcomm_ring_item ri;
+	struct hcomm_mpsc_node *n;
+	uint32_t key;
 
-	seen[0] = calloc(PER_PRODUCER, 1);
-	seen[1] = calloc(PER_PRODUCER, 1);
-	if (!seen[0] || !seen[1])
-		goto out;
 	atomic_store(&r->start, 1);
 	while (r->received < 2ULL * PER_PRODUCER && now_ms() < r->deadline) {
-		struct hcomm_mpsc_node *n = hcomm_mpsc_pop(&r->q);
-		struct item *it;
-		uint32_t key;
-
-		if (!n) {
-			key = hcomm_ec_prepare(&r->ec);
-			if (!hcomm_mpsc_empty(&r->q)) {
-				/* a push is half done: let it finish */
-				sched_yield();
-				continue;
-			}
-			r->sleeps++;
-			hcomm_ec_wait(&r->ec, key, 1000);
+		if (r->ring && r->received % 100000 == 99999)
+			usleep(2000);	/* let the ring fill */
+		if (r->ring && hcomm_ring_pop(r->ring, &ri)) {
+			r->via_ring++;
+			take(r, ri.a);
 			continue;
 		}
-		it = ITEM(n);
-		r->received++;
-		if (it->producer > 1 || it->seq >= PER_PRODUCER) {
-			r->order_err++;
+		n = hcomm_mpsc_pop(&r->q);
+		if (n) {
+			if (r->ring)
+				atomic_fetch_sub_explicit(&r->spill, 1,
+							  memory_order_release);
+			r->via_q++;
+			take(r, ITEM(n));
 			continue;
 		}
-		if (seen[it->producer][it->seq]++)
-			r->dups++;
-		if ((int64_t)it->seq != next[it->producer])
-			r->order_err++;
-		next[it->producer] = (int64_t)it->seq + 1;
-		r->sum += ((uint64_t)it->producer << 32) + it->seq + 1;
+		key = hcomm_ec_prepare(&r->ec);
+		if (!run_empty(r)) {
+			sched_yield();	/* a push is half done */
+			continue;
+		}
+		r->sleeps++;
+		hcomm_ec_wait(&r->ec, key, 1000);
 	}
-out:
-	atomic_store(&r->start, 1);
-	free(seen[0]);
-	free(seen[1]);
 	return NULL;
 }
 
-static void test_mpsc_threads(void)
+/*
+ * Run the two producers and the consumer; 1 when every item came once, in
+ * its producer's order, with the right checksum and nothing left.
+ */
+static int run_threads(struct mpsc_run *r, int64_t limit_ms, int64_t *ms)
 {
-	struct mpsc_run *r = zalloc_aligned(sizeof(*r));
 	struct prod_arg parg[2];
 	pthread_t c, p[2];
 	uint64_t expect = 0;
 	int64_t t0;
 	unsigned i;
 
-	if (!r) {
-		ok(0, "mpsc: allocation");
-		return;
-	}
 	hcomm_mpsc_init(&r->q);
 	hcomm_ec_init(&r->ec);
-	r->items[0] = calloc(PER_PRODUCER, sizeof(struct item));
-	r->items[1] = calloc(PER_PRODUCER, sizeof(struct item));
-	if (!r->items[0] || !r->items[1]) {
-		ok(0, "mpsc: allocation");
-		goto out;
+	atomic_init(&r->spill, 0);
+	for (i = 0; i < 2; i++) {
+		r->items[i] = calloc(PER_PRODUCER, sizeof(struct item));
+		r->seen[i] = calloc(PER_PRODUCER, 1);
+		if (!r->items[i] || !r->seen[i])
+			return 0;
 	}
 	t0 = now_ms();
-	r->deadline = t0 + 15000;
+	r->deadline = t0 + limit_ms;
 	for (i = 0; i < 2; i++) {
 		parg[i].r = r;
 		parg[i].p = i;
@@ -1341,20 +1380,44 @@ static void test_mpsc_threads(void)
 	pthread_join(p[0], NULL);
 	pthread_join(p[1], NULL);
 	pthread_join(c, NULL);
+	*ms = now_ms() - t0;
 	for (i = 0; i < PER_PRODUCER; i++)
 		expect += (uint64_t)i + 1 + ((uint64_t)1 << 32) + i + 1;
-	ok(r->received == 2ULL * PER_PRODUCER && !r->dups && !r->order_err &&
-	   r->sum == expect && hcomm_mpsc_empty(&r->q) && !hcomm_mpsc_pop(&r->q),
-	   "mpsc: 2 producers x %u items, each delivered once in per-producer "
-	   "order, checksum matches (%llu received, %llu dups, %llu out of "
-	   "order, %llu sleeps, %lld ms)", PER_PRODUCER,
+	return r->received == 2ULL * PER_PRODUCER && !r->dups &&
+	       !r->order_err && r->sum == expect && run_empty(r) &&
+	       !hcomm_mpsc_pop(&r->q) && !atomic_load(&r->spill);
+}
+
+static void run_free(struct mpsc_run *r)
+{
+	unsigned i;
+
+	for (i = 0; i < 2; i++) {
+		free(r->items[i]);
+		free(r->seen[i]);
+	}
+	free(r->ring);
+	free(r);
+}
+
+static void test_mpsc_threads(void)
+{
+	struct mpsc_run *r = zalloc_aligned(sizeof(*r));
+	int64_t ms = 0;
+	int good;
+
+	if (!r) {
+		ok(0, "mpsc: allocation");
+		return;
+	}
+	good = run_threads(r, 15000, &ms);
+	ok(good, "mpsc: 2 producers x %u items, each delivered once in "
+	   "per-producer order, checksum matches (%llu received, %llu dups, "
+	   "%llu out of order, %llu sleeps, %lld ms)", PER_PRODUCER,
 	   (unsigned long long)r->received, (unsigned long long)r->dups,
 	   (unsigned long long)r->order_err, (unsigned long long)r->sleeps,
-	   (long long)(now_ms() - t0));
-out:
-	free(r->items[0]);
-	free(r->items[1]);
-	free(r);
+	   (long long)ms);
+	run_free(r);
 }
 
 /*
@@ -1400,159 +1463,19 @@ static void test_ring_basic(void)
 	free(r);
 }
 
-/*
- * The ring and the queue together, as the callback dispatcher uses them
- * (hcomm_comm.c): a producer pushes to the queue when the ring is full or
- * while the queue holds some (spill), the consumer takes the ring first,
- * then the queue, and sleeps on the event count.  The consumer pauses now
- * and then so that the ring fills and the queue is used too; every item
- * must come once, in each producer's order.
- */
-struct ring_run {
-	struct hcomm_mpsc q;
-	struct hcomm_ec ec;
-	struct hcomm_ring *ring;
-	atomic_ullong spill;
-	struct item *items[2];
-	atomic_int start;
-	/* consumer's findings */
-	uint64_t received, sum, dups, order_err, sleeps, via_ring, via_q;
-	int64_t deadline;
-};
-
-struct ring_prod_arg {
-	struct ring_run *r;
-	unsigned p;
-};
-
-static void *ring_producer(void *arg)
-{
-	struct ring_run *r = ((struct ring_prod_arg *)arg)->r;
-	unsigned p = ((struct ring_prod_arg *)arg)->p;
-	struct item *items = r->items[p];
-	struct hcomm_ring_item ri;
-	uint32_t i;
-
-	while (!atomic_load(&r->start))
-		;
-	for (i = 0; i < PER_PRODUCER; i++) {
-		items[i].producer = p;
-		items[i].seq = i;
-		ri.a = &items[i];
-		ri.fn = NULL;
-		ri.b = NULL;
-		if (atomic_load_explicit(&r->spill, memory_order_acquire) ||
-		    hcomm_ring_push(r->ring, &ri)) {
-			atomic_fetch_add_explicit(&r->spill, 1,
-						  memory_order_release);
-			hcomm_mpsc_push(&r->q, &items[i].node);
-		}
-		hcomm_ec_notify(&r->ec);
-	}
-	return NULL;
-}
-
-static void ring_take(struct ring_run *r, struct item *it, int64_t *next,
-		      unsigned char **seen)
-{
-	r->received++;
-	if (it->producer > 1 || it->seq >= PER_PRODUCER) {
-		r->order_err++;
-		return;
-	}
-	if (seen[it->producer][it->seq]++)
-		r->dups++;
-	if ((int64_t)it->seq != next[it->producer])
-		r->order_err++;
-	next[it->producer] = (int64_t)it->seq + 1;
-	r->sum += ((uint64_t)it->producer << 32) + it->seq + 1;
-}
-
-static void *ring_consumer(void *arg)
-{
-	struct ring_run *r = arg;
-	int64_t next[2] = { 0, 0 };
-	unsigned char *seen[2];
-	struct hcomm_ring_item ri;
-	struct hcomm_mpsc_node *n;
-	uint32_t key;
-
-	seen[0] = calloc(PER_PRODUCER, 1);
-	seen[1] = calloc(PER_PRODUCER, 1);
-	if (!seen[0] || !seen[1])
-		goto out;
-	atomic_store(&r->start, 1);
-	while (r->received < 2ULL * PER_PRODUCER && now_ms() < r->deadline) {
-		if (r->received % 100000 == 99999)
-			usleep(2000);	/* let the ring fill */
-		if (hcomm_ring_pop(r->ring, &ri)) {
-			r->via_ring++;
-			ring_take(r, ri.a, next, seen);
-			continue;
-		}
-		n = hcomm_mpsc_pop(&r->q);
-		if (n) {
-			atomic_fetch_sub_explicit(&r->spill, 1,
-						  memory_order_release);
-			r->via_q++;
-			ring_take(r, ITEM(n), next, seen);
-			continue;
-		}
-		key = hcomm_ec_prepare(&r->ec);
-		if (!hcomm_ring_empty(r->ring) || !hcomm_mpsc_empty(&r->q)) {
-			sched_yield();	/* a push is half done */
-			continue;
-		}
-		r->sleeps++;
-		hcomm_ec_wait(&r->ec, key, 1000);
-	}
-out:
-	atomic_store(&r->start, 1);
-	free(seen[0]);
-	free(seen[1]);
-	return NULL;
-}
-
 static void test_ring_threads(void)
 {
-	struct ring_run *r = zalloc_aligned(sizeof(*r));
-	struct ring_prod_arg parg[2];
-	pthread_t c, p[2];
-	uint64_t expect = 0;
-	int64_t t0;
-	unsigned i;
+	struct mpsc_run *r = zalloc_aligned(sizeof(*r));
+	int64_t ms = 0;
+	int good;
 
 	if (!r || !(r->ring = hcomm_ring_new())) {
 		ok(0, "ring: allocation");
 		free(r);
 		return;
 	}
-	hcomm_mpsc_init(&r->q);
-	hcomm_ec_init(&r->ec);
-	atomic_init(&r->spill, 0);
-	r->items[0] = calloc(PER_PRODUCER, sizeof(struct item));
-	r->items[1] = calloc(PER_PRODUCER, sizeof(struct item));
-	if (!r->items[0] || !r->items[1]) {
-		ok(0, "ring: allocation");
-		goto out;
-	}
-	t0 = now_ms();
-	r->deadline = t0 + 30000;
-	for (i = 0; i < 2; i++) {
-		parg[i].r = r;
-		parg[i].p = i;
-		pthread_create(&p[i], NULL, ring_producer, &parg[i]);
-	}
-	pthread_create(&c, NULL, ring_consumer, r);
-	pthread_join(p[0], NULL);
-	pthread_join(p[1], NULL);
-	pthread_join(c, NULL);
-	for (i = 0; i < PER_PRODUCER; i++)
-		expect += (uint64_t)i + 1 + ((uint64_t)1 << 32) + i + 1;
-	ok(r->received == 2ULL * PER_PRODUCER && !r->dups && !r->order_err &&
-	   r->sum == expect && r->via_ring && r->via_q &&
-	   !atomic_load(&r->spill) && hcomm_ring_empty(r->ring) &&
-	   hcomm_mpsc_empty(&r->q),
+	good = run_threads(r, 30000, &ms);
+	ok(good && r->via_ring && r->via_q,
 	   "ring + queue: 2 producers x %u items, each delivered once in "
 	   "per-producer order, checksum matches, both paths used (%llu "
 	   "received: %llu by the ring, %llu by the queue; %llu dups, %llu "
@@ -1560,12 +1483,8 @@ static void test_ring_threads(void)
 	   (unsigned long long)r->received, (unsigned long long)r->via_ring,
 	   (unsigned long long)r->via_q, (unsigned long long)r->dups,
 	   (unsigned long long)r->order_err, (unsigned long long)r->sleeps,
-	   (long long)(now_ms() - t0));
-out:
-	free(r->items[0]);
-	free(r->items[1]);
-	free(r->ring);
-	free(r);
+	   (long long)ms);
+	run_free(r);
 }
 
 /* A consumer that sleeps once and reports how long it slept. */
