@@ -263,6 +263,20 @@ static int hcomm_cmd_xfer(struct hcomm_ctx *ctx, void __user *uarg,
 	return hcomm_xfer(ctx, &arg, io, io->ioucmd ? NULL : uarg);
 }
 
+/*
+ * io_uring: complete the command now with @ret, @res2 in the second word of
+ * a CQE32 ring's CQE; counted as an error here, since the caller then
+ * returns -EIOCBQUEUED.
+ */
+static int hcomm_uring_done_now(const struct hcomm_cmd_io *io, int ret,
+				u64 res2)
+{
+	if (ret)
+		atomic64_inc(&hcomm_stats.cmd_errors);
+	hcomm_uring_cmd_done(io->ioucmd, ret, res2, io->issue_flags);
+	return -EIOCBQUEUED;
+}
+
 static int hcomm_cmd_xfer_batch(struct hcomm_ctx *ctx, void __user *uarg,
 				const struct hcomm_cmd_io *io)
 {
@@ -272,13 +286,8 @@ static int hcomm_cmd_xfer_batch(struct hcomm_ctx *ctx, void __user *uarg,
 	if (copy_from_user(&arg, uarg, sizeof(arg)))
 		return -EFAULT;
 	ret = hcomm_xfer_batch(ctx, &arg, io);
-	if (io->ioucmd) {
-		/* the count in the second word (IORING_SETUP_CQE32 rings) */
-		if (ret)
-			atomic64_inc(&hcomm_stats.cmd_errors);
-		hcomm_uring_cmd_done(io->ioucmd, ret, arg.done, io->issue_flags);
-		return -EIOCBQUEUED;
-	}
+	if (io->ioucmd)	/* the count in the second word */
+		return hcomm_uring_done_now(io, ret, arg.done);
 	/* after a failure too: done says how many landed */
 	if (copy_to_user(uarg, &arg, sizeof(arg)))
 		return -EFAULT;
@@ -328,14 +337,9 @@ static int hcomm_cmd_db_wait_any(struct hcomm_ctx *ctx, void __user *uarg,
 	if (copy_from_user(&arg, uarg, sizeof(arg)))
 		return -EFAULT;
 	ret = hcomm_db_wait_any(ctx, &arg, io, io->ioucmd ? NULL : uarg);
-	if (io->ioucmd && ret != -EIOCBQUEUED) {
-		/* ended at once: the ready bits in the second word, as later */
-		if (ret)
-			atomic64_inc(&hcomm_stats.cmd_errors);
-		hcomm_uring_cmd_done(io->ioucmd, ret, arg.ready,
-				     io->issue_flags);
-		return -EIOCBQUEUED;
-	}
+	/* ended at once: the ready bits in the second word, as later */
+	if (io->ioucmd && ret != -EIOCBQUEUED)
+		return hcomm_uring_done_now(io, ret, arg.ready);
 	return ret;
 }
 

@@ -791,30 +791,44 @@ static int kx_sig_any(struct kx *kx, const uint32_t *sig, const uint64_t *val,
 }
 
 /*
- * One sleep in the module until one of n doorbells reaches its value or
- * timeout_ns (< 0: none) passes: HCOMM_CMD_DB_WAIT_ANY.  Returns 0 or
- * -HCOMM_ERR_*; the caller looks at the doorbells.
+ * One sleep in the module of at most timeout_ns (< 0: none) until one of n
+ * doorbells reaches its value: on all of them (HCOMM_CMD_DB_WAIT_ANY), or
+ * on sig[0] alone (HCOMM_CMD_DB_WAIT: a module without the other, or
+ * HCOMM_NO_WAIT_ANY).  Returns 0 or -HCOMM_ERR_*; the caller looks at the
+ * doorbells.
  */
-static int kx_db_wait_any(struct kx *kx, const uint32_t *sig,
-			  const uint64_t *val, int n, int64_t timeout_ns)
+static int kx_db_sleep(struct kx *kx, const uint32_t *sig,
+		       const uint64_t *val, int n, int64_t timeout_ns)
 {
-	struct hcomm_db_wait_any arg;
+	union {
+		struct hcomm_db_wait one;
+		struct hcomm_db_wait_any any;
+	} arg;
+	uint64_t tmo = timeout_ns < 0 ? 0 : (uint64_t)timeout_ns; /* 0: none */
+	unsigned int cmd;
 	int i;
 
 	memset(&arg, 0, sizeof(arg));
-	arg.count = (uint32_t)n;
-	for (i = 0; i < n; i++) {
-		arg.index[i] = sig[i];
-		arg.value[i] = val[i];
+	if (kx->wait_any) {
+		cmd = HCOMM_CMD_DB_WAIT_ANY;
+		arg.any.count = (uint32_t)n;
+		for (i = 0; i < n; i++) {
+			arg.any.index[i] = sig[i];
+			arg.any.value[i] = val[i];
+		}
+		arg.any.timeout_ns = tmo;
+	} else {
+		cmd = HCOMM_CMD_DB_WAIT;
+		arg.one.index = sig[0];
+		arg.one.value = val[0];
+		arg.one.timeout_ns = tmo;
 	}
-	arg.timeout_ns = timeout_ns < 0 ? 0 : (uint64_t)timeout_ns; /* 0: none */
-	if (ioctl(kx->fd, HCOMM_CMD_DB_WAIT_ANY, &arg) &&
+	if (ioctl(kx->fd, cmd, &arg) &&
 	    errno != ETIME && errno != ETIMEDOUT && errno != EINTR)
-		return hcomm__fail(hcomm__err_code(HCOMM_CMD_DB_WAIT_ANY,
-						   errno), errno,
-				   "HCOMM_CMD_DB_WAIT_ANY of %d signals, "
-				   "first %u >= %llu", n, sig[0],
-				   (unsigned long long)val[0]);
+		return hcomm__fail(hcomm__err_code(cmd, errno), errno,
+				   "HCOMM_CMD_DB_WAIT%s of %d signals, first "
+				   "%u >= %llu", kx->wait_any ? "_ANY" : "", n,
+				   sig[0], (unsigned long long)val[0]);
 	return 0;
 }
 
@@ -832,7 +846,6 @@ static int kx_signal_wait_any(struct hcomm_comm *c, const uint32_t *sig,
 {
 	struct kx *kx = kx_of(c);
 	uint64_t start = hcomm__now_ns(), deadline = UINT64_MAX, t;
-	struct hcomm_db_wait arg;
 	uint64_t slice = KX_ANY_SLICE_NS;
 	struct hcomm_spin spin;
 	int64_t left;
@@ -851,29 +864,12 @@ static int kx_signal_wait_any(struct hcomm_comm *c, const uint32_t *sig,
 		t = hcomm__now_ns();
 		if (t >= deadline)
 			return -HCOMM_ERR_TIMEOUT;
-		memset(&arg, 0, sizeof(arg));
-		arg.index = sig[0];
-		arg.value = val[0];
 		left = deadline == UINT64_MAX ? -1 : (int64_t)(deadline - t);
-		if (n > 1 && kx->wait_any) {
-			err = kx_db_wait_any(kx, sig, val, n, left);
-			if (err)
-				return err;
-			i = kx_sig_any(kx, sig, val, n);
-			if (i >= 0)
-				return i;
-			continue;
-		}
-		if (n > 1)
+		if (n > 1 && !kx->wait_any)	/* sleeps on sig[0] only */
 			left = hcomm__slice(left, &slice, KX_ANY_SLICE_MAX_NS);
-		arg.timeout_ns = left < 0 ? 0 : (uint64_t)left; /* 0: none */
-		if (ioctl(kx->fd, HCOMM_CMD_DB_WAIT, &arg) &&
-		    errno != ETIME && errno != ETIMEDOUT && errno != EINTR)
-			return hcomm__fail(hcomm__err_code(HCOMM_CMD_DB_WAIT,
-							   errno), errno,
-					   "HCOMM_CMD_DB_WAIT signal %u >= "
-					   "%llu", sig[0],
-					   (unsigned long long)val[0]);
+		err = kx_db_sleep(kx, sig, val, n, left);
+		if (err)
+			return err;
 		i = kx_sig_any(kx, sig, val, n);
 		if (i >= 0)
 			return i;
