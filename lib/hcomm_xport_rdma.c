@@ -317,6 +317,10 @@ struct rx_conn {
 					 * empty to busy (lock) */
 	uint64_t gap_ns;		/* atomic: smoothed time between CQEs
 					 * while busy (the lane's reaper) */
+	uint64_t ka_since;		/* cm thread: the lane's progress mark
+					 * (rx_lane_since) at its last round */
+	uint64_t ka_silent;		/* cm thread: keep-alive time since that
+					 * mark (rx_keepalive) */
 	uint64_t seen;			/* atomic: seq + 1 of the last CQE
 					 * polled (the lane's reaper): WRs
 					 * from here on are still out */
@@ -573,6 +577,9 @@ struct rx {
 	uint64_t ooo;			/* atomic: completions out of order */
 	uint64_t probes;		/* atomic: keep-alive probes posted */
 	uint64_t ka_fails;		/* atomic: links failed by keep-alive */
+	uint64_t ka_prev_ns;		/* cm thread: its last keep-alive round */
+	uint64_t ka_stalls;		/* atomic: rounds that came late (this
+					 * process or its machine stood still) */
 	struct hcomm_comm_stats *pub;	/* published copy, or NULL */
 	/* failover (Documentation/failover.rst) */
 	int fo_on;			/* HCOMM_FAILOVER and tcp: writes carry
@@ -3686,16 +3693,36 @@ static void rx_ka_probe(struct rx *rx, struct rx_peer *p)
 
 /*
  * Every ka_interval: a lane with WRs in flight whose last CQE (or the
- * moment it became busy, if later) is more than ka_timeout ago fails its
- * peer (LINK_DOWN, ETIMEDOUT: its QPs are flushed, so the hardware's own
- * retries never hold the link longer); a peer with nothing in flight for
- * ka_interval gets a probe, which makes its lane 0 busy.
+ * moment it became busy, if later) is more than ka_timeout of keep-alive
+ * time ago fails its peer (LINK_DOWN, ETIMEDOUT: its QPs are flushed, so
+ * the hardware's own retries never hold the link longer); a peer with
+ * nothing in flight for ka_interval gets a probe, which makes its lane 0
+ * busy.
+ *
+ * Keep-alive time is the time this thread watched: a round that comes
+ * more than two intervals after the one before (this process, or the
+ * machine under it, stood still: a host that descheduled its VM, a
+ * stopped process) counts as two intervals, not as silence of the link.
+ * The acknowledgements that answer a stall are still in flight, or in
+ * the NIC's queue, when the thread runs again; a dead link still fails
+ * after ka_timeout of watched time.
  */
 static void rx_keepalive(struct rx *rx)
 {
 	uint64_t now = hcomm__now_ns();
+	uint64_t credit = 0, cap = 2 * rx->ka_interval_ns;
 	unsigned int l;
 	int r, probing;
+
+	if (rx->ka_prev_ns && now > rx->ka_prev_ns) {
+		credit = now - rx->ka_prev_ns;
+		if (credit > cap) {
+			credit = cap;
+			__atomic_add_fetch(&rx->ka_stalls, 1,
+					   __ATOMIC_RELAXED);
+		}
+	}
+	rx->ka_prev_ns = now;
 
 	(void)rx_reap_recv(rx);	/* the SRQ refilled: no RNR for peers */
 	/*
@@ -3743,11 +3770,21 @@ static void rx_keepalive(struct rx *rx)
 			out = rx_lane_since(k, &since);
 			if (since > last)
 				last = since;
-			if (!out)
+			if (!out) {
+				k->ka_silent = 0;
 				continue;
+			}
 			busy = 1;
-			if (now > since && now - since > silent) {
-				silent = now - since;
+			if (since != k->ka_since) {	/* new progress */
+				k->ka_since = since;
+				k->ka_silent = now > since ? now - since : 0;
+				if (k->ka_silent > credit)
+					k->ka_silent = credit;
+			} else {
+				k->ka_silent += credit;
+			}
+			if (k->ka_silent > silent) {
+				silent = k->ka_silent;
 				bl = l;
 				/* a slow link: 4 of its usual gaps */
 				t = 4 * __atomic_load_n(&k->gap_ns,
@@ -3779,7 +3816,8 @@ static void rx_keepalive(struct rx *rx)
 			__atomic_add_fetch(&rx->ka_fails, 1, __ATOMIC_RELAXED);
 			rx_peer_fail(rx, p, HCOMM_EVENT_LINK_DOWN, ETIMEDOUT,
 				     silent, "keep-alive: lane %u made no "
-				     "progress for %llu ms (limit %llu ms: "
+				     "progress in %llu ms it watched (limit "
+				     "%llu ms: "
 				     "HCOMM_KEEPALIVE_TIMEOUT=%llu, or 4 "
 				     "times its usual gap; the peer's last "
 				     "write landed %s%lld ms ago)", bl,
@@ -5303,10 +5341,12 @@ static void rx_log_counters(struct rx *rx)
 			errs);
 	}
 	fprintf(stderr, "hcomm rdma: rank %d: keep-alive: %llu probes, %llu "
-		"links failed by it\n", rx->c->rank,
+		"links failed by it, %llu late rounds\n", rx->c->rank,
 		(unsigned long long)__atomic_load_n(&rx->probes,
 						    __ATOMIC_RELAXED),
 		(unsigned long long)__atomic_load_n(&rx->ka_fails,
+						    __ATOMIC_RELAXED),
+		(unsigned long long)__atomic_load_n(&rx->ka_stalls,
 						    __ATOMIC_RELAXED));
 }
 

@@ -33,9 +33,10 @@
 # command runs as root with cwd = the repo, stdin /dev/null, output on the
 # console, env VM_ID (1..N), NVM, NETVM_NICS, NETVM_RXE, NETVM_RUN, HCOMM_*
 # and --env. `. "$NETVM_RUN/lib.sh"` (bash) gives barrier NAME [timeout_s],
-# ip_of VM [NIC], now and hostctl link|tap VM NIC on|off|up|down (served on
-# the host). Files a guest writes under $NETVM_RUN/out/ are kept in the log
-# dir with the consoles. --host-script runs on the host meanwhile, with RUN,
+# ip_of VM [NIC], now, hostctl link|tap VM NIC on|off|up|down and hostctl
+# pause MS [TIMES] (every VM's qemu stopped; served on the host). Files a
+# guest writes under $NETVM_RUN/out/ are kept in the log dir with the
+# consoles. --host-script runs on the host meanwhile, with RUN,
 # N, NICS and NETVM (this script) exported; it is killed when the VMs are done.
 #
 # Exit status: 0 only when every VM's command exited 0 (and a host script
@@ -175,6 +176,34 @@ do_tap() { # run vm nic up|down
 	check_vm_nic "$1" "$2" "$3"
 	case $4 in up|down) ;; *) die "tap: up or down, not '$4'" ;; esac
 	in_ns "$1" ip link set "tap$2_$3" "$4"
+}
+
+# Stop every VM's qemu (SIGSTOP) for MS milliseconds, then let them run
+# (SIGCONT) for as long, TIMES times (default 1): what a loaded host does
+# to its guests. Their clocks jump by each pause.
+do_pause() { # run ms [times]
+	local f name pid pids=() i times=${3:-1} s
+	[[ $2 =~ ^[0-9]+$ ]] && [ "$2" -ge 1 ] && [ "$2" -le 10000 ] ||
+		die "pause: milliseconds in 1 .. 10000, not '$2'"
+	[[ $times =~ ^[0-9]+$ ]] && [ "$times" -ge 1 ] && [ "$times" -le 100 ] ||
+		die "pause: times in 1 .. 100, not '$times'"
+	for f in "$1"/pid.vm*; do
+		[ -e "$f" ] || continue
+		name=${f##*/pid.}
+		pid=$(recorded_pid "$1" "$name") && pids+=("$pid")
+	done
+	[ "${#pids[@]}" -gt 0 ] || die "pause: no live VM in $1"
+	s=$(printf '%d.%03d' $(($2 / 1000)) $(($2 % 1000)))
+	for (( i = 0; i < times; i++ )); do
+		[ "$i" = 0 ] || sleep "$s"
+		if ! kill -STOP "${pids[@]}"; then
+			kill -CONT "${pids[@]}" 2>/dev/null
+			die "pause: SIGSTOP failed"
+		fi
+		sleep "$s"
+		kill -CONT "${pids[@]}" || die "pause: SIGCONT failed"
+	done
+	echo "stopped ${#pids[@]} VMs for $2 ms, $times times"
 }
 
 do_kill() { # run
@@ -330,6 +359,7 @@ barrier() {
 }
 
 # hostctl link VM NIC on|off  |  hostctl tap VM NIC up|down
+# hostctl pause MS [TIMES]: every VM stopped MS ms (then run as long), TIMES times
 # The host performs the verb (scripts/netvm.sh link/tap) and answers; prints
 # the host's time and reply; returns the verb's status (124: no answer within
 # NETVM_HOSTCTL_TIMEOUT s, default 60). Under load a round trip takes 0.1-5 s:
@@ -461,8 +491,9 @@ EOF
 
 # ------------------------------------------------------------ ctl agent
 # Serves the guests' hostctl requests: $RUN/ctl/req.<id> holds "VERB VM NIC
-# STATE"; the answer $RUN/ctl/rep.<id> is the status on its first line, then
-# the host's time and output. Runs until the runner ($$) is gone.
+# STATE" (or "pause MS TIMES"); the answer $RUN/ctl/rep.<id> is the status
+# on its first line, then the host's time and output. Runs until the runner
+# ($$) is gone.
 serve_ctl() { # run
 	local run=$1 f id verb vm nic state out rc
 	while kill -0 $$ 2>/dev/null; do
@@ -476,7 +507,8 @@ serve_ctl() { # run
 			case $verb in
 			link) out=$( (do_link "$run" "$vm" "$nic" "$state") 2>&1) || rc=$? ;;
 			tap) out=$( (do_tap "$run" "$vm" "$nic" "$state") 2>&1) || rc=$? ;;
-			*) out="unknown verb '$verb' (link or tap)"; rc=2 ;;
+			pause) out=$( (do_pause "$run" "$vm" "${nic:-1}") 2>&1) || rc=$? ;;
+			*) out="unknown verb '$verb' (link, tap or pause)"; rc=2 ;;
 			esac
 			[ "$rc" = 0 ] && [ -z "$out" ] && out=ok
 			[ "$rc" = 0 ] || out="rc=$rc $out"

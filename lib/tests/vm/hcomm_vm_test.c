@@ -3766,6 +3766,151 @@ static int case_linkcut(const char *how)
 }
 
 /* ------------------------------------------------------------------ */
+/* stall: the host stops both VMs; a slow link is not a dead one       */
+/* ------------------------------------------------------------------ */
+
+#define ST_PAUSES	3
+#define ST_PAUSE_MS	300
+#define ST_DONE_SIG	3		/* rank 0's pauses are done */
+
+/* Rank 0 asks the host to stop every VM of the run, ST_PAUSES times. */
+struct st_pauser {
+	pthread_t thr;
+	int rc;
+	int done;			/* atomic */
+};
+
+static void *st_pause_main(void *arg)
+{
+	struct st_pauser *k = arg;
+
+	k->rc = lc_sh("bash -c '. \"$NETVM_RUN/lib.sh\" && hostctl pause "
+		      "%d %d'", ST_PAUSE_MS, ST_PAUSES);
+	__atomic_store_n(&k->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/*
+ * Two ranks, one per VM, rdma over the second NIC with the keep-alive's
+ * default limit; both stream put_nb to the other (LC_QD in flight) while
+ * the host stops both VMs' qemu (SIGSTOP) for ST_PAUSE_MS, ST_PAUSES
+ * times: what a loaded host does to its guests.  The guests' clocks jump
+ * past the limit, but the link never stopped carrying what it was given:
+ * no put fails, no LINK_DOWN is raised, and what landed is checked.  The
+ * stream itself must have seen a gap of at least half a pause (else the
+ * pause never reached this VM and the case proves nothing).
+ */
+static int case_stall(void)
+{
+	unsigned char *win, *src;
+	struct hcomm_request req[LC_QD];
+	bool busy[LC_QD] = { false };
+	struct st_pauser pz = { .rc = 0 };
+	struct hcomm_win *w;
+	uint64_t t0, t, prev, gap = 0, ok_ops = 0, t_done = 0;
+	int peer, j, rc = 0, pausing = 0;
+	long n;
+
+	comm_up();
+	if (np != 2)
+		return FAIL("stall: 2 ranks, not %d", np), 1;
+	peer = 1 - me;
+	OK(hcomm_comm_set_event_cb(comm, ev_record, NULL));
+	win = xmap(LC_WIN);
+	src = xmap(LC_SLOT);
+	memset(win, POISON, LC_WIN);
+	fill(src, LC_SLOT, 0x5700 + (uint64_t)me);
+	w = win_make(win, LC_WIN);
+	barrier();
+
+	phase = "stream";
+	memset(req, 0, sizeof(req));
+	t0 = prev = now_ns();
+	for (n = 0;; n++) {
+		j = (int)(n % LC_QD);
+		if (busy[j]) {
+			busy[j] = false;
+			rc = hcomm_wait(&req[j]);
+			if (rc) {
+				FAIL("put %ld failed after %" PRIu64 " ok: %s; "
+				     "%s", n, ok_ops, errname(rc),
+				     hcomm_errmsg());
+				break;
+			}
+			ok_ops++;
+		}
+		t = now_ns();
+		if (t - prev > gap)
+			gap = t - prev;
+		prev = t;
+		if (me == 0 && !pausing && ok_ops >= 2 * LC_QD) {
+			pausing = !pthread_create(&pz.thr, NULL,
+						  st_pause_main, &pz);
+			if (!CHECK(pausing, "pthread_create"))
+				break;
+		}
+		/* stream on for a second past the last pause */
+		if (!t_done && (me == 0 ? pausing &&
+				__atomic_load_n(&pz.done, __ATOMIC_ACQUIRE) :
+				hcomm_signal_read(comm, ST_DONE_SIG) > 0)) {
+			t_done = t;
+			if (me == 0)
+				CHECK(!hcomm_put_signal(w, peer, 0, src, 0,
+							ST_DONE_SIG, 1),
+				      "telling rank %d the pauses are done",
+				      peer);
+		}
+		if (t_done && t - t_done > 1000000000ULL)
+			break;
+		if (t - t0 > 120000000000ULL) {
+			FAIL("the pauses did not end within 120 s");
+			break;
+		}
+		memset(&req[j], 0, sizeof(req[j]));
+		rc = hcomm_put_nb(w, peer, 1 + (uint64_t)j * LC_SLOT, src,
+				  LC_SLOT, &req[j]);
+		if (rc) {
+			FAIL("put_nb %ld failed after %" PRIu64 " ok: %s; %s",
+			     n, ok_ops, errname(rc), hcomm_errmsg());
+			break;
+		}
+		busy[j] = true;
+	}
+	phase = "drain";
+	for (j = 0; j < LC_QD; j++)
+		if (busy[j])
+			CHECK(!hcomm_wait(&req[j]), "request %d: %s", j,
+			      hcomm_errmsg());
+	if (pausing) {
+		pthread_join(pz.thr, NULL);
+		CHECK(!pz.rc, "hostctl pause failed");
+	}
+	OK(hcomm_flush(comm));
+	barrier();
+
+	phase = "check";
+	out("stall: %" PRIu64 " puts of %d KiB; the longest gap this rank's "
+	    "stream saw: %.0f ms (pauses of %d ms)", ok_ops,
+	    (int)(LC_SLOT >> 10), (double)gap / 1e6, ST_PAUSE_MS);
+	CHECK(gap >= ST_PAUSE_MS / 2 * 1000000ULL, "no gap of %d ms in the "
+	      "stream: the pause never reached this VM", ST_PAUSE_MS / 2);
+	CHECK(!ev_count(HCOMM_EVENT_LINK_DOWN, peer) &&
+	      !ev_count(HCOMM_EVENT_PEER_LOST, peer), "a link event for "
+	      "rank %d, whose link only stalled with its VMs", peer);
+	fill(src, LC_SLOT, 0x5700 + (uint64_t)peer);
+	for (j = 0; j < LC_QD && (uint64_t)j < ok_ops; j++)
+		SAME(win + 1 + (size_t)j * LC_SLOT, src, LC_SLOT,
+		     "slot %d after the stream", j);
+	barrier();
+	phase = "win_free";
+	OK(hcomm_win_free(w));
+	phase = "destroy";
+	OK(hcomm_comm_destroy(comm));
+	comm = NULL;
+	return fails ? 1 : 0;
+}
+
+/* ------------------------------------------------------------------ */
 /* failover: the RoCE link dies under a stream; tcp takes over         */
 /* ------------------------------------------------------------------ */
 
@@ -5280,6 +5425,8 @@ int main(int argc, char **argv)
 	}
 	else if (!strcmp(case_name, "linkcut"))
 		ret = case_linkcut(how);
+	else if (!strcmp(case_name, "stall"))
+		ret = case_stall();
 	else if (!strcmp(case_name, "failover"))
 		ret = case_failover(how, cuts);
 	else if (!strcmp(case_name, "foload"))
