@@ -3699,13 +3699,14 @@ static void rx_ka_probe(struct rx *rx, struct rx_peer *p)
  * nothing in flight for ka_interval gets a probe, which makes its lane 0
  * busy.
  *
- * Keep-alive time is the time this thread watched: a round that comes
+ * The verdict is by the time this thread watched: a round that comes
  * more than two intervals after the one before (this process, or the
- * machine under it, stood still: a host that descheduled its VM, a
- * stopped process) counts as two intervals, not as silence of the link.
- * The acknowledgements that answer a stall are still in flight, or in
- * the NIC's queue, when the thread runs again; a dead link still fails
- * after ka_timeout of watched time.
+ * machine under it, stood still: a host that descheduled its VM) counts
+ * as two intervals (a quarter of ka_timeout at most, one interval at
+ * least), not as silence of the link.  The acknowledgements that answer
+ * a stall are still in flight, or in the NIC's queue, when the thread
+ * runs again; a dead link still fails after ka_timeout of watched time.
+ * The event reports the wall-clock silence.
  */
 static void rx_keepalive(struct rx *rx)
 {
@@ -3714,13 +3715,17 @@ static void rx_keepalive(struct rx *rx)
 	unsigned int l;
 	int r, probing;
 
+	if (cap > rx->ka_timeout_ns / 4)
+		cap = rx->ka_timeout_ns / 4;
+	if (cap < rx->ka_interval_ns)
+		cap = rx->ka_interval_ns;
 	if (rx->ka_prev_ns && now > rx->ka_prev_ns) {
 		credit = now - rx->ka_prev_ns;
-		if (credit > cap) {
-			credit = cap;
+		if (credit > 2 * rx->ka_interval_ns)
 			__atomic_add_fetch(&rx->ka_stalls, 1,
 					   __ATOMIC_RELAXED);
-		}
+		if (credit > cap)
+			credit = cap;
 	}
 	rx->ka_prev_ns = now;
 
@@ -3743,6 +3748,7 @@ static void rx_keepalive(struct rx *rx)
 	for (r = 0; r < rx->c->size; r++) {
 		struct rx_peer *p = &rx->peers[r];
 		uint64_t last = 0, silent = 0, limit = rx->ka_timeout_ns, in;
+		uint64_t wall = 0;
 		uint64_t sum = 0;
 		unsigned int bl = 0;
 		int busy = 0, hold;
@@ -3785,6 +3791,7 @@ static void rx_keepalive(struct rx *rx)
 			}
 			if (k->ka_silent > silent) {
 				silent = k->ka_silent;
+				wall = now > since ? now - since : 0;
 				bl = l;
 				/* a slow link: 4 of its usual gaps */
 				t = 4 * __atomic_load_n(&k->gap_ns,
@@ -3815,12 +3822,13 @@ static void rx_keepalive(struct rx *rx)
 		if (busy && silent > limit && !probing && !hold) {
 			__atomic_add_fetch(&rx->ka_fails, 1, __ATOMIC_RELAXED);
 			rx_peer_fail(rx, p, HCOMM_EVENT_LINK_DOWN, ETIMEDOUT,
-				     silent, "keep-alive: lane %u made no "
-				     "progress in %llu ms it watched (limit "
-				     "%llu ms: "
+				     wall, "keep-alive: lane %u made no "
+				     "progress for %llu ms, %llu of them "
+				     "watched (limit %llu ms: "
 				     "HCOMM_KEEPALIVE_TIMEOUT=%llu, or 4 "
 				     "times its usual gap; the peer's last "
 				     "write landed %s%lld ms ago)", bl,
+				     (unsigned long long)(wall / 1000000),
 				     (unsigned long long)(silent / 1000000),
 				     (unsigned long long)(limit / 1000000),
 				     (unsigned long long)(rx->ka_timeout_ns /
@@ -4730,9 +4738,8 @@ static void *rx_cm_main(void *arg)
 {
 	struct rx *rx = arg;
 	struct pollfd pfd[4];
-	uint64_t kicks;
-	int ms = rx->ka_timeout_ns || rx->fo_on ?
-		 (int)(rx->ka_interval_ns / 1000000) : -1;
+	uint64_t kicks, t;
+	int rounds = rx->ka_timeout_ns || rx->fo_on, ms = -1;
 	uint64_t next = hcomm__now_ns() + rx->ka_interval_ns;
 
 	pfd[0].fd = rx->ech->fd;
@@ -4742,6 +4749,12 @@ static void *rx_cm_main(void *arg)
 	pfd[0].events = pfd[1].events = pfd[2].events = POLLIN;
 	pfd[3].events = POLLIN;
 	for (;;) {
+		/* wake for the next round, not an interval after an event */
+		if (rounds) {
+			t = hcomm__now_ns();
+			ms = t >= next ? 0 :
+			     (int)((next - t + 999999) / 1000000);
+		}
 		if (poll(pfd, 4, ms) < 0) {
 			if (errno == EINTR)
 				continue;
@@ -4760,7 +4773,7 @@ static void *rx_cm_main(void *arg)
 		if (pfd[3].revents &&
 		    read(rx->kick_fd, &kicks, sizeof(kicks)) > 0)
 			rx_fo_poll(rx);
-		if (ms >= 0 && hcomm__now_ns() >= next) {
+		if (rounds && hcomm__now_ns() >= next) {
 			/*
 			 * With failover every write takes a receive: a rank
 			 * that calls nothing still gives the SRQ its

@@ -13,6 +13,7 @@
 #   scripts/netvm.sh tap  RUN VM NIC up|down  host-side tap (guest: nothing)
 #   scripts/netvm.sh ns   RUN CMD...          CMD inside the run's private netns
 #   scripts/netvm.sh kill RUN                 kill the run's processes by PID
+#   scripts/netvm.sh pause RUN MS [TIMES]     stop every VM MS ms, TIMES times
 #
 # run: an `unshare -n` holder process keeps a private network namespace on the
 # host with one bridge brJ per NIC index J and one tap device tapI_J per VM I
@@ -180,30 +181,49 @@ do_tap() { # run vm nic up|down
 
 # Stop every VM's qemu (SIGSTOP) for MS milliseconds, then let them run
 # (SIGCONT) for as long, TIMES times (default 1): what a loaded host does
-# to its guests. Their clocks jump by each pause.
-do_pause() { # run ms [times]
-	local f name pid pids=() i times=${3:-1} s
-	[[ $2 =~ ^[0-9]+$ ]] && [ "$2" -ge 1 ] && [ "$2" -le 10000 ] ||
-		die "pause: milliseconds in 1 .. 10000, not '$2'"
-	[[ $times =~ ^[0-9]+$ ]] && [ "$times" -ge 1 ] && [ "$times" -le 100 ] ||
-		die "pause: times in 1 .. 100, not '$times'"
+# to its guests. Their clocks jump by each pause. Every VM of the run must
+# be alive; whatever happens, none is left stopped.
+pause_pids() { # run -> the VMs' pids; or fail, the last line naming why
+	local f name pid
 	for f in "$1"/pid.vm*; do
 		[ -e "$f" ] || continue
 		name=${f##*/pid.}
-		pid=$(recorded_pid "$1" "$name") && pids+=("$pid")
+		pid=$(recorded_pid "$1" "$name") || { echo "pause: $name is gone"; return 1; }
+		echo "$pid"
 	done
-	[ "${#pids[@]}" -gt 0 ] || die "pause: no live VM in $1"
-	s=$(printf '%d.%03d' $(($2 / 1000)) $(($2 % 1000)))
+}
+
+pause_stopped=()   # do_pause: the VMs it has stopped (its traps resume them)
+# shellcheck disable=SC2317 # run from do_pause's traps
+pause_resume() {
+	[ "${#pause_stopped[@]}" = 0 ] || kill -CONT "${pause_stopped[@]}" 2>/dev/null || true
+	pause_stopped=()
+}
+pause_sleep() { sleep "$1" & wait $!; }   # a trapped signal ends the wait
+
+do_pause() { # run ms [times]
+	local ms times=${3:-1} i s out
+	local -a pids=()
+	[[ $2 =~ ^[0-9]{1,5}$ ]] && ms=$((10#$2)) && [ "$ms" -ge 1 ] && [ "$ms" -le 10000 ] ||
+		die "pause: milliseconds in 1 .. 10000, not '$2'"
+	[[ $times =~ ^[0-9]{1,3}$ ]] && times=$((10#$times)) && [ "$times" -ge 1 ] &&
+		[ "$times" -le 100 ] || die "pause: times in 1 .. 100, not '$3'"
+	s=$(printf '%d.%03d' $((ms / 1000)) $((ms % 1000)))
+	trap pause_resume EXIT
+	trap 'exit 1' INT TERM
 	for (( i = 0; i < times; i++ )); do
-		[ "$i" = 0 ] || sleep "$s"
-		if ! kill -STOP "${pids[@]}"; then
-			kill -CONT "${pids[@]}" 2>/dev/null
-			die "pause: SIGSTOP failed"
-		fi
-		sleep "$s"
+		[ "$i" = 0 ] || pause_sleep "$s"
+		out=$(pause_pids "$1") || die "${out##*$'\n'}"
+		[ -n "$out" ] || die "pause: no VM in $1"
+		mapfile -t pids <<< "$out"
+		pause_stopped=("${pids[@]}")
+		kill -STOP "${pids[@]}" || die "pause: SIGSTOP failed"
+		pause_sleep "$s"
 		kill -CONT "${pids[@]}" || die "pause: SIGCONT failed"
+		pause_stopped=()
 	done
-	echo "stopped ${#pids[@]} VMs for $2 ms, $times times"
+	trap - EXIT INT TERM
+	echo "stopped ${#pids[@]} VMs for $ms ms, $times times"
 }
 
 do_kill() { # run
@@ -837,6 +857,7 @@ main() {
 	tap) [ $# -eq 4 ] || usage; do_tap "$@" ;;
 	ns) [ $# -ge 2 ] || usage; in_ns "$@" ;;
 	kill) [ $# -eq 1 ] || usage; do_kill "$1" ;;
+	pause) [ $# -eq 2 ] || [ $# -eq 3 ] || usage; do_pause "$@" ;;
 	*) usage ;;
 	esac
 }
