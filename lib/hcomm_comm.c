@@ -255,11 +255,7 @@ void hcomm__complete(struct hcomm_comm *c, struct hcomm_request *req,
 					      req->cb_arg };
 
 		/* the ring, unless full or the queue holds some already */
-		if (__atomic_load_n(&c->q_spill, __ATOMIC_ACQUIRE) ||
-		    hcomm_ring_push(c->ring, &it)) {
-			__atomic_add_fetch(&c->q_spill, 1, __ATOMIC_RELEASE);
-			hcomm_mpsc_push(&c->q, &rp->q.node);
-		}
+		hcomm_rq_push(c->ring, &c->q, &c->q_spill, &it, &rp->q.node);
 		hcomm_ec_notify(&c->ec);
 	} else if (mode == HCOMM_CB_THREAD_LOCKED) {
 		rp->q.next = NULL;
@@ -321,12 +317,22 @@ static int dispatch_some(struct hcomm_comm *c, int max)
 
 	if (__atomic_load_n(&c->cb_mode, __ATOMIC_ACQUIRE) == HCOMM_CB_THREAD) {
 		/*
-		 * The ring first: what went to the queue came when the ring
-		 * was full, after what the ring holds.  Nothing pending on
-		 * this thread: run it at once, with the callback and the
+		 * The ring, then the queue, in each thread's order
+		 * (hcomm_rq_pop; -1: a slot being filled holds the next,
+		 * the caller polls again).  Nothing pending on this thread:
+		 * a ring item runs at once, with the callback and the
 		 * argument from the slot's line (no other line before it).
 		 */
-		while (n < max && hcomm_ring_pop(c->ring, &it)) {
+		for (; n < max; n++) {
+			int got = hcomm_rq_pop(&c->q_cons, c->ring, &c->q,
+					       &c->q_spill, &it, &node);
+
+			if (got <= 0)
+				break;
+			if (got == 2) {
+				pend_push(node_req(node));
+				continue;
+			}
 			req = it.a;
 			if (!t_pend_head && !t_issuing) {
 				run_cb_fn(c, req, (hcomm_cb_fn)it.fn, it.b);
@@ -334,12 +340,6 @@ static int dispatch_some(struct hcomm_comm *c, int max)
 			} else {
 				pend_push(req);
 			}
-			n++;
-		}
-		while (n < max && (node = hcomm_mpsc_pop(&c->q))) {
-			__atomic_sub_fetch(&c->q_spill, 1, __ATOMIC_RELEASE);
-			pend_push(node_req(node));
-			n++;
 		}
 		return ran + hcomm__run_pending();
 	} else {
@@ -358,7 +358,7 @@ static int dispatch_some(struct hcomm_comm *c, int max)
 /* Dispatcher only: nothing in the ring or the queue (seq_cst loads). */
 static int cbq_empty(struct hcomm_comm *c)
 {
-	return hcomm_ring_empty(c->ring) && hcomm_mpsc_empty(&c->q);
+	return hcomm_rq_empty(&c->q_cons, c->ring, &c->q);
 }
 
 static void *dispatcher_main(void *arg)
@@ -467,6 +467,7 @@ static int threads_start(struct hcomm_comm *c, enum hcomm_cb_mode mode)
 		return hcomm__fail(HCOMM_ERR_NOMEM, ENOMEM, "callback ring");
 	hcomm_ring_init(c->ring);
 	c->q_spill = 0;
+	c->q_cons.held = NULL;
 	hcomm_mpsc_init(&c->q);
 	hcomm_ec_init(&c->ec);
 	c->lq_head = c->lq_tail = NULL;

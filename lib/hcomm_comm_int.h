@@ -84,6 +84,9 @@ struct hcomm_events {
  *              completions keep their order).  Made by the first start of
  *              the threads, freed with the communicator.
  * @q_spill:    requests pushed to @q and not yet popped (atomic).
+ * @q_cons:     the dispatcher's side of @ring and @q (hcomm_rq_pop(): a
+ *              request taken from @q waits there for the ring items that
+ *              may come before it); the dispatcher thread only.
  * @lq_*:       HCOMM_CB_THREAD_LOCKED: the same as a mutex+condvar list.
  * @pub, @pub_path: the published statistics file (HCOMM_STATS_DIR), its
  *              mapping and name, or NULL.
@@ -142,6 +145,7 @@ struct hcomm_comm {
 	/* each on lines of its own (the struct is allocated 64-aligned) */
 	struct hcomm_mpsc q __attribute__((aligned(64)));
 	uint64_t q_spill __attribute__((aligned(64)));
+	struct hcomm_rq_cons q_cons __attribute__((aligned(64)));
 	struct hcomm_ec ec __attribute__((aligned(64)));
 	pthread_mutex_t lq_lock;
 	pthread_cond_t lq_cond;

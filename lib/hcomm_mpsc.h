@@ -363,4 +363,78 @@ static inline int hcomm_ring_empty(struct hcomm_ring *r)
 	       r->deq + 1;
 }
 
+/*
+ * The ring in front of a queue, one consumer (hcomm_comm's callback
+ * hand-over):
+ *
+ *   void hcomm_rq_push(struct hcomm_ring *r, struct hcomm_mpsc *q,
+ *                      uint64_t *spill, const struct hcomm_ring_item *it,
+ *                      struct hcomm_mpsc_node *node);      (any thread)
+ *   int hcomm_rq_pop(struct hcomm_rq_cons *k, struct hcomm_ring *r,
+ *                    struct hcomm_mpsc *q, uint64_t *spill,
+ *                    struct hcomm_ring_item *it,
+ *                    struct hcomm_mpsc_node **node);       (consumer)
+ *   int hcomm_rq_empty(const struct hcomm_rq_cons *k, struct hcomm_ring *r,
+ *                      struct hcomm_mpsc *q);               (consumer)
+ *
+ * A producer pushes to the ring unless the queue holds some (*spill,
+ * counted before the queue's push) or the ring is full; then to the queue.
+ * So each producer's items are in order in the ring, then in the queue,
+ * and the consumer takes the ring first.  But a ring slot is claimed (a
+ * ticket) before it is filled, and the consumer stops at a slot still
+ * being filled while later slots may be full: a node of the queue can
+ * come after ring items of its producer that the consumer has not taken.
+ * So a node taken from the queue is held (@held) until the ring is taken
+ * up to @mark, the tickets given out when the node was taken: its
+ * producer claimed its earlier slots before it pushed the node, which the
+ * queue's pop synchronises with, and claims none after it until the node
+ * leaves the spill count, which happens only then.
+ *
+ * hcomm_rq_pop() gives 1 with *it (from the ring), 2 with *node (from the
+ * queue), 0 when both are empty, -1 when the next item is in a slot being
+ * filled (poll again; hcomm_rq_empty() says 0 meanwhile).
+ */
+struct hcomm_rq_cons {
+	struct hcomm_mpsc_node *held;	/* taken from the queue, not given */
+	uint64_t mark;			/* the ring's tickets when it was */
+};
+
+static inline void hcomm_rq_push(struct hcomm_ring *r, struct hcomm_mpsc *q,
+				 uint64_t *spill,
+				 const struct hcomm_ring_item *it,
+				 struct hcomm_mpsc_node *node)
+{
+	if (__atomic_load_n(spill, __ATOMIC_ACQUIRE) || hcomm_ring_push(r, it)) {
+		__atomic_add_fetch(spill, 1, __ATOMIC_RELEASE);
+		hcomm_mpsc_push(q, node);
+	}
+}
+
+static inline int hcomm_rq_pop(struct hcomm_rq_cons *k, struct hcomm_ring *r,
+			       struct hcomm_mpsc *q, uint64_t *spill,
+			       struct hcomm_ring_item *it,
+			       struct hcomm_mpsc_node **node)
+{
+	if (!k->held) {
+		if (hcomm_ring_pop(r, it))
+			return 1;
+		k->held = hcomm_mpsc_pop(q);
+		if (!k->held)
+			return 0;
+		k->mark = atomic_load_explicit(&r->enq, memory_order_acquire);
+	}
+	if ((int64_t)(k->mark - r->deq) > 0)
+		return hcomm_ring_pop(r, it) ? 1 : -1;
+	*node = k->held;
+	k->held = NULL;
+	__atomic_sub_fetch(spill, 1, __ATOMIC_RELEASE);
+	return 2;
+}
+
+static inline int hcomm_rq_empty(const struct hcomm_rq_cons *k,
+				 struct hcomm_ring *r, struct hcomm_mpsc *q)
+{
+	return !k->held && hcomm_ring_empty(r) && hcomm_mpsc_empty(q);
+}
+
 #endif /* LIBHCOMM_MPSC_H */

@@ -746,6 +746,17 @@ static void diag_flagged(const struct pypto_run *r, FILE *f, uint8_t flag,
  * The run's link events (libhcomm): when, which link, the stall of each
  * failover, and the transfer tiles it delayed (by name, from the events).
  */
+
+/* The PEER_LOST events the run kept. */
+static unsigned int lost_events(const struct pypto_run *r)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < r->nlev; i++)
+		n += r->lev[i].type == HCOMM_EVENT_PEER_LOST;
+	return n;
+}
+
 static void diag_links(const struct pypto_run *r, FILE *f)
 {
 	const struct pypto_stats *st = &r->st;
@@ -754,7 +765,7 @@ static void diag_links(const struct pypto_run *r, FILE *f)
 	uint32_t i;
 	char b1[32];
 
-	if (!st->link_events)
+	if (!st->link_events && !st->ranks_lost)
 		return;
 	fprintf(f, "  link events         %u (libhcomm), %u failover(s), "
 		"stall %s in all, %" PRIu64 " transfer tile(s) delayed%s\n",
@@ -798,6 +809,17 @@ static void diag_links(const struct pypto_run *r, FILE *f)
 	if (st->link_events > r->nlev)
 		fprintf(f, "    (%u more not kept)\n",
 			st->link_events - r->nlev);
+	/*
+	 * A failed transfer can tell of a loss before libhcomm's PEER_LOST
+	 * event comes, and the run can end (its tiles re-placed) before it
+	 * does: the loss is still the run's.
+	 */
+	if (st->ranks_lost && !lost_events(r))
+		fprintf(f, "    a rank was lost, seen by a failed transfer "
+			"(no PEER_LOST event during the run)%s\n",
+			st->tiles_replaced ?
+			": its unfinished transfer tiles go to a mirror" :
+			": nothing is issued to it again");
 	diag_flagged(r, f, PYPTO_EVF_DELAYED, "delayed", st->tiles_delayed);
 	diag_flagged(r, f, PYPTO_EVF_REPLACED, "re-placed",
 		     st->tiles_replaced);
