@@ -3542,6 +3542,19 @@ static void lc_port_active(void)
 	out("rxe1's port is not ACTIVE 10 s after the restore: %s", st);
 }
 
+/*
+ * The communicator of a two-rank case that records link events: the
+ * peer's rank, or -1 (failed) when the job does not have 2 ranks.
+ */
+static int pair_up(const char *cs)
+{
+	comm_up();
+	if (np != 2)
+		return FAIL("%s: 2 ranks, not %d", cs, np), -1;
+	OK(hcomm_comm_set_event_cb(comm, ev_record, NULL));
+	return 1 - me;
+}
+
 /* A restore that takes rxe1's port down and up (not netem, not rxe). */
 static bool lc_port_waits(const char *how)
 {
@@ -3570,11 +3583,9 @@ static int case_linkcut(const char *how)
 	int peer, j, rc, first = 0, done = 0, cutting = 0;
 	long n;
 
-	comm_up();
-	if (np != 2)
-		return FAIL("linkcut: 2 ranks, not %d", np), 1;
-	peer = 1 - me;
-	OK(hcomm_comm_set_event_cb(comm, ev_record, NULL));
+	peer = pair_up("linkcut");
+	if (peer < 0)
+		return 1;
 	/* rdma alone, or with tcp and HCOMM_FAILOVER=0: no failover */
 	CHECK(!strcmp(hcomm_comm_transport(comm), "rdma") ||
 	      (!strcmp(hcomm_comm_transport(comm), "rdma+tcp") &&
@@ -3820,11 +3831,9 @@ static int case_stall(void)
 	int peer, j, rc = 0, pausing = 0, gaps = 0;
 	long n;
 
-	comm_up();
-	if (np != 2)
-		return FAIL("stall: 2 ranks, not %d", np), 1;
-	peer = 1 - me;
-	OK(hcomm_comm_set_event_cb(comm, ev_record, NULL));
+	peer = pair_up("stall");
+	if (peer < 0)
+		return 1;
 	win = xmap(LC_WIN);
 	src = xmap((size_t)LC_QD * LC_SLOT);
 	back = xmap(LC_SLOT);
