@@ -3781,7 +3781,7 @@ static int case_linkcut(const char *how)
 /* ------------------------------------------------------------------ */
 
 #define ST_PAUSES	3
-#define ST_PAUSE_MS	300
+#define ST_PAUSE_MS	500
 #define ST_DONE_SIG	3		/* rank 0's pauses are done */
 
 /* Rank 0 asks the host to stop every VM of the run, ST_PAUSES times. */
