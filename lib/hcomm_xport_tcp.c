@@ -1606,6 +1606,12 @@ static void conn_free(struct tx *tx, struct tx_conn *k)
 			tx->nguests--;
 			break;
 		}
+	/* a guest closed while it waited to send (dirty_kick) */
+	for (pp = &tx->dirty; k->dirty && *pp; pp = &(*pp)->dnext)
+		if (*pp == k) {
+			*pp = k->dnext;
+			break;
+		}
 	free(k->buf);
 	free(k);
 }
