@@ -181,7 +181,10 @@
 						 * link, check a busy one */
 #define RX_KA_TIMEOUT_MS	80		/* no progress: the link failed
 						 * (detected 80-90 ms after the
-						 * last progress) */
+						 * last progress); without a
+						 * failover at least two of the
+						 * QP's ack timeouts
+						 * (rx_ka_default) */
 #define RX_KA_TIMEOUT_FO_MS	50		/* the same where a failover to
 						 * tcp takes over: a false alarm
 						 * costs a failover, not the job */
@@ -4813,6 +4816,27 @@ static int rx_env(const char *name, uint64_t lo, uint64_t hi, uint64_t def,
 	return 0;
 }
 
+/*
+ * The keep-alive's default limit, in ms.  Where a failover to tcp takes
+ * over, RX_KA_TIMEOUT_FO_MS: a false alarm costs a failover, never data.
+ * Where nothing does, a false alarm fails the peer for good, so the limit
+ * waits out what the QP recovers by itself: a packet or its acknowledgement
+ * lost at the end of a burst is sent again only when the ack timeout
+ * (4.096 us * 2^ack_timeout, 268 ms at 16) runs out, and that one may be
+ * lost too.  So two ack timeouts, and RX_KA_TIMEOUT_MS at least: 537 ms at
+ * the default exponent, 80 ms from HCOMM_RDMA_ACK_TIMEOUT=13 (33.6 ms) down.
+ */
+static uint64_t rx_ka_default(const struct rx *rx)
+{
+	uint64_t ms = ((2 * 4096ULL) << rx->ack_timeout) / 1000000 + 1;
+
+	if (rx->fo_on)
+		return RX_KA_TIMEOUT_FO_MS;
+	if (ms < RX_KA_TIMEOUT_MS)
+		return RX_KA_TIMEOUT_MS;
+	return ms < 600000 ? ms : 600000;
+}
+
 static int rx_params(struct rx *rx)
 {
 	const struct hcomm_config *cfg = &rx->c->cfg;
@@ -4854,8 +4878,8 @@ static int rx_params(struct rx *rx)
 		return ret;
 	/* every rank plans tcp alike (xports_plan) */
 	rx->fo_on = v && (rx->c->xp_use & (1u << HCOMM_XP_TCP));
-	ret = rx_env("HCOMM_KEEPALIVE_TIMEOUT", 0, 600000, rx->fo_on ?
-		     RX_KA_TIMEOUT_FO_MS : RX_KA_TIMEOUT_MS, &v);
+	ret = rx_env("HCOMM_KEEPALIVE_TIMEOUT", 0, 600000, rx_ka_default(rx),
+		     &v);
 	if (ret)
 		return ret;
 	rx->ka_timeout_ns = v * 1000000ULL;

@@ -3474,6 +3474,26 @@ static int lc_sh(const char *fmt, ...)
 #define LC_RXE_RC	"/tmp/hcomm-rxe-delete.rc"
 
 /*
+ * The rdma keep-alive's limit (ms) as the library sets it: the variable,
+ * else 50 where a failover takes over, else two of the QP's ack timeouts
+ * (4.096 us * 2^HCOMM_RDMA_ACK_TIMEOUT, default 16), at least 80
+ * (Documentation/failover.rst, "Why these defaults").
+ */
+static uint64_t ka_limit_ms(bool failover)
+{
+	uint64_t ms;
+
+	if (getenv("HCOMM_KEEPALIVE_TIMEOUT") &&
+	    *getenv("HCOMM_KEEPALIVE_TIMEOUT"))
+		return (uint64_t)env_int("HCOMM_KEEPALIVE_TIMEOUT", 0);
+	if (failover)
+		return 50;
+	ms = ((2 * 4096ULL) << env_int("HCOMM_RDMA_ACK_TIMEOUT", 16)) /
+	     1000000 + 1;
+	return ms < 80 ? 80 : ms;
+}
+
+/*
  * Cut (on 0) or restore (on 1) this VM's second NIC, the RoCE one.
  * --how rxe removes the RoCE device itself (rdma link delete rxe1), in
  * the background: rxe cannot disassociate a process from the device, so
@@ -3593,7 +3613,7 @@ static int case_linkcut(const char *how)
 	       !strcmp(getenv("HCOMM_FAILOVER"), "0")), "transport %s, "
 	      "expected rdma (or rdma+tcp with HCOMM_FAILOVER=0)",
 	      hcomm_comm_transport(comm));
-	ka_ms = (uint64_t)env_int("HCOMM_KEEPALIVE_TIMEOUT", 80) +
+	ka_ms = ka_limit_ms(false) +
 		(uint64_t)env_int("HCOMM_KEEPALIVE_INTERVAL", 10);
 	bound = ka_ms + (uint64_t)env_int("HCOMM_VMTEST_CUT_SLACK_MS", 1500);
 	win = xmap(LC_WIN);
@@ -3744,6 +3764,12 @@ static int case_linkcut(const char *how)
 			CHECK(ev.err == HCOMM_ERR_TIMEOUT && ev.silent_ns &&
 			      strstr(ev.why, "keep-alive"), "link-down not by "
 			      "the keep-alive (err %d): %s", ev.err, ev.why);
+		/* a verdict of the keep-alive waited for its whole limit */
+		if (ev.err == HCOMM_ERR_TIMEOUT)
+			CHECK(ev.silent_ns >= ka_limit_ms(false) * 1000000ULL,
+			      "link-down after %.1f ms of silence, below the "
+			      "keep-alive's limit of %" PRIu64 " ms",
+			      (double)ev.silent_ns / 1e6, ka_limit_ms(false));
 	}
 	CHECK(!ev_count(HCOMM_EVENT_PEER_LOST, peer), "peer-lost raised for "
 	      "rank %d although only its link was cut", peer);
@@ -3932,6 +3958,207 @@ static int case_stall(void)
 		SAME(back, src + (size_t)j * LC_SLOT, LC_SLOT,
 		     "slot %d: the last put to it", j);
 	}
+	barrier();
+	phase = "win_free";
+	OK(hcomm_win_free(w));
+	phase = "destroy";
+	OK(hcomm_comm_destroy(comm));
+	comm = NULL;
+	return fails ? 1 : 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* blip: a short loss costs the QP a retransmission, not the link      */
+/* ------------------------------------------------------------------ */
+
+#define BL_BLIPS	3
+#define BL_LOSS_MS	20
+
+/*
+ * Rank 0's loss switch: one tc reading commands from a pipe (tc -batch),
+ * started once, so that switching costs a netlink request and not a
+ * process start (which took seconds on a loaded host).  Each switch is
+ * followed by a "qdisc show" whose answer says it took effect.
+ */
+struct bl_tc {
+	pid_t pid;
+	FILE *cmd;			/* tc's standard input */
+	FILE *ans;			/* its standard output, line-buffered */
+};
+
+static int bl_tc_start(struct bl_tc *t)
+{
+	int in[2], outp[2];
+
+	signal(SIGPIPE, SIG_IGN);	/* a tc that died: an error, not a signal */
+	if (pipe(in) || pipe(outp))
+		return -1;
+	t->pid = fork();
+	if (t->pid < 0)
+		return -1;
+	if (!t->pid) {
+		dup2(in[0], 0);
+		dup2(outp[1], 1);
+		close(in[0]);
+		close(in[1]);
+		close(outp[0]);
+		close(outp[1]);
+		execlp("stdbuf", "stdbuf", "-oL", "tc", "-batch", "-",
+		       (char *)NULL);
+		_exit(127);
+	}
+	close(in[0]);
+	close(outp[1]);
+	t->cmd = fdopen(in[1], "w");
+	t->ans = fdopen(outp[0], "r");
+	return t->cmd && t->ans ? 0 : -1;
+}
+
+/* Rank 0's RoCE NIC drops all it sends (on 1) or nothing (on 0). */
+static int bl_loss(struct bl_tc *t, int on)
+{
+	char line[256];
+
+	fprintf(t->cmd, "qdisc change dev eth1 root netem loss %s\n"
+		"qdisc show dev eth1\n", on ? "100%" : "0%");
+	if (fflush(t->cmd))
+		return -1;
+	while (fgets(line, sizeof(line), t->ans))
+		if (strstr(line, "qdisc netem"))
+			return !strstr(line, "loss 100%") == !on ? 0 : -1;
+	return -1;
+}
+
+static int bl_tc_stop(struct bl_tc *t)
+{
+	int st = -1;
+
+	if (t->cmd)
+		fclose(t->cmd);
+	if (t->ans)
+		fclose(t->ans);
+	if (t->pid > 0 && waitpid(t->pid, &st, 0) < 0)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Packets the netem qdisc of eth1 dropped so far, -1 if unknown. */
+static long bl_dropped(void)
+{
+	FILE *f = popen("tc -s qdisc show dev eth1", "r");
+	char line[256];
+	const char *p;
+	long d = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (d < 0 && (p = strstr(line, "(dropped ")))
+			d = atol(p + 9);
+	pclose(f);
+	return d;
+}
+
+/*
+ * Two ranks, one per VM, rdma alone over the second NIC, the keep-alive
+ * at its default.  BL_BLIPS times, rank 0's NIC drops everything it sends
+ * for BL_LOSS_MS while one 64 KiB put of rank 0 is on its way (and the
+ * acknowledgements of rank 1's keep-alive probes with it).  Nothing sent
+ * later shows rank 1 the gap, so the QP sends the put again only when its
+ * ack timeout runs out (268 ms by default): the link is silent that long,
+ * and alive.  Each put must succeed, take at least the loss, cost netem
+ * some dropped packets and read back right; neither rank may see a
+ * LINK_DOWN or PEER_LOST.
+ */
+static int case_blip(void)
+{
+	unsigned char *win, *src, *back;
+	struct bl_tc tc = { .pid = -1 };
+	struct hcomm_request req;
+	struct hcomm_win *w;
+	struct timespec nap = { 0, 0 };
+	uint64_t t, lat, lat_max = 0;
+	int peer, i, rc, lossy = 0;
+	long d0, d1;
+
+	peer = pair_up("blip");
+	if (peer < 0)
+		return 1;
+	CHECK(!strcmp(hcomm_comm_transport(comm), "rdma"), "transport %s, "
+	      "expected rdma", hcomm_comm_transport(comm));
+	win = xmap(LC_WIN);
+	src = xmap(LC_SLOT);
+	back = xmap(LC_SLOT);
+	memset(win, POISON, LC_WIN);
+	fill(src, LC_SLOT, 0x5800 + (uint64_t)me);
+	w = win_make(win, LC_WIN);
+	if (me == 0)
+		CHECK(!bl_tc_start(&tc), "starting tc -batch: %s",
+		      strerror(errno));
+	barrier();
+
+	phase = "blips";
+	for (i = 0; me == 0 && !fails && i < BL_BLIPS; i++) {
+		st_stamp(src, (uint64_t)i + 1);
+		d0 = bl_dropped();
+		lossy = 1;
+		if (!CHECK(!bl_loss(&tc, 1), "netem loss on eth1"))
+			break;
+		t = now_ns();
+		memset(&req, 0, sizeof(req));
+		rc = hcomm_put_nb(w, peer, 1, src, LC_SLOT, &req);
+		nap.tv_nsec = BL_LOSS_MS * 1000000L;
+		nanosleep(&nap, NULL);
+		CHECK(!bl_loss(&tc, 0), "netem loss off on eth1");
+		lossy = 0;
+		out("blip %d: loss for %.1f ms", i + 1,
+		    (double)(now_ns() - t) / 1e6);
+		if (!CHECK(!rc, "blip %d: put_nb: %s; %s", i + 1, errname(rc),
+			   hcomm_errmsg()) || fails)
+			break;
+		rc = hcomm_wait(&req);
+		lat = now_ns() - t;
+		lat_max = lat > lat_max ? lat : lat_max;
+		d1 = bl_dropped();
+		out("blip %d: the put took %.1f ms; netem dropped %ld packets",
+		    i + 1, (double)lat / 1e6, d1 - d0);
+		if (!CHECK(!rc, "blip %d: the put failed after %.1f ms: %s; %s",
+			   i + 1, (double)lat / 1e6, errname(rc),
+			   hcomm_errmsg()))
+			break;
+		CHECK(lat >= BL_LOSS_MS * 1000000ULL && d0 >= 0 && d1 > d0,
+		      "the put took %.1f ms, netem dropped %ld packets: the "
+		      "loss missed it", (double)lat / 1e6, d1 - d0);
+		OK(hcomm_get(w, peer, 1, back, LC_SLOT));
+		SAME(back, src, LC_SLOT, "blip %d: the put", i + 1);
+		nap.tv_nsec = 100000000L;
+		nanosleep(&nap, NULL);
+	}
+	if (me == 0) {
+		if (lossy)
+			(void)bl_loss(&tc, 0);
+		CHECK(!bl_tc_stop(&tc), "tc -batch failed");
+		(void)hcomm_put_signal(w, peer, 0, src, 0, ST_DONE_SIG, 1);
+		out("blip: %d losses of %d ms, the longest put %.1f ms, "
+		    "keep-alive limit %" PRIu64 " ms", BL_BLIPS, BL_LOSS_MS,
+		    (double)lat_max / 1e6, ka_limit_ms(false));
+	} else {
+		/* until rank 0 is done, or the link failed after all */
+		for (i = 0; i < 120 && !ev_count(HCOMM_EVENT_LINK_DOWN, peer);
+		     i++)
+			if (hcomm_signal_wait(comm, ST_DONE_SIG, 1, 1000) >= 1)
+				break;
+		CHECK(hcomm_signal_read(comm, ST_DONE_SIG) >= 1,
+		      "rank %d did not end its losses (%d s)", peer, i);
+	}
+	OK(hcomm_flush(comm));
+	barrier();
+
+	phase = "check";
+	CHECK(!ev_count(HCOMM_EVENT_LINK_DOWN, peer) &&
+	      !ev_count(HCOMM_EVENT_PEER_LOST, peer), "a link event for "
+	      "rank %d, whose link only lost %d ms of packets", peer,
+	      BL_LOSS_MS);
 	barrier();
 	phase = "win_free";
 	OK(hcomm_win_free(w));
@@ -5458,6 +5685,8 @@ int main(int argc, char **argv)
 		ret = case_linkcut(how);
 	else if (!strcmp(case_name, "stall"))
 		ret = case_stall();
+	else if (!strcmp(case_name, "blip"))
+		ret = case_blip();
 	else if (!strcmp(case_name, "failover"))
 		ret = case_failover(how, cuts);
 	else if (!strcmp(case_name, "foload"))
