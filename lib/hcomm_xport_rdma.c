@@ -5377,8 +5377,11 @@ static void rx_log_counters(struct rx *rx)
 			(unsigned long long)s->errors, errs[0] ? ":" : "",
 			errs);
 	}
-	fprintf(stderr, "hcomm rdma: rank %d: keep-alive: %llu probes, %llu "
-		"links failed by it, %llu late rounds\n", rx->c->rank,
+	fprintf(stderr, "hcomm rdma: rank %d: keep-alive (limit %llu ms, "
+		"every %llu ms): %llu probes, %llu links failed by it, %llu "
+		"late rounds\n", rx->c->rank,
+		(unsigned long long)(rx->ka_timeout_ns / 1000000),
+		(unsigned long long)(rx->ka_interval_ns / 1000000),
 		(unsigned long long)__atomic_load_n(&rx->probes,
 						    __ATOMIC_RELAXED),
 		(unsigned long long)__atomic_load_n(&rx->ka_fails,
@@ -5701,15 +5704,17 @@ HCOMM_HIDDEN int hcomm__rdma_info(struct hcomm_comm *c, char *buf,
 	rx = rx_of(c);
 	snprintf(buf, len, "dev=%s port=%u addr=%s gid=%d gid_type=%s "
 		 "lanes=%u qd=%u max_inline=%u bounce_max=%u bsize=%llu "
-		 "stripe_min=%llu ack_timeout=%u retry_cnt=%u rd_atom=%u "
-		 "srq=%u cache=%s ooo=%llu",
+		 "stripe_min=%llu ack_timeout=%u retry_cnt=%u ka_ms=%llu "
+		 "rd_atom=%u srq=%u cache=%s ooo=%llu",
 		 rx->dev, rx->port, rx->where, rx->sgid_index,
 		 rx->gid_type == IBV_GID_TYPE_ROCE_V2 ? "RoCEv2" :
 		 rx->gid_type == IBV_GID_TYPE_ROCE_V1 ? "RoCEv1" : "?",
 		 rx->nlanes, rx->qd, rx->max_inline, rx->bounce_max,
 		 (unsigned long long)rx->bsize,
 		 (unsigned long long)rx->stripe_min, rx->ack_timeout,
-		 rx->retry_cnt, rx->rd_atom, rx->srq_depth,
+		 rx->retry_cnt,
+		 (unsigned long long)(rx->ka_timeout_ns / 1000000),
+		 rx->rd_atom, rx->srq_depth,
 		 rx->mrc.fd >= 0 ? "module" : "per-op",
 		 (unsigned long long)__atomic_load_n(&rx->ooo,
 						     __ATOMIC_RELAXED));
