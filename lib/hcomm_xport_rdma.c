@@ -5131,32 +5131,54 @@ static int rx_srq_fill(struct rx *rx, unsigned int n)
 	return 0;
 }
 
-/*
- * The largest inline size up to cfg.max_inline the device takes (rxe:
- * a few hundred bytes): a probe QP per try, binary search.
- */
-static void rx_probe_inline(struct rx *rx)
+/* A probe QP of the transport's shape with @inl inline bytes and @sge
+ * gather entries; on success *got is the inline size the device grants. */
+static bool rx_try_inline(struct rx *rx, unsigned int inl, unsigned int sge,
+			  unsigned int *got)
 {
-	unsigned int lo = 0, hi = rx->max_inline, want = hi;
 	struct ibv_qp_init_attr a;
 	struct ibv_qp *qp;
 
+	memset(&a, 0, sizeof(a));
+	a.send_cq = rx->scq[0].cq;
+	a.recv_cq = rx->rcq.cq;
+	a.srq = rx->srq;
+	a.qp_type = IBV_QPT_RC;
+	a.cap.max_send_wr = rx->qd;
+	a.cap.max_send_sge = sge;
+	a.cap.max_inline_data = inl;
+	qp = ibv_create_qp(rx->pd, &a);
+	if (!qp)
+		return false;
+	*got = a.cap.max_inline_data;
+	(void)ibv_destroy_qp(qp);
+	return true;
+}
+
+/*
+ * The largest inline size up to cfg.max_inline the device takes (rxe:
+ * 512 bytes).  First guess: what the device grants a QP with as many
+ * gather entries as it allows (@max_sge) and no inline data asked for
+ * (rxe sizes its WQEs by the larger of the two and reports the room); a
+ * QP of the transport's own shape that takes that guess settles it,
+ * without a try that fails (rxe logs each failed QP in the kernel's log).
+ * Else a binary search, a probe QP per try.
+ */
+static void rx_probe_inline(struct rx *rx, unsigned int max_sge)
+{
+	unsigned int lo = 0, hi = rx->max_inline, want = hi, got = 0;
+
+	if (max_sge > 1 && rx_try_inline(rx, 0, max_sge, &got) && got &&
+	    got < hi && rx_try_inline(rx, got, 1, &want)) {
+		rx->max_inline = got;
+		return;
+	}
+	want = hi;
 	for (;;) {
-		memset(&a, 0, sizeof(a));
-		a.send_cq = rx->scq[0].cq;
-		a.recv_cq = rx->rcq.cq;
-		a.srq = rx->srq;
-		a.qp_type = IBV_QPT_RC;
-		a.cap.max_send_wr = rx->qd;
-		a.cap.max_send_sge = 1;
-		a.cap.max_inline_data = want;
-		qp = ibv_create_qp(rx->pd, &a);
-		if (qp) {
-			(void)ibv_destroy_qp(qp);
+		if (rx_try_inline(rx, want, 1, &got))
 			lo = want;
-		} else {
+		else
 			hi = want - 1;
-		}
 		if (lo >= hi || !want)
 			break;
 		want = (lo + hi + 1) / 2;
@@ -5275,7 +5297,7 @@ static int rx_setup_local(struct rx *rx)
 	ret = rx_srq_fill(rx, rx->srq_depth);
 	if (ret)
 		return ret;
-	rx_probe_inline(rx);
+	rx_probe_inline(rx, da.max_sge > 0 ? (unsigned int)da.max_sge : 1);
 
 	/* bounce rings: send_buf_size per peer, split over its lanes */
 	rx->bsize = c->cfg.send_buf_size / rx->nlanes;
