@@ -4059,16 +4059,21 @@ static long bl_dropped(void)
 	return d;
 }
 
+static bool ev_wait_n(uint32_t type, int peer, int n, int ms);
+
 /*
- * Two ranks, one per VM, rdma alone over the second NIC, the keep-alive
- * at its default.  BL_BLIPS times, rank 0's NIC drops everything it sends
- * for BL_LOSS_MS while one 64 KiB put of rank 0 is on its way (and the
+ * Two ranks, one per VM, rdma over the second NIC, the keep-alive at its
+ * default.  BL_BLIPS times, rank 0's NIC drops everything it sends for
+ * BL_LOSS_MS while one 64 KiB put of rank 0 is on its way (and the
  * acknowledgements of rank 1's keep-alive probes with it).  Nothing sent
  * later shows rank 1 the gap, so the QP sends the put again only when its
  * ack timeout runs out (268 ms by default): the link is silent that long,
  * and alive.  Each put must succeed, take at least the loss, cost netem
- * some dropped packets and read back right; neither rank may see a
- * LINK_DOWN or PEER_LOST.
+ * some dropped packets and read back right, and no PEER_LOST be raised.
+ * rdma alone: no LINK_DOWN either (the keep-alive waits out the ack
+ * timeout).  rdma+tcp with failover: each loss may cost a failover (its
+ * 50 ms limit is below the ack timeout), and the next loss waits until
+ * the link is back on rdma (RECOVERED).
  */
 static int case_blip(void)
 {
@@ -4080,12 +4085,16 @@ static int case_blip(void)
 	uint64_t t, lat, lat_max = 0;
 	int peer, i, rc, lossy = 0;
 	long d0, d1;
+	bool fo;
 
 	peer = pair_up("blip");
 	if (peer < 0)
 		return 1;
-	CHECK(!strcmp(hcomm_comm_transport(comm), "rdma"), "transport %s, "
-	      "expected rdma", hcomm_comm_transport(comm));
+	fo = !strcmp(hcomm_comm_transport(comm), "rdma+tcp") &&
+	     env_int("HCOMM_FAILOVER", 1);
+	CHECK(fo || !strcmp(hcomm_comm_transport(comm), "rdma"), "transport "
+	      "%s, expected rdma, or rdma+tcp with failover",
+	      hcomm_comm_transport(comm));
 	win = xmap(LC_WIN);
 	src = xmap(LC_SLOT);
 	back = xmap(LC_SLOT);
@@ -4099,6 +4108,11 @@ static int case_blip(void)
 
 	phase = "blips";
 	for (i = 0; me == 0 && !fails && i < BL_BLIPS; i++) {
+		if (fo && !CHECK(ev_wait_n(HCOMM_EVENT_RECOVERED, peer,
+					   ev_count(HCOMM_EVENT_FAILED_OVER,
+						    peer), 60000),
+				 "blip %d: not back on rdma within 60 s", i + 1))
+			break;
 		st_stamp(src, (uint64_t)i + 1);
 		d0 = bl_dropped();
 		lossy = 1;
@@ -4140,12 +4154,13 @@ static int case_blip(void)
 		CHECK(!bl_tc_stop(&tc), "tc -batch failed");
 		(void)hcomm_put_signal(w, peer, 0, src, 0, ST_DONE_SIG, 1);
 		out("blip: %d losses of %d ms, the longest put %.1f ms, "
-		    "keep-alive limit %" PRIu64 " ms", BL_BLIPS, BL_LOSS_MS,
-		    (double)lat_max / 1e6, ka_limit_ms(false));
+		    "keep-alive limit %" PRIu64 " ms, %d failovers", BL_BLIPS,
+		    BL_LOSS_MS, (double)lat_max / 1e6, ka_limit_ms(fo),
+		    ev_count(HCOMM_EVENT_FAILED_OVER, peer));
 	} else {
 		/* until rank 0 is done, or the link failed after all */
-		for (i = 0; i < 120 && !ev_count(HCOMM_EVENT_LINK_DOWN, peer);
-		     i++)
+		for (i = 0; i < 120 && !ev_count(HCOMM_EVENT_PEER_LOST, peer) &&
+		     (fo || !ev_count(HCOMM_EVENT_LINK_DOWN, peer)); i++)
 			if (hcomm_signal_wait(comm, ST_DONE_SIG, 1, 1000) >= 1)
 				break;
 		CHECK(hcomm_signal_read(comm, ST_DONE_SIG) >= 1,
@@ -4155,10 +4170,11 @@ static int case_blip(void)
 	barrier();
 
 	phase = "check";
-	CHECK(!ev_count(HCOMM_EVENT_LINK_DOWN, peer) &&
-	      !ev_count(HCOMM_EVENT_PEER_LOST, peer), "a link event for "
-	      "rank %d, whose link only lost %d ms of packets", peer,
-	      BL_LOSS_MS);
+	CHECK((fo || !ev_count(HCOMM_EVENT_LINK_DOWN, peer)) &&
+	      !ev_count(HCOMM_EVENT_PEER_LOST, peer), "a %s event for "
+	      "rank %d, whose link only lost %d ms of packets",
+	      ev_count(HCOMM_EVENT_PEER_LOST, peer) ? "peer-lost" :
+	      "link-down", peer, BL_LOSS_MS);
 	barrier();
 	phase = "win_free";
 	OK(hcomm_win_free(w));
