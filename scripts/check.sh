@@ -405,8 +405,8 @@ if [ "${HCOMM_NET:-1}" = 1 ] && [ "${kmod_ok[stock612]:-0}" = 1 ]; then
 	net_opts=(--nics 2 --prenetem)
 	net_one stock612 cut-stock612 cut-netem-2 cut-link-2 cut-tap-2 \
 		cut-nofo-2 stall-2 blip-2 blip-fo-2 stall-fo-2 fo-netem-2 \
-		fo-link-2 fo-tap-2 fo-nofb-2 fo-batch-2 fo-get-2 fo-fence-2 fo-rxe-2 \
-		pypto-fo-2 pypto-lost-2
+		fo-link-2 fo-tap-2 fo-nofb-2 fo-batch-2 fo-get-2 fo-fence-2 \
+		fo-rxe-2 pypto-fo-2 pypto-lost-2
 	# one pair of a 4-rank job loses its link, the others do not
 	net_vms=4 net_one stock612 pair-stock612 fo-pair-4
 	net_opts=()
