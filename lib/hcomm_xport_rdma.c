@@ -182,7 +182,7 @@
 #define RX_KA_TIMEOUT_MS	80		/* no progress: the link failed
 						 * (detected 80-90 ms after the
 						 * last progress); without a
-						 * failover at least two of the
+						 * failover at least 2.5 of the
 						 * QP's ack timeouts
 						 * (rx_ka_default) */
 #define RX_KA_TIMEOUT_FO_MS	50		/* the same where a failover to
@@ -4821,14 +4821,16 @@ static int rx_env(const char *name, uint64_t lo, uint64_t hi, uint64_t def,
  * over, RX_KA_TIMEOUT_FO_MS: a false alarm costs a failover, never data.
  * Where nothing does, a false alarm fails the peer for good, so the limit
  * waits out what the QP recovers by itself: a packet or its acknowledgement
- * lost at the end of a burst is sent again only when the ack timeout
- * (4.096 us * 2^ack_timeout, 268 ms at 16) runs out, and that one may be
- * lost too.  So two ack timeouts, and RX_KA_TIMEOUT_MS at least: 537 ms at
- * the default exponent, 80 ms from HCOMM_RDMA_ACK_TIMEOUT=13 (33.6 ms) down.
+ * lost at the end of a burst is sent again only when the ack timeout T
+ * (4.096 us * 2^ack_timeout, 268 ms at 16) runs out, and the resend may be
+ * lost too: the third send leaves 2 T after the first.  So 2.5 T, and
+ * RX_KA_TIMEOUT_MS at least: 672 ms at the default exponent, 80 ms from
+ * HCOMM_RDMA_ACK_TIMEOUT=12 (16.8 ms) down.  T is the one asked of rdma_cm
+ * (RDMA_OPTION_ID_ACK_TIMEOUT); a device may stretch it.
  */
 static uint64_t rx_ka_default(const struct rx *rx)
 {
-	uint64_t ms = ((2 * 4096ULL) << rx->ack_timeout) / 1000000 + 1;
+	uint64_t ms = ((5 * 4096ULL) << rx->ack_timeout) / 2 / 1000000 + 1;
 
 	if (rx->fo_on)
 		return RX_KA_TIMEOUT_FO_MS;
@@ -5156,13 +5158,14 @@ static bool rx_try_inline(struct rx *rx, unsigned int inl, unsigned int sge,
 }
 
 /*
- * The largest inline size up to cfg.max_inline the device takes (rxe:
- * 512 bytes).  First guess: what the device grants a QP with as many
- * gather entries as it allows (@max_sge) and no inline data asked for
- * (rxe sizes its WQEs by the larger of the two and reports the room); a
- * QP of the transport's own shape that takes that guess settles it,
- * without a try that fails (rxe logs each failed QP in the kernel's log).
- * Else a binary search, a probe QP per try.
+ * An inline size up to cfg.max_inline the device takes.  First guess:
+ * what the device grants a QP with as many gather entries as it allows
+ * (@max_sge) and no inline data asked for; a QP of the transport's own
+ * shape that takes that guess settles it, without a try that fails (rxe
+ * logs each failed QP in the kernel's log).  On rxe, which sizes its WQEs
+ * by the larger of the two, that is its largest (512 bytes); another
+ * device may allow more than it grants there.  Else a binary search for
+ * the largest, a probe QP per try.
  */
 static void rx_probe_inline(struct rx *rx, unsigned int max_sge)
 {

@@ -22,7 +22,7 @@ prog=$dir/hcomm_vm_test
 launch=$dir/hcomm_vm_launch
 case_timeout=${HCOMM_LIBVM_TIMEOUT:-180}
 export HCOMM_VMTEST_ALARM=${HCOMM_VMTEST_ALARM:-150}
-# The rdma keep-alive's defaults (537 ms, 50 ms with failover) are for
+# The rdma keep-alive's defaults (672 ms, 50 ms with failover) are for
 # real links; here a VM that the host deschedules, or
 # auto-tcp-rdmaslow-2's 2 Mbit/s RoCE (a 64 KiB work request takes
 # 300 ms), is slow, not broken.  The cut-* and fo-* cases set the
@@ -42,8 +42,8 @@ done
 big=4M
 [ "$quick" = 1 ] && big=256K
 # The cut cases' keep-alive: the library's defaults they measure
-# ("default": the variable exported above is removed for them; two of
-# the QP's ack timeouts, 537 ms, where nothing fails over, 50 ms where
+# ("default": the variable exported above is removed for them; 2.5 of
+# the QP's ack timeouts, 672 ms, where nothing fails over, 50 ms where
 # tcp takes over), or a value where the kernel is too slow for them
 # (NETSH_CUT_KA).
 cut_ka=${NETSH_CUT_KA:-default}
