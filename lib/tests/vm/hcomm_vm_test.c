@@ -3581,6 +3581,16 @@ static int pair_up(const char *cs)
 	return 1 - me;
 }
 
+/* The end of a case that began with pair_up(): free @w, then destroy. */
+static void pair_down(struct hcomm_win *w)
+{
+	phase = "win_free";
+	OK(hcomm_win_free(w));
+	phase = "destroy";
+	OK(hcomm_comm_destroy(comm));
+	comm = NULL;
+}
+
 /* A restore that takes rxe1's port down and up (not netem, not rxe). */
 static bool lc_port_waits(const char *how)
 {
@@ -3797,11 +3807,7 @@ static int case_linkcut(const char *how)
 	CHECK((now_ns() - t0) / 1000000 < 1000, "a put to the failed peer "
 	      "took %" PRIu64 " ms", (now_ns() - t0) / 1000000);
 	CHECK(!ev_count(HCOMM_EVENT_PEER_LOST, peer), "peer-lost raised");
-	phase = "win_free";
-	OK(hcomm_win_free(w));
-	phase = "destroy";
-	OK(hcomm_comm_destroy(comm));
-	comm = NULL;
+	pair_down(w);
 	out("linkcut (%s): %ld puts issued, %" PRIu64 " completed before the "
 	    "failure, %d drained; %s", how, n, ok_ops, done,
 	    fails ? "FAILED" : "passed");
@@ -3965,11 +3971,7 @@ static int case_stall(void)
 		     "slot %d: the last put to it", j);
 	}
 	barrier();
-	phase = "win_free";
-	OK(hcomm_win_free(w));
-	phase = "destroy";
-	OK(hcomm_comm_destroy(comm));
-	comm = NULL;
+	pair_down(w);
 	return fails ? 1 : 0;
 }
 
@@ -4205,11 +4207,7 @@ static int case_blip(void)
 	      ev_count(HCOMM_EVENT_PEER_LOST, peer) ? "peer-lost" :
 	      "link-down", peer, BL_LOSS_MS);
 	barrier();
-	phase = "win_free";
-	OK(hcomm_win_free(w));
-	phase = "destroy";
-	OK(hcomm_comm_destroy(comm));
-	comm = NULL;
+	pair_down(w);
 	return fails ? 1 : 0;
 }
 
@@ -4752,11 +4750,7 @@ static int case_failover(const char *how, int cuts)
 
 	/* the cutter restored the link (also after a failure) */
 	barrier();
-	phase = "win_free";
-	OK(hcomm_win_free(w));
-	phase = "destroy";
-	OK(hcomm_comm_destroy(comm));
-	comm = NULL;
+	pair_down(w);
 	out("failover (%s, %d cut%s): %" PRIu64 " operations of the peer "
 	    "checked; %s", how, cuts, cuts > 1 ? "s" : "", n,
 	    fails ? "FAILED" : "passed");
@@ -5023,11 +5017,7 @@ static int case_foload(const char *how, const char *load)
 		}
 	}
 	barrier();
-	phase = "win_free";
-	OK(hcomm_win_free(w));
-	phase = "destroy";
-	OK(hcomm_comm_destroy(comm));
-	comm = NULL;
+	pair_down(w);
 	free(req);
 	free(d);
 	free(fl_cbs);
@@ -5228,11 +5218,7 @@ static int case_fopair(void)
 		}
 	}
 	barrier();
-	phase = "win_free";
-	OK(hcomm_win_free(w));
-	phase = "destroy";
-	OK(hcomm_comm_destroy(comm));
-	comm = NULL;
+	pair_down(w);
 	free(sent);
 	free(all);
 	out("fopair: %d ranks, %" PRIu64 " operations issued; %s", np, n,
