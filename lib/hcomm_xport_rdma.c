@@ -5134,7 +5134,8 @@ static int rx_srq_fill(struct rx *rx, unsigned int n)
 }
 
 /* A probe QP of the transport's shape with @inl inline bytes and @sge
- * gather entries; on success *got is the inline size the device grants. */
+ * gather entries; on success *got (if not NULL) is the inline size the
+ * device grants. */
 static bool rx_try_inline(struct rx *rx, unsigned int inl, unsigned int sge,
 			  unsigned int *got)
 {
@@ -5152,7 +5153,8 @@ static bool rx_try_inline(struct rx *rx, unsigned int inl, unsigned int sge,
 	qp = ibv_create_qp(rx->pd, &a);
 	if (!qp)
 		return false;
-	*got = a.cap.max_inline_data;
+	if (got)
+		*got = a.cap.max_inline_data;
 	(void)ibv_destroy_qp(qp);
 	return true;
 }
@@ -5172,13 +5174,12 @@ static void rx_probe_inline(struct rx *rx, unsigned int max_sge)
 	unsigned int lo = 0, hi = rx->max_inline, want = hi, got = 0;
 
 	if (max_sge > 1 && rx_try_inline(rx, 0, max_sge, &got) && got &&
-	    got < hi && rx_try_inline(rx, got, 1, &want)) {
+	    got < hi && rx_try_inline(rx, got, 1, NULL)) {
 		rx->max_inline = got;
 		return;
 	}
-	want = hi;
 	for (;;) {
-		if (rx_try_inline(rx, want, 1, &got))
+		if (rx_try_inline(rx, want, 1, NULL))
 			lo = want;
 		else
 			hi = want - 1;

@@ -2955,6 +2955,19 @@ static int ev_count(uint32_t type, int peer)
 	return n;
 }
 
+/* Wait up to ms for at least n events of type about peer. */
+static bool ev_wait_n(uint32_t type, int peer, int n, int ms)
+{
+	uint64_t t0 = now_ns();
+
+	while (ev_count(type, peer) < n) {
+		if ((now_ns() - t0) / 1000000 > (uint64_t)ms)
+			return false;
+		usleep(5000);
+	}
+	return true;
+}
+
 /* ------------------------------------------------------------------ */
 /* killed: a peer dies of SIGKILL with operations in flight to it      */
 /* ------------------------------------------------------------------ */
@@ -4081,8 +4094,6 @@ static long bl_dropped(void)
 	return d;
 }
 
-static bool ev_wait_n(uint32_t type, int peer, int n, int ms);
-
 /*
  * Two ranks, one per VM, rdma over the second NIC, the keep-alive at its
  * default.  BL_BLIPS times, rank 0's NIC drops everything it sends for
@@ -4180,8 +4191,7 @@ static int case_blip(void)
 	if (me == 0) {
 		/* never leave eth1 dropping for the cases after this one */
 		if (lossy && bl_loss(&tc, 0))
-			(void)lc_sh("tc qdisc change dev eth1 root netem loss "
-				    "0%%");
+			(void)lc_link("netem", 1);
 		CHECK(!bl_tc_stop(&tc), "tc -batch failed");
 		(void)hcomm_put_signal(w, peer, 0, src, 0, ST_DONE_SIG, 1);
 		out("blip: %d losses of %d ms, the longest put %.1f ms, "
@@ -4296,19 +4306,6 @@ static bool ev_nth(uint32_t type, int peer, int n, struct hcomm_event *out)
 		}
 	pthread_mutex_unlock(&evs.lock);
 	return found;
-}
-
-/* Wait up to ms for at least n events of type about peer. */
-static bool ev_wait_n(uint32_t type, int peer, int n, int ms)
-{
-	uint64_t t0 = now_ns();
-
-	while (ev_count(type, peer) < n) {
-		if ((now_ns() - t0) / 1000000 > (uint64_t)ms)
-			return false;
-		usleep(5000);
-	}
-	return true;
 }
 
 /* rdma's payload bytes sent to peer so far. */
